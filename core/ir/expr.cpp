@@ -1,0 +1,317 @@
+#include "core/ir/expr.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/ir/buffer.h"
+
+namespace mt {
+
+const char* to_string(MathFn f) {
+  switch (f) {
+  case MathFn::Exp: return "exp";
+  case MathFn::Log: return "log";
+  case MathFn::Tanh: return "tanh";
+  case MathFn::Erf: return "erf";
+  case MathFn::Sqrt: return "sqrt";
+  case MathFn::Rsqrt: return "rsqrt";
+  case MathFn::Pow: return "pow";
+  case MathFn::Abs: return "abs";
+  case MathFn::Sigmoid: return "sigmoid";
+  }
+  return "?";
+}
+
+bool parse_math_fn(const std::string& s, MathFn* out) {
+  for (int i = 0; i <= static_cast<int>(MathFn::Sigmoid); ++i) {
+    if (s == to_string(static_cast<MathFn>(i))) {
+      *out = static_cast<MathFn>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+int math_fn_arity(MathFn f) { return f == MathFn::Pow ? 2 : 1; }
+
+const char* to_string(ExprKind k) {
+  switch (k) {
+  case ExprKind::IntImm: return "IntImm";
+  case ExprKind::FloatImm: return "FloatImm";
+  case ExprKind::Var: return "Var";
+  case ExprKind::Add: return "+";
+  case ExprKind::Sub: return "-";
+  case ExprKind::Mul: return "*";
+  case ExprKind::Div: return "/";
+  case ExprKind::FloorDiv: return "//";
+  case ExprKind::FloorMod: return "%";
+  case ExprKind::Min: return "min";
+  case ExprKind::Max: return "max";
+  case ExprKind::EQ: return "==";
+  case ExprKind::NE: return "!=";
+  case ExprKind::LT: return "<";
+  case ExprKind::LE: return "<=";
+  case ExprKind::GT: return ">";
+  case ExprKind::GE: return ">=";
+  case ExprKind::And: return "&&";
+  case ExprKind::Or: return "||";
+  case ExprKind::Not: return "!";
+  case ExprKind::Select: return "select";
+  case ExprKind::Cast: return "cast";
+  case ExprKind::Load: return "load";
+  case ExprKind::Call: return "call";
+  }
+  return "?";
+}
+
+bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
+bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+
+namespace {
+
+std::shared_ptr<ExprNode> new_node(ExprKind k, DType t) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = k;
+  n->dtype = t;
+  return n;
+}
+
+int64_t floordiv_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t floormod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+
+bool is_imm(const Expr& e) {
+  return e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm;
+}
+
+// An immediate operand takes the type of the other operand so that `x * 2` works for floats.
+Expr coerce(const Expr& lit, DType t) {
+  if (lit->dtype == t) return lit;
+  if (lit->kind == ExprKind::IntImm) {
+    if (t.is_float()) return float_imm(static_cast<double>(lit->int_value), t);
+    if (t.is_int() || t.is_bool()) return int_imm(lit->int_value, t);
+  }
+  if (lit->kind == ExprKind::FloatImm && t.is_float()) return float_imm(lit->float_value, t);
+  return lit;
+}
+
+} // namespace
+
+Expr Expr::from_int(int64_t v) { return int_imm(v); }
+Expr Expr::from_float(double v) { return float_imm(v); }
+
+Expr int_imm(int64_t v, DType t) {
+  auto n = new_node(ExprKind::IntImm, t);
+  n->int_value = v;
+  return Expr(n);
+}
+
+Expr float_imm(double v, DType t) {
+  auto n = new_node(ExprKind::FloatImm, t);
+  n->float_value = v;
+  return Expr(n);
+}
+
+Expr make_var(std::string name, DType t) {
+  auto n = new_node(ExprKind::Var, t);
+  n->name = std::move(name);
+  return Expr(n);
+}
+
+Expr make_binary(ExprKind kind, Expr a, Expr b) {
+  if (!a || !b) throw std::invalid_argument("make_binary: null operand");
+  if (!(a->dtype == b->dtype)) {
+    if (is_imm(a)) a = coerce(a, b->dtype);
+    else if (is_imm(b)) b = coerce(b, a->dtype);
+  }
+  if (!(a->dtype == b->dtype))
+    throw std::invalid_argument(std::string("type mismatch in '") + to_string(kind) + "': " +
+                                to_string(a->dtype) + " vs " + to_string(b->dtype));
+  DType t = a->dtype;
+  if (kind == ExprKind::Div && t.is_int()) kind = ExprKind::FloorDiv;
+  if ((kind == ExprKind::FloorDiv || kind == ExprKind::FloorMod) && !t.is_int())
+    throw std::invalid_argument("floordiv/floormod need integer operands");
+  if (is_comparison(kind) || kind == ExprKind::And || kind == ExprKind::Or)
+    t = DType::boolean();
+  // Constant folding of integer immediates keeps builder output small.
+  if (a->kind == ExprKind::IntImm && b->kind == ExprKind::IntImm && a->dtype.is_int()) {
+    int64_t x = a->int_value, y = b->int_value;
+    switch (kind) {
+    case ExprKind::Add: return int_imm(x + y, t);
+    case ExprKind::Sub: return int_imm(x - y, t);
+    case ExprKind::Mul: return int_imm(x * y, t);
+    case ExprKind::FloorDiv:
+      if (y != 0) return int_imm(floordiv_i(x, y), t);
+      break;
+    case ExprKind::FloorMod:
+      if (y != 0) return int_imm(floormod_i(x, y), t);
+      break;
+    case ExprKind::Min: return int_imm(std::min(x, y), t);
+    case ExprKind::Max: return int_imm(std::max(x, y), t);
+    default: break;
+    }
+  }
+  auto n = new_node(kind, t);
+  n->args = {std::move(a), std::move(b)};
+  return Expr(n);
+}
+
+Expr make_not(Expr a) {
+  auto n = new_node(ExprKind::Not, DType::boolean());
+  n->args = {std::move(a)};
+  return Expr(n);
+}
+
+Expr make_select(Expr c, Expr t, Expr f) {
+  if (!(t->dtype == f->dtype)) {
+    if (is_imm(t)) t = coerce(t, f->dtype);
+    else if (is_imm(f)) f = coerce(f, t->dtype);
+  }
+  if (!(t->dtype == f->dtype)) throw std::invalid_argument("select: branch types differ");
+  auto n = new_node(ExprKind::Select, t->dtype);
+  n->args = {std::move(c), std::move(t), std::move(f)};
+  return Expr(n);
+}
+
+Expr make_cast(DType t, Expr v) {
+  if (v->dtype == t) return v;
+  auto n = new_node(ExprKind::Cast, t);
+  n->args = {std::move(v)};
+  return Expr(n);
+}
+
+Expr make_load(Buffer buf, std::vector<Expr> indices) {
+  if (!buf) throw std::invalid_argument("make_load: null buffer");
+  if (indices.size() != buf->shape.size())
+    throw std::invalid_argument("load of " + buf->name + ": " + std::to_string(indices.size()) +
+                                " indices for rank " + std::to_string(buf->shape.size()));
+  for (auto& i : indices) i = coerce(i, DType::index());
+  auto n = new_node(ExprKind::Load, buf->dtype);
+  n->buffer = std::move(buf);
+  n->args = std::move(indices);
+  return Expr(n);
+}
+
+Expr make_call(MathFn fn, std::vector<Expr> args) {
+  if (static_cast<int>(args.size()) != math_fn_arity(fn))
+    throw std::invalid_argument(std::string("wrong number of arguments to ") + to_string(fn));
+  if (args.size() == 2 && !(args[0]->dtype == args[1]->dtype)) {
+    if (is_imm(args[1])) args[1] = coerce(args[1], args[0]->dtype);
+    else if (is_imm(args[0])) args[0] = coerce(args[0], args[1]->dtype);
+  }
+  DType t = args[0]->dtype;
+  auto n = new_node(ExprKind::Call, t);
+  n->fn = fn;
+  n->args = std::move(args);
+  return Expr(n);
+}
+
+Expr with_args(const Expr& e, std::vector<Expr> args) {
+  bool same = args.size() == e->args.size();
+  for (size_t i = 0; same && i < args.size(); ++i) same = args[i].same_as(e->args[i]);
+  if (same) return e;
+  auto n = std::make_shared<ExprNode>(*e);
+  n->args = std::move(args);
+  return Expr(n);
+}
+
+Expr operator+(Expr a, Expr b) { return make_binary(ExprKind::Add, a, b); }
+Expr operator-(Expr a, Expr b) { return make_binary(ExprKind::Sub, a, b); }
+Expr operator*(Expr a, Expr b) { return make_binary(ExprKind::Mul, a, b); }
+Expr operator/(Expr a, Expr b) { return make_binary(ExprKind::Div, a, b); }
+Expr operator%(Expr a, Expr b) { return make_binary(ExprKind::FloorMod, a, b); }
+Expr operator-(Expr a) {
+  if (a->kind == ExprKind::IntImm) return int_imm(-a->int_value, a->dtype);
+  if (a->kind == ExprKind::FloatImm) return float_imm(-a->float_value, a->dtype);
+  return make_binary(ExprKind::Sub, coerce(int_imm(0), a->dtype), a);
+}
+Expr operator<(Expr a, Expr b) { return make_binary(ExprKind::LT, a, b); }
+Expr operator<=(Expr a, Expr b) { return make_binary(ExprKind::LE, a, b); }
+Expr operator>(Expr a, Expr b) { return make_binary(ExprKind::GT, a, b); }
+Expr operator>=(Expr a, Expr b) { return make_binary(ExprKind::GE, a, b); }
+Expr operator&&(Expr a, Expr b) { return make_binary(ExprKind::And, a, b); }
+Expr operator||(Expr a, Expr b) { return make_binary(ExprKind::Or, a, b); }
+Expr eq(Expr a, Expr b) { return make_binary(ExprKind::EQ, a, b); }
+Expr ne(Expr a, Expr b) { return make_binary(ExprKind::NE, a, b); }
+Expr min(Expr a, Expr b) { return make_binary(ExprKind::Min, a, b); }
+Expr max(Expr a, Expr b) { return make_binary(ExprKind::Max, a, b); }
+Expr floordiv(Expr a, Expr b) { return make_binary(ExprKind::FloorDiv, a, b); }
+Expr floormod(Expr a, Expr b) { return make_binary(ExprKind::FloorMod, a, b); }
+Expr exp(Expr a) { return make_call(MathFn::Exp, {a}); }
+Expr log(Expr a) { return make_call(MathFn::Log, {a}); }
+Expr tanh(Expr a) { return make_call(MathFn::Tanh, {a}); }
+Expr erf(Expr a) { return make_call(MathFn::Erf, {a}); }
+Expr sqrt(Expr a) { return make_call(MathFn::Sqrt, {a}); }
+Expr rsqrt(Expr a) { return make_call(MathFn::Rsqrt, {a}); }
+Expr pow(Expr a, Expr b) { return make_call(MathFn::Pow, {a, b}); }
+Expr abs(Expr a) { return make_call(MathFn::Abs, {a}); }
+Expr sigmoid(Expr a) { return make_call(MathFn::Sigmoid, {a}); }
+
+bool is_const_int(const Expr& e, int64_t* value) {
+  if (!e || e->kind != ExprKind::IntImm) return false;
+  if (value) *value = e->int_value;
+  return true;
+}
+bool is_const_int_value(const Expr& e, int64_t value) {
+  int64_t v;
+  return is_const_int(e, &v) && v == value;
+}
+bool is_var(const Expr& e) { return e && e->kind == ExprKind::Var; }
+
+Expr min_value(DType t) {
+  if (t.is_float()) return float_imm(-std::numeric_limits<double>::infinity(), t);
+  if (t.kind == DTypeKind::UInt || t.is_bool()) return int_imm(0, t);
+  return int_imm(t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (t.bits - 1)), t);
+}
+Expr max_value(DType t) {
+  if (t.is_float()) return float_imm(std::numeric_limits<double>::infinity(), t);
+  if (t.is_bool()) return int_imm(1, t);
+  if (t.kind == DTypeKind::UInt) return int_imm(t.bits >= 64 ? -1 : (int64_t(1) << t.bits) - 1, t);
+  return int_imm(t.bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (t.bits - 1)) - 1, t);
+}
+
+Expr transform(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+  if (!e) return e;
+  if (e->args.empty()) return f(e);
+  std::vector<Expr> args;
+  args.reserve(e->args.size());
+  for (const Expr& a : e->args) args.push_back(transform(a, f));
+  return f(with_args(e, std::move(args)));
+}
+
+Expr substitute(const Expr& e, const VarMap& vmap) {
+  if (!e || vmap.empty()) return e;
+  return transform(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Var) {
+      auto it = vmap.find(x.get());
+      if (it != vmap.end()) return it->second;
+    }
+    return x;
+  });
+}
+
+void post_order_visit(const Expr& e, const std::function<void(const Expr&)>& f) {
+  if (!e) return;
+  for (const Expr& a : e->args) post_order_visit(a, f);
+  f(e);
+}
+
+bool uses_var(const Expr& e, const ExprNode* var) {
+  bool found = false;
+  post_order_visit(e, [&](const Expr& x) { found = found || x.get() == var; });
+  return found;
+}
+
+bool uses_buffer(const Expr& e, const BufferNode* buf) {
+  bool found = false;
+  post_order_visit(e, [&](const Expr& x) {
+    found = found || (x->kind == ExprKind::Load && x->buffer.get() == buf);
+  });
+  return found;
+}
+
+} // namespace mt

@@ -1,0 +1,37 @@
+// Lowering: turns a scheduled Function (loops + blocks) into a loop program of For / Seq /
+// Store / IfThenElse / Allocate only (Function::lowered = true). Passes, in order:
+//
+// 1. lower_blocks: every BlockRealize becomes its body with the block iter vars substituted by
+//    their bound values, guarded by the predicate if any. A block with `init` runs the init
+//    first when every reduction iter var's value is 0 (`if (v_r1 == 0 && ...) init; body`).
+// 2. place_allocations: each intermediate buffer (Function::buffers) gets an Allocate around
+//    the body of the deepest For loop that encloses every statement accessing it (or around
+//    the whole body). Under a parallel loop this gives each iteration its own copy. Buffers in
+//    "shared" scope are never allocated inside a threadIdx loop, and "global" ones never inside
+//    any thread-bound loop (device memory cannot be per-thread). Unused buffers are dropped.
+// 3. compact_buffers: inside its Allocate each buffer is shrunk to the region actually
+//    accessed: per dimension, the accessed indices are relaxed over the loops inside the
+//    allocation point to [min, min + extent) with `min` an expression of the outer loop
+//    variables; the buffer gets that shape (a new Buffer with the same name, dtype and scope)
+//    and every index i becomes i - min. A dimension that cannot be bounded stays whole.
+// 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
+//    branches whose condition became a constant are resolved.
+//
+// For kinds, thread tags and annotations are kept. The lowered Function keeps its params; its
+// `buffers` is empty: every intermediate is declared by an Allocate node of the body.
+#pragma once
+
+#include <vector>
+
+#include "core/ir/function.h"
+
+namespace mt {
+
+Function lower(const Function& f);
+
+// The individual passes, in pipeline order (exposed for tests and for targets that want a
+// different pipeline). Each takes and returns a function body.
+Stmt lower_blocks(const Stmt& body);
+Stmt place_allocations(const Stmt& body, const std::vector<Buffer>& intermediates);
+Stmt compact_buffers(const Stmt& body);
+} // namespace mt

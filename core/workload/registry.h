@@ -1,0 +1,40 @@
+// Private to core/workload: how a workload family registers its workloads with the library,
+// and small helpers shared by the family files (parameter declarations, error messages).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/workload/library.h"
+
+namespace mt::workload_detail {
+
+struct WorkloadDef {
+  WorkloadInfo info;
+  std::function<Function(const WorkloadParams&)> build;
+  std::vector<std::string> test_specs;
+};
+
+ParamInfo int_param(std::string name, int64_t def, std::string doc, int64_t min = 1,
+                    int64_t max = INT64_MAX);
+ParamInfo string_param(std::string name, std::string def, std::string doc,
+                       std::vector<std::string> choices = {});
+ParamInfo bool_param(std::string name, bool def, std::string doc);
+// "dtype": a floating-point element type, f32 by default.
+ParamInfo dtype_param();
+
+// " (did you mean 'x'?)" for the closest candidate within a small edit distance, or "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+// Throws std::invalid_argument("workload 'w': msg").
+[[noreturn]] void workload_error(const WorkloadParams& p, const std::string& msg);
+
+// One function per family file.
+void add_gemm_workloads(std::vector<WorkloadDef>* defs);        // gemm.cpp
+void add_conv_workloads(std::vector<WorkloadDef>* defs);        // conv.cpp
+void add_norm_workloads(std::vector<WorkloadDef>* defs);        // norm.cpp
+void add_pool_workloads(std::vector<WorkloadDef>* defs);        // pool.cpp
+void add_elementwise_workloads(std::vector<WorkloadDef>* defs); // elementwise.cpp
+
+} // namespace mt::workload_detail

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages metatune needs (as root), and is quick when all are present.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build clang libclang-rt-14-dev
+  libboost-dev libboost-filesystem-dev libboost-system-dev
+  libspdlog-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  llvm-16-dev libdnnl-dev libxgboost-dev
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "metatune setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

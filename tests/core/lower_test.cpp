@@ -1,0 +1,420 @@
+// Tests of lowering (core/lower/lower.h): block lowering with reduction init and predicates,
+// allocation placement and buffer compaction, checked structurally and by running the result
+// in the interpreter against plain C++ loops.
+#include "core/lower/lower.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/lower/interpreter.h"
+#include "core/runtime/ndarray.h"
+
+namespace mt {
+namespace {
+
+Expr ld(const Buffer& b, std::vector<Expr> idx) {
+  return make_load(b, std::move(idx));
+}
+
+Stmt realize(const std::string& name, std::vector<IterVar> ivs, std::vector<Expr> values, Stmt body,
+             Stmt init = nullptr, Expr predicate = Expr()) {
+  Block b;
+  b.name = name;
+  b.iter_vars = std::move(ivs);
+  b.body = std::move(body);
+  b.init = std::move(init);
+  return make_block_realize(std::move(values), std::move(predicate), std::move(b));
+}
+
+int count_kind(const Stmt& s, StmtKind k) {
+  int n = 0;
+  visit_stmts(s, [&](const Stmt& x) {
+    n += x->kind == k;
+    return true;
+  });
+  return n;
+}
+
+std::vector<const AllocateNode*> allocations(const Stmt& s) {
+  std::vector<const AllocateNode*> out;
+  visit_stmts(s, [&](const Stmt& x) {
+    if (x->kind == StmtKind::Allocate) out.push_back(as<AllocateNode>(x));
+    return true;
+  });
+  return out;
+}
+
+// The For loop (if any) whose body directly is, or starts with, an Allocate of `name`.
+const ForNode* loop_around_allocation(const Stmt& s, const std::string& name) {
+  const ForNode* found = nullptr;
+  visit_stmts(s, [&](const Stmt& x) {
+    if (x->kind != StmtKind::For) return true;
+    Stmt b = as<ForNode>(x)->body;
+    while (b && b->kind == StmtKind::Allocate) {
+      if (as<AllocateNode>(b)->buffer->name == name) found = as<ForNode>(x);
+      b = as<AllocateNode>(b)->body;
+    }
+    return true;
+  });
+  return found;
+}
+
+// C[i, j] = sum_k A[i, k] * B[k, j], with the reduction loop optionally split by `kf`.
+Function matmul(int64_t M, int64_t N, int64_t K, int64_t kf = 0) {
+  Buffer A = make_buffer("A", DType::f32(), {M, K});
+  Buffer B = make_buffer("B", DType::f32(), {K, N});
+  Buffer C = make_buffer("C", DType::f32(), {M, N});
+  Expr i = make_var("i"), j = make_var("j"), k = make_var("k");
+  Expr vi = make_var("vi"), vj = make_var("vj"), vk = make_var("vk");
+  Stmt init = make_store(C, {vi, vj}, float_imm(0.0));
+  Stmt update = make_store(C, {vi, vj}, ld(C, {vi, vj}) + ld(A, {vi, vk}) * ld(B, {vk, vj}));
+  std::vector<IterVar> ivs = {
+      {vi, M, IterKind::Spatial}, {vj, N, IterKind::Spatial}, {vk, K, IterKind::Reduce}};
+  Stmt loops;
+  if (kf == 0) {
+    loops = make_for(k, K, realize("C", ivs, {i, j, k}, update, init));
+  } else {
+    Expr ko = make_var("ko"), ki = make_var("ki");
+    int64_t outer = (K + kf - 1) / kf;
+    Expr kv = ko * kf + ki;
+    loops =
+        make_for(ko, outer, make_for(ki, kf, realize("C", ivs, {i, j, kv}, update, init, kv < K)));
+  }
+  Function f;
+  f.name = "matmul";
+  f.params = {A, B, C};
+  f.body = make_for(i, M, make_for(j, N, loops));
+  return f;
+}
+
+NDArray naive_matmul(const NDArray& a, const NDArray& b, int64_t M, int64_t N, int64_t K) {
+  NDArray c(DType::f32(), {M, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += a.data_as<float>()[i * K + k] * b.data_as<float>()[k * N + j];
+      c.data_as<float>()[i * N + j] = acc;
+    }
+  return c;
+}
+
+void expect_close(const NDArray& got, const NDArray& want) {
+  std::string why;
+  EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5, &why)) << why;
+}
+
+TEST(LowerBlocks, MatmulWithReductionInit) {
+  const int64_t M = 5, N = 6, K = 7;
+  Function f = matmul(M, N, K);
+  Function low = lower(f);
+  EXPECT_TRUE(low.lowered);
+  EXPECT_EQ(count_kind(low.body, StmtKind::BlockRealize), 0);
+  EXPECT_EQ(count_kind(low.body, StmtKind::For), 3);
+  EXPECT_GE(count_kind(low.body, StmtKind::IfThenElse), 1); // the init guard
+  EXPECT_EQ(low.params.size(), 3u);
+  EXPECT_EQ(low.params[2], f.params[2]); // params keep their buffers
+
+  NDArray a(DType::f32(), {M, K}), b(DType::f32(), {K, N}), c(DType::f32(), {M, N});
+  a.fill_random(1);
+  b.fill_random(2);
+  c.fill(1234.0); // the init must overwrite whatever was there
+  interpret(low, {&a, &b, &c});
+  expect_close(c, naive_matmul(a, b, M, N, K));
+}
+
+TEST(LowerBlocks, InitGuardOfSingleValueReductionIsFolded) {
+  Function low = lower(matmul(2, 3, 1));
+  EXPECT_EQ(count_kind(low.body, StmtKind::IfThenElse), 0);
+  NDArray a(DType::f32(), {2, 1}), b(DType::f32(), {1, 3}), c(DType::f32(), {2, 3});
+  a.fill_random(12);
+  b.fill_random(13);
+  c.fill(99.0);
+  interpret(low, {&a, &b, &c});
+  expect_close(c, naive_matmul(a, b, 2, 3, 1));
+}
+
+TEST(LowerBlocks, SplitReductionInitAndPredicate) {
+  const int64_t M = 3, N = 4, K = 10;
+  Function f = matmul(M, N, K, /*kf=*/4); // 12 iterations for 10 values: predicate needed
+  NDArray a(DType::f32(), {M, K}), b(DType::f32(), {K, N}), c(DType::f32(), {M, N});
+  a.fill_random(3);
+  b.fill_random(4);
+  c.fill(-7.0);
+  interpret(f, {&a, &b, &c}); // lowers on the fly
+  expect_close(c, naive_matmul(a, b, M, N, K));
+}
+
+TEST(LowerBlocks, PredicateGuardsTheBody) {
+  const int64_t n = 10, limit = 7;
+  Buffer A = make_buffer("A", DType::f32(), {n});
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr i = make_var("i"), vi = make_var("vi");
+  Function f;
+  f.name = "guarded";
+  f.params = {A, C};
+  f.body = make_for(i, n,
+                    realize("C", {{vi, n, IterKind::Spatial}}, {i},
+                            make_store(C, {vi}, ld(A, {vi}) * 2.0), nullptr, i < limit));
+  NDArray a(DType::f32(), {n}), c(DType::f32(), {n});
+  a.fill_random(5);
+  c.fill(-1.0);
+  interpret(f, {&a, &c});
+  for (int64_t x = 0; x < n; ++x) {
+    float want = x < limit ? a.data_as<float>()[x] * 2.0f : -1.0f;
+    EXPECT_EQ(c.data_as<float>()[x], want) << "at " << x;
+  }
+}
+
+TEST(LowerBlocks, NonPerfectSplitByHand) {
+  const int64_t n = 10, factor = 4, outer = 3;
+  Buffer A = make_buffer("A", DType::f32(), {n});
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr io = make_var("io"), ii = make_var("ii"), vi = make_var("vi");
+  Expr idx = io * factor + ii;
+  Function f;
+  f.name = "split";
+  f.params = {A, C};
+  f.body =
+      make_for(io, outer,
+               make_for(ii, factor,
+                        realize("C", {{vi, n, IterKind::Spatial}}, {idx},
+                                make_store(C, {vi}, ld(A, {vi}) * 3.0 + 1.0), nullptr, idx < n)));
+  NDArray a(DType::f32(), {n}), c(DType::f32(), {n});
+  a.fill_random(6);
+  interpret(f, {&a, &c}); // without the predicate this would be out of bounds
+  for (int64_t x = 0; x < n; ++x)
+    EXPECT_EQ(c.data_as<float>()[x], a.data_as<float>()[x] * 3.0f + 1.0f) << "at " << x;
+}
+
+// B = A * 2 (intermediate), C = B + 1, in separate loop nests: B lives at the root, whole.
+TEST(LowerPlacement, ProducerConsumerAtRoot) {
+  const int64_t n = 16;
+  Buffer A = make_buffer("A", DType::f32(), {n});
+  Buffer B = make_buffer("B", DType::f32(), {n});
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr i0 = make_var("i0"), i1 = make_var("i1"), v0 = make_var("v0"), v1 = make_var("v1");
+  Function f;
+  f.name = "producer_consumer";
+  f.params = {A, C};
+  f.buffers = {B};
+  f.body = make_seq(
+      {make_for(i0, n, realize("B", {{v0, n}}, {i0}, make_store(B, {v0}, ld(A, {v0}) * 2.0))),
+       make_for(i1, n, realize("C", {{v1, n}}, {i1}, make_store(C, {v1}, ld(B, {v1}) + 1.0)))});
+  Function low = lower(f);
+  ASSERT_EQ(low.body->kind, StmtKind::Allocate);
+  EXPECT_EQ(as<AllocateNode>(low.body)->buffer->name, "B");
+  EXPECT_EQ(as<AllocateNode>(low.body)->buffer->shape, std::vector<int64_t>{n});
+  EXPECT_TRUE(low.buffers.empty()); // declared by the Allocate instead
+
+  NDArray a(DType::f32(), {n}), c(DType::f32(), {n});
+  a.fill_random(7);
+  interpret(low, {&a, &c});
+  for (int64_t x = 0; x < n; ++x)
+    EXPECT_EQ(c.data_as<float>()[x], a.data_as<float>()[x] * 2.0f + 1.0f);
+}
+
+// for i: { for j: B[i, j] = A[i, j] + 1;  for j: C[i, j] = B[i, j] * 2 }  (B intermediate)
+// B is allocated inside loop i and compacted from [4, 8] to [1, 8].
+TEST(LowerCompaction, RowBufferUnderLoop) {
+  const int64_t M = 4, N = 8;
+  Buffer A = make_buffer("A", DType::f32(), {M, N});
+  Buffer B = make_buffer("B", DType::f32(), {M, N});
+  Buffer C = make_buffer("C", DType::f32(), {M, N});
+  Expr i = make_var("i"), j0 = make_var("j0"), j1 = make_var("j1");
+  Expr bi = make_var("bi"), bj = make_var("bj"), ci = make_var("ci"), cj = make_var("cj");
+  Function f;
+  f.name = "rows";
+  f.params = {A, C};
+  f.buffers = {B};
+  f.body = make_for(i, M,
+                    make_seq({make_for(j0, N,
+                                       realize("B", {{bi, M}, {bj, N}}, {i, j0},
+                                               make_store(B, {bi, bj}, ld(A, {bi, bj}) + 1.0))),
+                              make_for(j1, N,
+                                       realize("C", {{ci, M}, {cj, N}}, {i, j1},
+                                               make_store(C, {ci, cj}, ld(B, {ci, cj}) * 2.0)))}),
+                    ForKind::Parallel);
+  Function low = lower(f);
+  const ForNode* loop = loop_around_allocation(low.body, "B");
+  ASSERT_NE(loop, nullptr) << "B must be allocated inside a loop";
+  EXPECT_EQ(loop->loop_var->name, "i");
+  EXPECT_EQ(loop->for_kind, ForKind::Parallel); // loop kinds survive lowering
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, (std::vector<int64_t>{1, N}));
+  EXPECT_EQ(allocs[0]->buffer->dtype, DType::f32());
+  EXPECT_EQ(allocs[0]->buffer->scope, B->scope);
+
+  NDArray a(DType::f32(), {M, N}), c(DType::f32(), {M, N});
+  a.fill_random(8);
+  interpret(low, {&a, &c});
+  for (int64_t x = 0; x < M * N; ++x)
+    EXPECT_EQ(c.data_as<float>()[x], (a.data_as<float>()[x] + 1.0f) * 2.0f) << "at " << x;
+}
+
+// A 2-D tile of an intermediate computed at the consumer's outer loops: the compact buffer
+// starts at (io*4, jo*4), an expression of the outer loop variables.
+TEST(LowerCompaction, TileWithSymbolicOffset) {
+  const int64_t n = 8, t = 4;
+  Buffer A = make_buffer("A", DType::f32(), {n, n});
+  Buffer B = make_buffer("B", DType::f32(), {n, n}, "cache");
+  Buffer C = make_buffer("C", DType::f32(), {n, n});
+  Expr io = make_var("io"), jo = make_var("jo");
+  Expr p0 = make_var("p0"), p1 = make_var("p1"), q0 = make_var("q0"), q1 = make_var("q1");
+  Expr bi = make_var("bi"), bj = make_var("bj"), ci = make_var("ci"), cj = make_var("cj");
+  Stmt produce = make_for(p0, t,
+                          make_for(p1, t,
+                                   realize("B", {{bi, n}, {bj, n}}, {io * t + p0, jo * t + p1},
+                                           make_store(B, {bi, bj}, ld(A, {bi, bj}) - 0.5))));
+  // The consumer reads B transposed inside the tile, so both index orders are covered.
+  Stmt consume = make_for(
+      q0, t,
+      make_for(q1, t,
+               realize("C", {{ci, n}, {cj, n}}, {io * t + q0, jo * t + q1},
+                       make_store(C, {ci, cj},
+                                  ld(B, {ci, cj}) * ld(B, {io * t + q1 % t, jo * t + q0})))));
+  Function f;
+  f.name = "tiles";
+  f.params = {A, C};
+  f.buffers = {B};
+  f.body = make_for(io, n / t, make_for(jo, n / t, make_seq({produce, consume})));
+  Function low = lower(f);
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, (std::vector<int64_t>{t, t}));
+  EXPECT_EQ(allocs[0]->buffer->scope, "cache");
+  const ForNode* loop = loop_around_allocation(low.body, "B");
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->loop_var->name, "jo");
+
+  NDArray a(DType::f32(), {n, n}), c(DType::f32(), {n, n});
+  a.fill_random(9);
+  interpret(low, {&a, &c}); // any wrong offset is out of bounds of the 4x4 tile or NaN
+  const float* A_ = a.data_as<float>();
+  for (int64_t x = 0; x < n; ++x)
+    for (int64_t y = 0; y < n; ++y) {
+      int64_t tx = x / t * t, ty = y / t * t;
+      float b_xy = A_[x * n + y] - 0.5f;
+      float b_t = A_[(tx + (y - ty)) * n + (ty + (x - tx))] - 0.5f;
+      EXPECT_EQ(c.data_as<float>()[x * n + y], b_xy * b_t) << x << "," << y;
+    }
+}
+
+// Shared memory is shared by the threads of a block: it may not become per-thread even when
+// every access sits inside the same threadIdx loop.
+TEST(LowerPlacement, SharedBufferStaysAboveThreadLoops) {
+  const int64_t n = 32, t = 8;
+  Buffer A = make_buffer("A", DType::f32(), {n});
+  Buffer S = make_buffer("S", DType::f32(), {n}, "shared");
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr bx = make_var("bx"), tx = make_var("tx"), vs = make_var("vs"), vc = make_var("vc");
+  Expr idx = bx * t + tx;
+  Stmt inner = make_seq({realize("S", {{vs, n}}, {idx}, make_store(S, {vs}, ld(A, {vs}) + 3.0)),
+                         realize("C", {{vc, n}}, {idx}, make_store(C, {vc}, ld(S, {vc}) * 0.5))});
+  Function f;
+  f.name = "shared";
+  f.params = {A, C};
+  f.buffers = {S};
+  f.body = make_for(bx, n / t, make_for(tx, t, inner, ForKind::ThreadBinding, "threadIdx.x"),
+                    ForKind::ThreadBinding, "blockIdx.x");
+  Function low = lower(f);
+  const ForNode* loop = loop_around_allocation(low.body, "S");
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->thread_tag, "blockIdx.x");
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, std::vector<int64_t>{t}); // relaxed over threadIdx.x
+  ASSERT_EQ(allocs[0]->body->kind, StmtKind::For);
+  EXPECT_EQ(as<ForNode>(allocs[0]->body)->thread_tag, "threadIdx.x");
+
+  NDArray a(DType::f32(), {n}), c(DType::f32(), {n});
+  a.fill_random(10);
+  interpret(low, {&a, &c});
+  for (int64_t x = 0; x < n; ++x)
+    EXPECT_EQ(c.data_as<float>()[x], (a.data_as<float>()[x] + 3.0f) * 0.5f);
+}
+
+TEST(LowerPlacement, LocalBufferBecomesPerIteration) {
+  // A reduction into an intermediate accumulator computed under the consumer's loop.
+  const int64_t M = 6, K = 5;
+  Buffer A = make_buffer("A", DType::f32(), {M, K});
+  Buffer acc = make_buffer("acc", DType::f32(), {M}, "local");
+  Buffer C = make_buffer("C", DType::f32(), {M});
+  Expr i = make_var("i"), k = make_var("k"), ai = make_var("ai"), ak = make_var("ak");
+  Expr ci = make_var("ci");
+  Stmt reduce = make_for(k, K,
+                         realize("acc", {{ai, M}, {ak, K, IterKind::Reduce}}, {i, k},
+                                 make_store(acc, {ai}, ld(acc, {ai}) + ld(A, {ai, ak})),
+                                 make_store(acc, {ai}, float_imm(0.0))));
+  Stmt out = realize("C", {{ci, M}}, {i}, make_store(C, {ci}, sqrt(ld(acc, {ci}) * ld(acc, {ci}))));
+  Function f;
+  f.name = "row_norm";
+  f.params = {A, C};
+  f.buffers = {acc};
+  f.body = make_for(i, M, make_seq({reduce, out}));
+  Function low = lower(f);
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, std::vector<int64_t>{1});
+  EXPECT_EQ(loop_around_allocation(low.body, "acc")->loop_var->name, "i");
+
+  NDArray a(DType::f32(), {M, K}), c(DType::f32(), {M});
+  a.fill_random(11);
+  interpret(low, {&a, &c});
+  for (int64_t r = 0; r < M; ++r) {
+    float s = 0;
+    for (int64_t x = 0; x < K; ++x)
+      s += a.data_as<float>()[r * K + x];
+    EXPECT_EQ(c.data_as<float>()[r], std::sqrt(s * s));
+  }
+}
+
+TEST(LowerPlacement, UnusedIntermediateIsDropped) {
+  Function f = matmul(2, 2, 2);
+  f.buffers = {make_buffer("unused", DType::f32(), {100})};
+  Function low = lower(f);
+  EXPECT_EQ(count_kind(low.body, StmtKind::Allocate), 0);
+  EXPECT_TRUE(low.buffers.empty());
+}
+
+TEST(LowerPlacement, ReadBeforeWriteShowsAsNaN) {
+  // B is read but never written: the poison fill of fresh storage must reach the output.
+  const int64_t n = 4;
+  Buffer B = make_buffer("B", DType::f32(), {n});
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr i = make_var("i"), vi = make_var("vi");
+  Function f;
+  f.name = "uninit";
+  f.params = {C};
+  f.buffers = {B};
+  f.body = make_for(i, n, realize("C", {{vi, n}}, {i}, make_store(C, {vi}, ld(B, {vi}) + 1.0)));
+  NDArray c(DType::f32(), {n});
+  interpret(f, {&c});
+  for (int64_t x = 0; x < n; ++x)
+    EXPECT_TRUE(std::isnan(c.data_as<float>()[x]));
+}
+
+TEST(LowerPasses, UndeclaredBufferIsRejected) {
+  Function f = matmul(2, 2, 2);
+  f.params.pop_back(); // C is now neither a parameter nor an intermediate
+  try {
+    lower(f);
+    FAIL() << "undeclared buffer accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer C"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LowerPasses, LowerIsIdempotentOnLoweredFunctions) {
+  Function low = lower(matmul(2, 3, 4));
+  Function again = lower(low);
+  EXPECT_EQ(again.body, low.body);
+  Function empty;
+  empty.name = "empty";
+  EXPECT_THROW(lower(empty), std::invalid_argument);
+}
+
+} // namespace
+} // namespace mt

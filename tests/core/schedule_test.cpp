@@ -1,0 +1,231 @@
+// Schedule primitives on concrete workloads: structure of the result, numbers against the
+// unscheduled function in the interpreter, and the errors of refused primitives.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ir/printer.h"
+#include "core/ir/structural.h"
+#include "core/lower/interpreter.h"
+#include "core/runtime/ndarray.h"
+#include "core/schedule/schedule.h"
+#include "core/schedule/trace.h"
+#include "core/workload/library.h"
+
+namespace mt {
+namespace {
+
+// Runs `f` on deterministic random inputs; outputs start as NaN so unwritten elements show.
+std::vector<NDArray> run(const Function& f, uint64_t seed = 7) {
+  std::vector<NDArray> args;
+  auto outs = f.output_mask();
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
+    if (outs[i]) args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
+    else args.back().fill_random(seed + i);
+  }
+  std::vector<NDArray*> ptrs;
+  for (auto& a : args) ptrs.push_back(&a);
+  interpret(f, ptrs);
+  return args;
+}
+
+void expect_same_numbers(const Function& ref, const Function& got) {
+  auto a = run(ref), b = run(got);
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(allclose(b[i], a[i], 1e-4, 1e-5, &why)) << "param " << i << ": " << why << "\n"
+                                                         << print(got);
+  }
+}
+
+TEST(Schedule, SplitReorderFuseMatmul) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  Schedule sch(f);
+  BlockRV c = sch.get_block(sch.name_of(sch.all_blocks()[0]));
+  auto loops = sch.get_loops(c);
+  ASSERT_EQ(loops.size(), 3u);
+  auto i = sch.split(loops[0], {int64_t(4), int64_t(8)});
+  auto j = sch.split(loops[1], {int64_t(-1), int64_t(8)});
+  sch.reorder({i[0], j[0], loops[2], i[1], j[1]});
+  sch.vectorize(j[1]);
+  LoopRV fused = sch.fuse({i[0], j[0]});
+  sch.parallel(fused);
+  EXPECT_EQ(sch.get(fused).extent, 4 * 3);
+  EXPECT_EQ(sch.get(fused).for_kind, ForKind::Parallel);
+  EXPECT_EQ(sch.get_loops(c).size(), 4u);
+  expect_same_numbers(f, sch.func());
+}
+
+TEST(Schedule, ImperfectSplitAddsPredicate) {
+  Function f = make_workload("matmul(M=10,N=6,K=5)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  auto l = sch.get_loops(c);
+  auto parts = sch.split(l[0], {int64_t(-1), int64_t(4)});
+  EXPECT_EQ(sch.get(parts[0]).extent, 3);
+  EXPECT_NE(print(sch.func()).find("<"), std::string::npos);
+  expect_same_numbers(f, sch.func());
+}
+
+TEST(Schedule, RefusalsNameThePrimitiveAndLeaveTheScheduleUnchanged) {
+  Function f = make_workload("matmul(M=8,N=8,K=8)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  auto l = sch.get_loops(c);
+  std::string before = print(sch.func());
+  size_t trace_len = sch.trace().size();
+  try {
+    sch.parallel(l[2]); // the reduction loop
+    FAIL() << "parallel on a reduction loop must be refused";
+  } catch (const ScheduleError& e) {
+    EXPECT_EQ(e.primitive(), "parallel");
+    EXPECT_NE(std::string(e.what()).find("reduction"), std::string::npos) << e.what();
+    EXPECT_NE(e.subject().find("l2"), std::string::npos) << e.subject();
+  }
+  EXPECT_THROW(sch.split(l[0], {int64_t(3), int64_t(2)}), ScheduleError); // 6 < 8
+  EXPECT_THROW(sch.split(l[0], {int64_t(0), int64_t(-1)}), ScheduleError);
+  EXPECT_THROW(sch.fuse({l[0], l[2]}), ScheduleError); // not directly nested
+  EXPECT_THROW(sch.compute_inline(c), ScheduleError);  // reduction writing an output
+  EXPECT_THROW(sch.get_block("nope"), ScheduleError);
+  EXPECT_EQ(print(sch.func()), before);
+  EXPECT_EQ(sch.trace().size(), trace_len);
+}
+
+TEST(Schedule, ComputeAtAndInlineOnDenseGelu) {
+  Function f = make_workload("dense(M=8,N=16,K=12,bias=1,act=gelu)");
+  Schedule sch(f);
+  auto blocks = sch.all_blocks();
+  ASSERT_GE(blocks.size(), 2u);
+  // Inline every elementwise block that can be inlined, then tile the matmul and move the
+  // epilogue under its outer loop.
+  for (size_t k = 1; k + 1 < blocks.size(); ++k) {
+    try {
+      sch.compute_inline(blocks[k]);
+    } catch (const ScheduleError&) {
+    }
+  }
+  BlockRV mm = blocks[0];
+  auto l = sch.get_loops(mm);
+  auto i = sch.split(l[0], {int64_t(2), int64_t(4)});
+  BlockRV last = sch.all_blocks().back();
+  sch.reverse_compute_at(last, i[0]);
+  expect_same_numbers(f, sch.func());
+}
+
+TEST(Schedule, CacheReadWriteDecomposeRfactor) {
+  Function f = make_workload("matmul(M=8,N=8,K=16)");
+  {
+    Schedule sch(f);
+    BlockRV c = sch.all_blocks()[0];
+    auto l = sch.get_loops(c);
+    BlockRV ar = sch.cache_read(c, 0, "shared");
+    sch.compute_at(ar, l[0]);
+    BlockRV cw = sch.cache_write(c, 0, "local");
+    sch.reverse_compute_at(cw, sch.get_loops(c)[0]);
+    sch.decompose_reduction(c, sch.get_loops(c)[1]);
+    expect_same_numbers(f, sch.func());
+  }
+  {
+    Schedule sch(f);
+    BlockRV c = sch.all_blocks()[0];
+    auto l = sch.get_loops(c);
+    auto k = sch.split(l[2], {int64_t(4), int64_t(4)});
+    BlockRV rf = sch.rfactor(k[1], 0);
+    EXPECT_EQ(sch.all_blocks().size(), 2u);
+    EXPECT_NE(sch.name_of(rf), sch.name_of(c));
+    expect_same_numbers(f, sch.func());
+  }
+}
+
+TEST(Trace, JsonRoundTripAndReplayGiveEqualFunctions) {
+  Function f = make_workload("matmul(M=16,N=16,K=16)");
+  Schedule sch(f, 42);
+  BlockRV c = sch.all_blocks()[0];
+  auto l = sch.get_loops(c);
+  auto t0 = sch.sample_perfect_tile(l[0], 3, 8);
+  sch.split(l[0], std::vector<Factor>(t0.begin(), t0.end()));
+  auto u = sch.sample_categorical({0, 16, 64}, {0.2, 0.3, 0.5});
+  sch.annotate(c, "meta_schedule.unroll_explicit", u);
+  std::string js = sch.trace().to_json();
+  Trace back = Trace::from_json(js);
+  EXPECT_EQ(back.to_json(), js);
+  Schedule re(f, 999);
+  back.apply_to(re, true);
+  EXPECT_TRUE(structural_equal(re.func(), sch.func())) << print(re.func()) << "\n---\n"
+                                                       << print(sch.func());
+  EXPECT_EQ(structural_hash(re.func()), structural_hash(sch.func()));
+}
+
+TEST(Trace, SameSeedSameTraceAndChangedDecisionStillCorrect) {
+  Function f = make_workload("matmul(M=16,N=32,K=8)");
+  auto build = [&](uint64_t seed) {
+    auto s = std::make_unique<Schedule>(f, seed);
+    BlockRV c = s->all_blocks()[0];
+    auto l = s->get_loops(c);
+    auto t = s->sample_perfect_tile(l[1], 2, 16);
+    s->split(l[1], std::vector<Factor>(t.begin(), t.end()));
+    return s;
+  };
+  EXPECT_EQ(build(5)->trace().to_json(), build(5)->trace().to_json());
+  auto s = build(5);
+  size_t idx = s->trace().sampling_indices().at(0);
+  std::vector<int64_t> old = *s->trace().instructions()[idx].decision;
+  std::vector<int64_t> changed = old[0] == 32 ? std::vector<int64_t>{16, 2} : std::vector<int64_t>{32, 1};
+  Trace mutated = s->trace().with_decision(idx, changed);
+  Schedule re(f);
+  mutated.apply_to(re, true);
+  EXPECT_FALSE(structural_equal(re.func(), s->func()));
+  expect_same_numbers(f, re.func());
+}
+
+TEST(Trace, MalformedJsonGivesLocatedErrors) {
+  const char* bad[] = {
+      "",
+      "[1, 2",
+      "{}",
+      "[[], [], []]",
+      R"([[["split", ["l0", 4], [], ["l1", "l2"]]], []])",
+      R"([[["get_block", [], ["C"], ["b0"]]], [[5, 1]]])",
+      R"([[["get_block", [], ["C"], ["b0"]]], [[0, 1]]])",
+      R"([[["get_block", [], ["C"], ["x0"]]], []])",
+      R"([[["get_block", [], [{}], ["b0"]]], []])",
+  };
+  for (const char* text : bad) {
+    try {
+      Trace::from_json(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const TraceParseError& e) {
+      EXPECT_FALSE(std::string(e.what()).empty());
+    }
+  }
+  // Well-formed JSON that does not fit the function fails at replay, with the instruction.
+  Trace t = Trace::from_json(R"([[["get_block", [], ["nope"], ["b0"]]], []])");
+  Schedule sch(make_workload("matmul(M=4,N=4,K=4)"));
+  EXPECT_THROW(t.apply_to(sch), ScheduleError);
+  Trace t2 = Trace::from_json(R"([[["frobnicate", [], [], []]], []])");
+  try {
+    t2.apply_to(sch);
+    ADD_FAILURE();
+  } catch (const TraceParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("instruction 0"), std::string::npos);
+  }
+}
+
+TEST(Trace, SimplifiedDropsDeadLookups) {
+  Function f = make_workload("matmul(M=8,N=8,K=8)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  sch.get_loops(c); // unused
+  auto l = sch.get_loops(c);
+  sch.sample_perfect_tile(l[0], 2, 4); // unused
+  sch.parallel(l[0]);
+  Trace s = sch.trace().simplified();
+  EXPECT_LT(s.size(), sch.trace().size());
+  Schedule re(f);
+  s.apply_to(re);
+  EXPECT_TRUE(structural_equal(re.func(), sch.func()));
+}
+
+} // namespace
+} // namespace mt
