@@ -30,7 +30,7 @@ int64_t wrap_to(int64_t v, DType t) {
   return static_cast<int64_t>(u);
 }
 
-// ---- structural helpers -----------------------------------------------------------------------
+// ---- structural helpers -------------------------------------------------------------------------
 
 // Structural equality (variables and buffers by identity). Sub-results that were found equal
 // are remembered, so comparing two DAGs with much sharing costs their size, not their unfolded
@@ -413,8 +413,8 @@ public:
         return with_quot(div_mod(kind, inner, ck_mul(a, c), t));
       }
     }
-    // rest = g*Y + T with 0 <= T < g and g | c: rest // c == Y // (c/g), rest % c == g*(Y % (c/g))
-    // + T.
+    // rest = g*Y + T with 0 <= T < g and g | c gives rest // c == Y // (c/g) and
+    // rest % c == g*(Y % (c/g)) + T: a split loop's inner part below a fused loop's divisor.
     std::vector<int64_t> cands;
     for (const Term& term : rest.terms) {
       int64_t g = std::gcd(term.coeff < 0 ? -term.coeff : term.coeff, c);
@@ -467,9 +467,9 @@ public:
         for (size_t j = 0; j < l.terms.size() && !changed; ++j) {
           if (i == j) continue;
           auto hi = as_digit(l.terms[j].atom);
-          if (!hi || hi->div != lo->div * lo->mod) continue;
-          int64_t klo = l.terms[i].coeff, khi = l.terms[j].coeff;
-          if (khi != klo * lo->mod) continue;
+          int64_t klo = l.terms[i].coeff, khi = l.terms[j].coeff, prod;
+          if (!hi || __builtin_mul_overflow(lo->div, lo->mod, &prod) || hi->div != prod) continue;
+          if (__builtin_mul_overflow(klo, lo->mod, &prod) || khi != prod) continue;
           if (!lin_equal(linear(hi->base), linear(lo->base), eq_)) continue;
           Lin merged = linear(lo->base);
           DType t = l.terms[i].atom->dtype;
@@ -678,11 +678,11 @@ private:
       kind = flip_comparison(kind);
     }
     Lin lhs, rhs;
-    for (const Term& t : d.terms) {
-      if (t.coeff > 0)
-        lhs.push(t.atom, t.coeff);
+    for (const Term& term : d.terms) {
+      if (term.coeff > 0)
+        lhs.push(term.atom, term.coeff);
       else
-        rhs.push(t.atom, -t.coeff);
+        rhs.push(term.atom, -term.coeff);
     }
     rhs.c = ck_mul(d.c, -1);
     return make_binary(kind, build(lhs, t), build(rhs, t));
@@ -695,7 +695,7 @@ private:
   std::unordered_map<const ExprNode*, std::pair<Expr, Lin>> lin_cache_;
 };
 
-// ---- statements -------------------------------------------------------------------------------
+// ---- statements ---------------------------------------------------------------------------------
 
 class StmtSimplifier {
 public:
@@ -820,6 +820,7 @@ private:
       k = flip_comparison(k);
     }
     if (!is_var(x) || !x->dtype.is_int() || !is_const_int(y, &c)) return;
+    if (c <= kNegInf || c >= kPosInf) return;
     IntBound b = scope.get(x.get());
     switch (k) {
     case ExprKind::LT:
@@ -880,7 +881,7 @@ private:
   RangeMap ranges_;
 };
 
-// ---- relaxation -------------------------------------------------------------------------------
+// ---- relaxation ---------------------------------------------------------------------------------
 
 // The range of an integer expression as [min, min + span] with `min` free of relaxed variables.
 struct LinRange {

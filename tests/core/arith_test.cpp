@@ -145,7 +145,7 @@ void for_all(const std::vector<Expr>& vars, const RangeMap& ranges,
   rec(0);
 }
 
-// ---- simplification: tiling identities --------------------------------------------------------
+// ---- simplification: tiling identities ----------------------------------------------------------
 
 TEST(ArithSimplify, SplitQuotientAndRemainder) {
   Expr i0 = make_var("i0"), i1 = make_var("i1");
@@ -218,8 +218,7 @@ TEST(ArithSimplify, FuseThenSplit) {
   EXPECT_EQ(str(back), "((f0 * 16) + f1)");
 }
 
-// ---- simplification: folding
-// ---------------------------------------------------------------------
+// ---- simplification: folding --------------------------------------------------------------------
 
 TEST(ArithSimplify, ConstantFoldingAndLinearTerms) {
   Expr x = make_var("x"), y = make_var("y");
@@ -354,8 +353,7 @@ TEST(ArithBound, BasicCases) {
   EXPECT_EQ(bound_of(v * -v * v, wide).min, IntBound::kNegInf);
 }
 
-// ---- prove, linear_coefficient
-// -------------------------------------------------------------------
+// ---- prove, linear_coefficient ------------------------------------------------------------------
 
 TEST(ArithProve, UsesRanges) {
   Expr i = make_var("i"), j = make_var("j");
@@ -376,8 +374,7 @@ TEST(ArithLinear, Coefficients) {
   EXPECT_EQ(linear_coefficient(floordiv(x, 2) + x, x.get()), std::nullopt);
 }
 
-// ---- relax
-// ----------------------------------------------------------------------------------------
+// ---- relax --------------------------------------------------------------------------------------
 
 TEST(ArithRelax, AffineTile) {
   Expr i0 = make_var("i0"), i1 = make_var("i1");
@@ -465,8 +462,7 @@ TEST(ArithRelax, MinMaxSelect) {
   EXPECT_EQ(str(s->min), "(i0 * 32)");
 }
 
-// ---- statements
-// ------------------------------------------------------------------------------------
+// ---- statements ---------------------------------------------------------------------------------
 
 TEST(ArithStmt, UsesLoopAndBlockRanges) {
   Buffer A = make_buffer("A", DType::f32(), {256});
@@ -514,8 +510,7 @@ TEST(ArithStmt, IfConditionNarrowsRange) {
   EXPECT_TRUE(as<StoreNode>(iff->then_case)->indices[0].same_as(i));
 }
 
-// ---- randomized properties
-// ------------------------------------------------------------------------
+// ---- randomized properties ----------------------------------------------------------------------
 
 class RandomExprs {
 public:
