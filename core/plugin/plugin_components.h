@@ -1,0 +1,153 @@
+// C++ views of component instances created by plugins: one class per component kind, each
+// calling the plugin's function table and turning a failure status into a PluginError. An
+// instance keeps its plugin library loaded for as long as it lives, and releases its plugin
+// object (the table's `release`) when destroyed.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/plugin/component_kind.h"
+#include "core/plugin/plugin_error.h"
+#include "core/runtime/ndarray.h"
+#include "core/schedule/random.h"
+#include "core/schedule/schedule.h"
+#include "core/schedule/trace.h"
+#include "core/workload/te.h"
+#include "metatune/plugin_api.h"
+
+namespace mt {
+
+class PluginHost;
+namespace plugin_detail {
+struct Registration;
+}
+
+struct ComponentInfo {
+  ComponentKind kind = ComponentKind::ScheduleRule;
+  std::string name;
+  std::string description;
+  std::string plugin_path; // the library that registered it
+  std::string plugin_name;
+};
+
+// Attributes of the target a component is initialised for ("kind", "num_cores",
+// "vector_bytes", ...), passed to the components' optional `initialize`.
+using TuneAttributes = Annotations;
+
+class PluginComponent {
+public:
+  virtual ~PluginComponent();
+  PluginComponent(const PluginComponent&) = delete;
+  PluginComponent& operator=(const PluginComponent&) = delete;
+
+  const ComponentInfo& info() const;
+  // "schedule_rule 'x.Name'"
+  std::string describe() const;
+
+protected:
+  friend class PluginHost; // the only creator of instances
+  PluginComponent(std::shared_ptr<const plugin_detail::Registration> reg, void* self);
+  void* self() const { return self_; }
+  const plugin_detail::Registration& registration() const { return *reg_; }
+  const std::shared_ptr<const plugin_detail::Registration>& registration_ptr() const {
+    return reg_;
+  }
+  // Throws PluginError for a failed call of `operation` (message from the last error).
+  [[noreturn]] void fail(const char* operation, int32_t status) const;
+  // Calls the optional `initialize` of any kind's table.
+  void initialize_with(mt_status (*init)(void*, const mt_tune_context*),
+                       const TuneAttributes& attrs) const;
+
+private:
+  std::shared_ptr<const plugin_detail::Registration> reg_;
+  void* self_;
+};
+
+class PluginScheduleRule : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  void initialize(const TuneAttributes& attrs) const;
+  // The schedules the rule produces for `block` of `sch` (which it may modify in place and
+  // return). An empty result drops the design space.
+  std::vector<std::shared_ptr<Schedule>> apply(const std::shared_ptr<Schedule>& sch,
+                                               BlockRV block) const;
+};
+
+class PluginMutator : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  void initialize(const TuneAttributes& attrs) const;
+  // A mutated copy of `trace`, or nullopt if there was nothing to mutate.
+  std::optional<Trace> apply(const Trace& trace, RandomEngine& rng) const;
+};
+
+class PluginPostproc : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  void initialize(const TuneAttributes& attrs) const;
+  // True if the candidate is accepted (possibly rewritten in place); false if rejected, with
+  // the postprocessor's reason in *reason.
+  bool apply(const std::shared_ptr<Schedule>& sch, std::string* reason = nullptr) const;
+};
+
+class PluginCostModel : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  void initialize(const TuneAttributes& attrs) const;
+  std::vector<double> predict(const std::vector<std::shared_ptr<Schedule>>& candidates) const;
+  void update(const std::vector<std::shared_ptr<Schedule>>& candidates,
+              const std::vector<double>& run_seconds) const;
+};
+
+class PluginSearchStrategy : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  void initialize(const TuneAttributes& attrs) const;
+  std::vector<std::shared_ptr<Schedule>>
+  generate(const std::vector<std::shared_ptr<Schedule>>& design_spaces, RandomEngine& rng,
+           size_t max_candidates) const;
+  void notify(const std::vector<std::shared_ptr<Schedule>>& measured,
+              const std::vector<double>& run_seconds) const;
+};
+
+// A program compiled by a target plugin.
+class PluginModule {
+public:
+  ~PluginModule();
+  PluginModule(const PluginModule&) = delete;
+  PluginModule& operator=(const PluginModule&) = delete;
+  // Runs once with `args` bound to the program's params in order.
+  void run(const std::vector<NDArray*>& args) const;
+  // Seconds per call, one entry per repeat.
+  std::vector<double> time(const std::vector<NDArray*>& args, int repeats,
+                           double min_repeat_seconds) const;
+
+private:
+  friend class PluginTarget;
+  struct State;
+  explicit PluginModule(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+class PluginTarget : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  // The device description (a JSON object as text).
+  std::string describe_device() const;
+  // Names of the components of `kind` this target uses by default, in order.
+  std::vector<std::string> default_components(ComponentKind kind) const;
+  // Builds a function (lowered first if it is not).
+  std::unique_ptr<PluginModule> build(const Function& func) const;
+};
+
+class PluginLayer : public PluginComponent {
+public:
+  using PluginComponent::PluginComponent;
+  std::vector<te::Tensor> forward(const std::vector<te::Tensor>& inputs) const;
+};
+
+} // namespace mt

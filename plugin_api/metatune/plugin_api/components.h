@@ -1,0 +1,165 @@
+/* What a plugin implements: one function table per component kind, and the descriptor through
+ * which a plugin registers a component (a name plus a factory). A component instance is an
+ * opaque `self` pointer created by the factory and destroyed by the table's `release`; the
+ * host keeps the plugin loaded while any instance lives. An instance is used by one thread at
+ * a time (the host creates one per worker thread if it needs more).
+ *
+ * Every callback returns mt_status; on failure it sets the message with
+ * host_api->set_last_error. No callback may let a C++ exception escape. Tables, like every
+ * struct here, start with struct_size/struct_version and only grow; the host treats a
+ * function past the plugin's struct_size as absent (MT_HAS_FIELD). Optional entries may be
+ * NULL. */
+#ifndef METATUNE_PLUGIN_API_COMPONENTS_H
+#define METATUNE_PLUGIN_API_COMPONENTS_H
+
+#include "metatune/plugin_api/host_api.h"
+#include "metatune/plugin_api/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A schedule rule: applied to each block of a design space (post-order); writes a small
+ * probabilistic program with sampling instructions and transformations. It may modify `sch`
+ * and push it back, push copies (forks), or push nothing (the block is then dropped from the
+ * space). Pushing `sch` unmodified means "not applicable". */
+typedef struct mt_schedule_rule_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*initialize)(void* self, const mt_tune_context* ctx); /* optional */
+  mt_status (*apply)(void* self, mt_schedule* sch, mt_block_rv block, mt_schedule_list* out);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_schedule_rule_vtable;
+MT_STATIC_ASSERT(offsetof(mt_schedule_rule_vtable, apply) / sizeof(void*) == 3, schedule_rule_v1);
+
+/* A mutator: proposes a neighbour of a trace by changing decisions. *out = NULL (with MT_OK)
+ * means there was nothing to mutate. */
+typedef struct mt_mutator_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*initialize)(void* self, const mt_tune_context* ctx); /* optional */
+  mt_status (*apply)(void* self, const mt_trace* trace, mt_rng* rng, mt_trace** out);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_mutator_vtable;
+MT_STATIC_ASSERT(offsetof(mt_mutator_vtable, apply) / sizeof(void*) == 3, mutator_v1);
+
+/* A postprocessor: validates or rewrites a sampled schedule. MT_OK accepts (possibly after
+ * rewriting `sch` in place), MT_ERROR_REJECTED rejects the candidate with a reason. */
+typedef struct mt_postproc_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*initialize)(void* self, const mt_tune_context* ctx); /* optional */
+  mt_status (*apply)(void* self, mt_schedule* sch);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_postproc_vtable;
+MT_STATIC_ASSERT(offsetof(mt_postproc_vtable, apply) / sizeof(void*) == 3, postproc_v1);
+
+/* A cost model: higher score = predicted faster. */
+typedef struct mt_cost_model_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*initialize)(void* self, const mt_tune_context* ctx); /* optional */
+  mt_status (*predict)(void* self, mt_schedule* const* candidates, size_t n, double* out_scores);
+  mt_status (*update)(void* self, mt_schedule* const* candidates, size_t n,
+                      const double* run_seconds);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_cost_model_vtable;
+MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, update) / sizeof(void*) == 4, cost_model_v1);
+
+/* A search strategy: proposes candidates from the design spaces and learns from results. */
+typedef struct mt_search_strategy_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*initialize)(void* self, const mt_tune_context* ctx); /* optional */
+  mt_status (*generate)(void* self, mt_schedule* const* design_spaces, size_t num_spaces,
+                        mt_rng* rng, size_t max_candidates, mt_schedule_list* out);
+  mt_status (*notify)(void* self, mt_schedule* const* measured, size_t n,
+                      const double* run_seconds);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_search_strategy_vtable;
+MT_STATIC_ASSERT(offsetof(mt_search_strategy_vtable, notify) / sizeof(void*) == 4,
+                 search_strategy_v1);
+
+/* A compiled program made by a target. The module owns itself: `release` frees it. */
+typedef struct mt_module {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void* self;
+  void (*release)(void* self);
+  /* Runs once with args bound to the program's params in order. */
+  mt_status (*run)(void* self, const mt_tensor* args, size_t num_args);
+  /* Measures `repeats` times; each repeat runs at least min_repeat_seconds (several calls
+   * averaged). out_seconds has `repeats` entries: seconds per call. */
+  mt_status (*time)(void* self, const mt_tensor* args, size_t num_args, int32_t repeats,
+                    double min_repeat_seconds, double* out_seconds);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_module;
+MT_STATIC_ASSERT(offsetof(mt_module, time) / sizeof(void*) == 4, module_v1);
+
+/* A hardware target: describes the device, offers its default search components, builds
+ * lowered programs into runnable modules. */
+typedef struct mt_target_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  /* Device description as a JSON object ({"kind": "llvm", "num_cores": 16,
+   * "vector_bytes": 64, ...}); the text lives as long as `self`. */
+  mt_status (*describe)(void* self, mt_str* out_json);
+  /* Names of the components of `kind` this target uses by default, in order of application;
+   * the array and strings live as long as `self`. */
+  mt_status (*default_components)(void* self, mt_component_kind kind, const mt_str** names,
+                                  size_t* count);
+  /* Builds a lowered program; fills `out` (whose struct_size the host has set). */
+  mt_status (*build)(void* self, const mt_program* program, mt_module* out);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_target_vtable;
+MT_STATIC_ASSERT(offsetof(mt_target_vtable, build) / sizeof(void*) == 4, target_v1);
+
+/* A model layer: builds its computation as tensor expressions. */
+typedef struct mt_layer_vtable {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void (*release)(void* self);
+  mt_status (*forward)(void* self, mt_te_builder* builder, const mt_te_tensor* const* inputs,
+                       size_t num_inputs, const mt_te_tensor** outputs, size_t capacity,
+                       size_t* num_outputs);
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_layer_vtable;
+MT_STATIC_ASSERT(offsetof(mt_layer_vtable, forward) / sizeof(void*) == 2, layer_v1);
+
+/* One component a plugin registers. `name` is unique per kind across all loaded plugins
+ * (convention: "vendor.Name"). Strings are NUL-terminated and static (they live as long as
+ * the library). */
+typedef struct mt_component_desc {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  mt_component_kind kind;
+  const char* name;
+  const char* description;
+  /* Creates an instance configured by `config` (JSON text; empty = defaults). */
+  mt_status (*create)(const mt_host_api* api, mt_str config, void** out_self);
+  /* The table matching `kind`. */
+  union {
+    const void* any;
+    const mt_schedule_rule_vtable* schedule_rule;
+    const mt_mutator_vtable* mutator;
+    const mt_postproc_vtable* postproc;
+    const mt_cost_model_vtable* cost_model;
+    const mt_search_strategy_vtable* search_strategy;
+    const mt_target_vtable* target;
+    const mt_layer_vtable* layer;
+  } vtable;
+  /* End of version 1 - DO NOT MODIFY ABOVE */
+} mt_component_desc;
+MT_STATIC_ASSERT(offsetof(mt_component_desc, vtable) / sizeof(void*) == 5, component_desc_v1);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* METATUNE_PLUGIN_API_COMPONENTS_H */

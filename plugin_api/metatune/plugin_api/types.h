@@ -1,0 +1,320 @@
+/* Basic types of the metatune plugin ABI: versions, status codes, strings, opaque handles,
+ * random-variable ids, element types and the DLPack-style tensor descriptor. Plain C99; every
+ * enum crosses the boundary as int32_t, every struct starts with its size and version. */
+#ifndef METATUNE_PLUGIN_API_TYPES_H
+#define METATUNE_PLUGIN_API_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- versions ------------------------------------------------------------------------------
+ * One number for the whole ABI: major.minor packed as (major << 16) | minor. A host accepts a
+ * plugin built for the same major and a minor no newer than its own: structs and tables only
+ * grow within a major, so an older plugin sees a prefix of what it knows. */
+#define MT_PLUGIN_ABI_VERSION_MAJOR 1
+#define MT_PLUGIN_ABI_VERSION_MINOR 0
+#define MT_MAKE_ABI_VERSION(major, minor)                                                          \
+  ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
+#define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
+#define MT_ABI_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
+#define MT_PLUGIN_ABI_VERSION                                                                      \
+  MT_MAKE_ABI_VERSION(MT_PLUGIN_ABI_VERSION_MAJOR, MT_PLUGIN_ABI_VERSION_MINOR)
+
+/* Whether a struct that starts with `struct_size` (as filled in by the other side, possibly an
+ * older build) contains `field`. Read a field only when this holds; absent fields are NULL/0. */
+#define MT_HAS_FIELD(ptr, type, field)                                                             \
+  ((ptr) != NULL && (size_t)(ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
+
+/* Compile-time checks that also work in C99 (no _Static_assert there). */
+#ifdef __cplusplus
+#define MT_STATIC_ASSERT(cond, name) static_assert(cond, #name)
+#else
+#define MT_STATIC_ASSERT(cond, name) typedef char mt_static_assert_##name[(cond) ? 1 : -1]
+#endif
+
+/* Symbol visibility of the one exported entry point (plugins are built -fvisibility=hidden). */
+#if defined(_WIN32)
+#define MT_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define MT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- status codes --------------------------------------------------------------------------
+ * Every fallible function returns an mt_status; on failure the message is in the calling
+ * thread's last-error slot (host_api->last_error()). */
+typedef int32_t mt_status;
+enum {
+  MT_OK = 0,
+  MT_ERROR_UNKNOWN = 1,          /* failure without a more specific code */
+  MT_ERROR_INVALID_ARGUMENT = 2, /* null/stale handle, bad enum, wrong count */
+  MT_ERROR_SCHEDULE = 3,         /* a schedule primitive refused: illegal transformation */
+  MT_ERROR_OUT_OF_RANGE = 4,     /* index past the end */
+  MT_ERROR_NOT_FOUND = 5,        /* no block/attribute/component of that name */
+  MT_ERROR_UNSUPPORTED = 6,      /* not implemented by this host or component */
+  MT_ERROR_VERSION = 7,          /* ABI version negotiation failed */
+  MT_ERROR_BUFFER_TOO_SMALL = 8, /* output array too small; the count holds what is needed */
+  MT_ERROR_REJECTED = 9,         /* a postprocessor rejects the candidate (not a failure) */
+  MT_ERROR_PLUGIN = 10,          /* a plugin callback failed (e.g. threw; the SDK caught it) */
+  MT_ERROR_INTERNAL = 11         /* unexpected failure inside the host: a bug */
+};
+
+static inline const char* mt_status_name(mt_status s) {
+  switch (s) {
+  case MT_OK:
+    return "ok";
+  case MT_ERROR_UNKNOWN:
+    return "error";
+  case MT_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case MT_ERROR_SCHEDULE:
+    return "schedule error";
+  case MT_ERROR_OUT_OF_RANGE:
+    return "out of range";
+  case MT_ERROR_NOT_FOUND:
+    return "not found";
+  case MT_ERROR_UNSUPPORTED:
+    return "unsupported";
+  case MT_ERROR_VERSION:
+    return "version mismatch";
+  case MT_ERROR_BUFFER_TOO_SMALL:
+    return "buffer too small";
+  case MT_ERROR_REJECTED:
+    return "rejected";
+  case MT_ERROR_PLUGIN:
+    return "plugin failure";
+  case MT_ERROR_INTERNAL:
+    return "internal error";
+  default:
+    return "unknown status";
+  }
+}
+
+/* ---- strings -------------------------------------------------------------------------------
+ * Pointer + length, not necessarily NUL-terminated. Strings returned by the host are borrowed:
+ * they live as long as the handle they were read from, unless a function says otherwise. */
+typedef struct mt_str {
+  const char* data;
+  size_t size;
+} mt_str;
+
+#ifdef __cplusplus
+#define MT_STR(literal) (mt_str{(literal), sizeof(literal) - 1})
+#else
+#define MT_STR(literal) ((mt_str){(literal), sizeof(literal) - 1})
+#endif
+
+/* ---- opaque handles ------------------------------------------------------------------------
+ * Owned handles (schedule, program, trace, te_builder) are reference counted through the host
+ * table (retain/release). Node handles (stmt, expr, buffer) are borrowed from the handle they
+ * came from and stay valid as long as it does. */
+typedef struct mt_schedule_s mt_schedule;           /* a schedule: function + trace + rng */
+typedef struct mt_schedule_list_s mt_schedule_list; /* output of a rule: the forks */
+typedef struct mt_trace_s mt_trace;                 /* a recorded schedule program */
+typedef struct mt_rng_s mt_rng;                     /* a deterministic random engine */
+typedef struct mt_program_s mt_program;             /* a (lowered) function, read-only */
+typedef struct mt_stmt_s mt_stmt;                   /* statement node, borrowed */
+typedef struct mt_expr_s mt_expr;                   /* expression node, borrowed */
+typedef struct mt_buffer_s mt_buffer;               /* buffer node, borrowed */
+typedef struct mt_te_builder_s mt_te_builder;       /* arena for tensor-expression building */
+typedef struct mt_te_tensor_s mt_te_tensor;         /* a tensor of a te_builder, borrowed */
+typedef struct mt_tune_context_s mt_tune_context;   /* target attributes for initialisation */
+
+/* ---- schedule random variables ---------------------------------------------------------------
+ * Ids into a schedule's symbol table; valid in the schedule and in every copy made after them. */
+typedef struct mt_block_rv {
+  int32_t id;
+} mt_block_rv;
+typedef struct mt_loop_rv {
+  int32_t id; /* MT_LOOP_ROOT / MT_LOOP_INLINED for the special compute locations */
+} mt_loop_rv;
+typedef struct mt_expr_rv {
+  int32_t id;
+} mt_expr_rv;
+#define MT_LOOP_ROOT (-1)
+#define MT_LOOP_INLINED (-2)
+
+/* A split factor: a constant (-1 = inferred from the others) or a sampled value. */
+typedef struct mt_factor {
+  int32_t is_rv; /* 0: use `constant`; 1: use `rv` */
+  mt_expr_rv rv;
+  int64_t constant;
+} mt_factor;
+
+/* An annotation value: an integer or a string. */
+typedef int32_t mt_ann_kind;
+enum { MT_ANN_INT = 0, MT_ANN_STRING = 1 };
+typedef struct mt_ann_value {
+  mt_ann_kind kind;
+  int64_t int_value;
+  mt_str str_value;
+} mt_ann_value;
+
+/* ---- IR enums (values equal to core's; frozen) ------------------------------------------------
+ */
+typedef int32_t mt_dtype_code;
+enum { /* DLPack's codes */
+       MT_DTYPE_INT = 0,
+       MT_DTYPE_UINT = 1,
+       MT_DTYPE_FLOAT = 2,
+       MT_DTYPE_BFLOAT = 4,
+       MT_DTYPE_BOOL = 6
+};
+typedef struct mt_dtype {
+  uint8_t code; /* mt_dtype_code */
+  uint8_t bits;
+  uint16_t lanes; /* always 1 in the IR */
+} mt_dtype;
+
+typedef int32_t mt_stmt_kind;
+enum {
+  MT_STMT_FOR = 0,
+  MT_STMT_SEQ = 1,
+  MT_STMT_STORE = 2,
+  MT_STMT_IF_THEN_ELSE = 3,
+  MT_STMT_BLOCK_REALIZE = 4,
+  MT_STMT_ALLOCATE = 5
+};
+
+typedef int32_t mt_expr_kind;
+enum {
+  MT_EXPR_INT_IMM = 0,
+  MT_EXPR_FLOAT_IMM,
+  MT_EXPR_VAR,
+  MT_EXPR_ADD,
+  MT_EXPR_SUB,
+  MT_EXPR_MUL,
+  MT_EXPR_DIV, /* true division (floats) */
+  MT_EXPR_FLOOR_DIV,
+  MT_EXPR_FLOOR_MOD,
+  MT_EXPR_MIN,
+  MT_EXPR_MAX,
+  MT_EXPR_EQ,
+  MT_EXPR_NE,
+  MT_EXPR_LT,
+  MT_EXPR_LE,
+  MT_EXPR_GT,
+  MT_EXPR_GE,
+  MT_EXPR_AND,
+  MT_EXPR_OR,
+  MT_EXPR_NOT,    /* args = {a} */
+  MT_EXPR_SELECT, /* args = {cond, true_value, false_value} */
+  MT_EXPR_CAST,   /* args = {value} */
+  MT_EXPR_LOAD,   /* buffer, args = indices */
+  MT_EXPR_CALL    /* math function, args */
+};
+
+typedef int32_t mt_math_fn;
+enum {
+  MT_MATH_EXP = 0,
+  MT_MATH_LOG,
+  MT_MATH_TANH,
+  MT_MATH_ERF,
+  MT_MATH_SQRT,
+  MT_MATH_RSQRT,
+  MT_MATH_POW,
+  MT_MATH_ABS,
+  MT_MATH_SIGMOID
+};
+
+typedef int32_t mt_for_kind;
+enum {
+  MT_FOR_SERIAL = 0,
+  MT_FOR_PARALLEL = 1,
+  MT_FOR_VECTORIZED = 2,
+  MT_FOR_UNROLLED = 3,
+  MT_FOR_THREAD_BINDING = 4
+};
+
+typedef int32_t mt_iter_kind;
+enum { MT_ITER_SPATIAL = 0, MT_ITER_REDUCE = 1 };
+
+typedef int32_t mt_reduce_kind;
+enum { MT_REDUCE_SUM = 0, MT_REDUCE_MAX = 1, MT_REDUCE_MIN = 2 };
+
+/* ---- analysis results ------------------------------------------------------------------------ */
+
+/* One iteration variable of a block. */
+typedef struct mt_iter_var_info {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  mt_iter_kind kind;
+  int64_t extent;
+  const mt_expr* var;   /* the iter var (a Var expression) */
+  const mt_expr* value; /* the expression of enclosing loop vars bound to it */
+} mt_iter_var_info;
+
+/* Every access of one buffer by a block: `num_accesses` index tuples of `ndim` expressions,
+ * stored access-major (indices[a * ndim + d]). Reads are loads, writes are stores. */
+typedef struct mt_buffer_access {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  const mt_buffer* buffer;
+  size_t ndim;
+  size_t num_accesses;
+  const mt_expr* const* indices;
+} mt_buffer_access;
+
+/* ---- tensors (DLPack-style) ------------------------------------------------------------------ */
+typedef int32_t mt_device_type;
+enum { MT_DEVICE_CPU = 1, MT_DEVICE_CUDA = 2, MT_DEVICE_ROCM = 10 };
+
+typedef struct mt_tensor {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  void* data;
+  mt_device_type device_type;
+  int32_t device_id;
+  mt_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides; /* in elements; NULL = compact row-major */
+  uint64_t byte_offset;
+} mt_tensor;
+
+/* ---- component kinds ------------------------------------------------------------------------- */
+typedef int32_t mt_component_kind;
+enum {
+  MT_COMPONENT_SCHEDULE_RULE = 0,
+  MT_COMPONENT_MUTATOR = 1,
+  MT_COMPONENT_POSTPROC = 2,
+  MT_COMPONENT_COST_MODEL = 3,
+  MT_COMPONENT_SEARCH_STRATEGY = 4,
+  MT_COMPONENT_TARGET = 5,
+  MT_COMPONENT_LAYER = 6,
+  MT_COMPONENT_KIND_COUNT = 7 /* grows when a kind is added */
+};
+
+static inline const char* mt_component_kind_name(mt_component_kind k) {
+  switch (k) {
+  case MT_COMPONENT_SCHEDULE_RULE:
+    return "schedule_rule";
+  case MT_COMPONENT_MUTATOR:
+    return "mutator";
+  case MT_COMPONENT_POSTPROC:
+    return "postproc";
+  case MT_COMPONENT_COST_MODEL:
+    return "cost_model";
+  case MT_COMPONENT_SEARCH_STRATEGY:
+    return "search_strategy";
+  case MT_COMPONENT_TARGET:
+    return "target";
+  case MT_COMPONENT_LAYER:
+    return "layer";
+  default:
+    return "unknown";
+  }
+}
+
+/* Log levels for host_api->log. */
+typedef int32_t mt_log_level;
+enum { MT_LOG_DEBUG = 0, MT_LOG_INFO = 1, MT_LOG_WARNING = 2, MT_LOG_ERROR = 3 };
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* METATUNE_PLUGIN_API_TYPES_H */

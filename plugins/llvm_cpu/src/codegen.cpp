@@ -1,0 +1,976 @@
+#include "codegen.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "index_analysis.h"
+#include "math_ir.h"
+#include "metatune/llvm_cpu/compiler.hpp"
+#include "vector_legality.h"
+
+namespace mt::llvm_cpu {
+
+namespace P = mt::sdk::program;
+
+std::string make_symbol(const std::string& name) {
+  std::string s;
+  for (char ch : name) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_';
+    s += ok ? ch : '_';
+  }
+  if (s.empty()) s = "kernel";
+  if (s[0] >= '0' && s[0] <= '9') s = "k_" + s;
+  return s;
+}
+
+namespace {
+
+// Widest vector emitted for one vectorized loop; longer loops run in chunks of this width.
+constexpr unsigned kMaxLanes = 64;
+// A varying `if` inside vector code gets an unmasked fast path (all lanes true) up to this
+// nesting depth; deeper ones are only masked, to bound code growth.
+constexpr int kMaxFastPathDepth = 2;
+// Unrolled loops longer than this stay loops (with an unroll hint) to bound code size.
+constexpr int64_t kMaxUnroll = 1024;
+constexpr unsigned kLocalAlign = 64;
+
+// An emitted value: a scalar, or a vector of the current vector width.
+struct Val {
+  llvm::Value* v = nullptr;
+  bool vec = false;
+};
+
+struct BufferBinding {
+  llvm::Value* ptr = nullptr;
+  const P::BufferNode* node = nullptr;
+};
+
+// State of one LLVM function being filled (the kernel, or an outlined parallel body).
+struct Frame {
+  llvm::Function* fn = nullptr;
+  llvm::Value* rt = nullptr;
+  llvm::BasicBlock* error_block = nullptr; // kernel only: returns MT_LLVM_ERR_ALLOC
+  std::map<int64_t, llvm::Value*> vars;
+  std::map<int64_t, BufferBinding> buffers;
+};
+
+// State while emitting the body of a vectorized loop.
+struct VecCtx {
+  int64_t var_id = 0;
+  unsigned width = 1;
+  llvm::Value* base = nullptr; // i64: value of the vector variable in lane 0
+  llvm::Value* mask = nullptr; // <width x i1>, null = all lanes active
+  bool mask_nonempty = true;   // some lane of `mask` is known to be active
+  int if_depth = 0;
+};
+
+std::string where(const P::Expr& e) {
+  return "'" + P::to_string(e) + "'";
+}
+
+bool contains_load(const P::Expr& e) {
+  bool found = false;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == P::ExprKind::Load) found = true;
+  });
+  return found;
+}
+
+class CodeGen {
+public:
+  CodeGen(llvm::Module& m, const CodegenConfig& cfg, const P::Program& p)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), cfg_(cfg), prog_(p) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true); // lets the backend fuse a*b+c into FMA
+    b_.setFastMathFlags(fmf);
+    i1_ = b_.getInt1Ty();
+    i8_ = b_.getInt8Ty();
+    i32_ = b_.getInt32Ty();
+    i64_ = b_.getInt64Ty();
+    ptr_ = b_.getPtrTy();
+  }
+
+  void run() {
+    make_alias_scopes();
+    auto* fty = llvm::FunctionType::get(i32_, {ptr_, ptr_}, false);
+    auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, cfg_.symbol, m_);
+    set_attributes(fn);
+    fn->getArg(0)->setName("args");
+    fn->getArg(1)->setName("rt");
+    Frame frame;
+    frame.fn = fn;
+    frame.rt = fn->getArg(1);
+    frame_ = &frame;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
+    for (size_t i = 0; i < prog_.params.size(); ++i) {
+      const auto& buf = prog_.params[i];
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr_, fn->getArg(0), i);
+      auto* p = b_.CreateAlignedLoad(ptr_, slot, llvm::Align(8), buf->name);
+      frame.buffers[buf->id] = {p, buf.get()};
+    }
+    stmt(prog_.body);
+    b_.CreateRet(llvm::ConstantInt::get(i32_, MT_LLVM_OK));
+    frame_ = nullptr;
+  }
+
+private:
+  // ---- types ----------------------------------------------------------------------------------
+
+  llvm::Type* compute_type(P::DType t) {
+    switch (t.kind) {
+    case P::DTypeKind::Bool:
+      return i1_;
+    case P::DTypeKind::Int:
+    case P::DTypeKind::UInt:
+      return b_.getIntNTy(t.bits);
+    case P::DTypeKind::Float:
+      if (t.bits == 64) return b_.getDoubleTy();
+      if (t.bits == 32 || t.bits == 16) return b_.getFloatTy();
+      break;
+    case P::DTypeKind::BFloat:
+      if (t.bits == 16) return b_.getFloatTy();
+      break;
+    }
+    throw CodegenError("unsupported dtype " + P::to_string(t));
+  }
+
+  llvm::Type* mem_type(P::DType t) {
+    if (t.is_bool()) return i8_;
+    if (t.kind == P::DTypeKind::Float && t.bits == 16) return b_.getHalfTy();
+    if (t.kind == P::DTypeKind::BFloat) return b_.getInt16Ty();
+    return compute_type(t);
+  }
+
+  llvm::Type* vty(llvm::Type* scalar) { return llvm::FixedVectorType::get(scalar, vec_->width); }
+  llvm::Type* ty(llvm::Type* scalar, bool vec) { return vec ? vty(scalar) : scalar; }
+
+  llvm::Value* splat(llvm::Value* v) { return b_.CreateVectorSplat(vec_->width, v); }
+  llvm::Value* as_vec(const Val& x) { return x.vec ? x.v : splat(x.v); }
+
+  // ---- alias information: every buffer is its own scope ------------------------------------
+
+  void make_alias_scopes() {
+    std::vector<const P::BufferNode*> all;
+    for (const auto& b : prog_.params)
+      all.push_back(b.get());
+    P::visit_stmts(prog_.body, [&](const P::Stmt& s) {
+      if (s->kind == P::StmtKind::Allocate) all.push_back(s->buffer.get());
+      return true;
+    });
+    llvm::MDBuilder md(ctx_);
+    llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(cfg_.symbol);
+    std::map<int64_t, llvm::MDNode*> scope;
+    for (const auto* b : all)
+      if (!scope.count(b->id)) scope[b->id] = md.createAnonymousAliasScope(domain, b->name);
+    for (const auto& [id, s] : scope) {
+      std::vector<llvm::Metadata*> others;
+      for (const auto& [id2, s2] : scope)
+        if (id2 != id) others.push_back(s2);
+      alias_[id] = {llvm::MDNode::get(ctx_, {s}), llvm::MDNode::get(ctx_, others)};
+    }
+  }
+
+  llvm::Value* tag(llvm::Value* v, int64_t buffer_id) {
+    auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+    auto it = alias_.find(buffer_id);
+    if (inst && it != alias_.end()) {
+      inst->setMetadata(llvm::LLVMContext::MD_alias_scope, it->second.first);
+      inst->setMetadata(llvm::LLVMContext::MD_noalias, it->second.second);
+    }
+    return v;
+  }
+
+  void set_attributes(llvm::Function* fn) {
+    fn->addFnAttr("target-cpu", cfg_.target.cpu);
+    std::string features = cfg_.target.feature_string();
+    if (!features.empty()) fn->addFnAttr("target-features", features);
+    std::string width = std::to_string(cfg_.target.vector_bits());
+    fn->addFnAttr("prefer-vector-width", width);
+    fn->addFnAttr("min-legal-vector-width", width);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+
+  // ---- memory conversions --------------------------------------------------------------------
+
+  llvm::Value* mem_to_compute(llvm::Value* raw, P::DType t) {
+    llvm::Type* rt = raw->getType();
+    auto shape = [&](llvm::Type* s) -> llvm::Type* {
+      if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(rt))
+        return llvm::FixedVectorType::get(s, v->getNumElements());
+      return s;
+    };
+    if (t.is_bool()) return b_.CreateICmpNE(raw, llvm::Constant::getNullValue(rt));
+    if (t.kind == P::DTypeKind::Float && t.bits == 16)
+      return b_.CreateFPExt(raw, shape(b_.getFloatTy()));
+    if (t.kind == P::DTypeKind::BFloat) {
+      llvm::Value* w = b_.CreateZExt(raw, shape(i32_));
+      w = b_.CreateShl(w, llvm::ConstantInt::get(shape(i32_), 16));
+      return b_.CreateBitCast(w, shape(b_.getFloatTy()));
+    }
+    return raw;
+  }
+
+  // f32 -> bf16 bits, rounding to nearest even; NaN stays a (quiet) NaN.
+  llvm::Value* f32_to_bf16_bits(llvm::Value* v) {
+    llvm::Type* ft = v->getType();
+    auto shape = [&](llvm::Type* s) -> llvm::Type* {
+      if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ft))
+        return llvm::FixedVectorType::get(s, vt->getNumElements());
+      return s;
+    };
+    llvm::Type* it = shape(i32_);
+    llvm::Value* bits = b_.CreateBitCast(v, it);
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, llvm::ConstantInt::get(it, 16)),
+                                    llvm::ConstantInt::get(it, 1));
+    llvm::Value* rounded =
+        b_.CreateAdd(bits, b_.CreateAdd(lsb, llvm::ConstantInt::get(it, 0x7fff)));
+    llvm::Value* hi = b_.CreateTrunc(b_.CreateLShr(rounded, llvm::ConstantInt::get(it, 16)),
+                                     shape(b_.getInt16Ty()));
+    return b_.CreateSelect(b_.CreateFCmpUNO(v, v),
+                           llvm::ConstantInt::get(shape(b_.getInt16Ty()), 0x7fc0), hi);
+  }
+
+  llvm::Value* compute_to_mem(llvm::Value* v, P::DType t) {
+    llvm::Type* vt = v->getType();
+    auto shape = [&](llvm::Type* s) -> llvm::Type* {
+      if (auto* x = llvm::dyn_cast<llvm::FixedVectorType>(vt))
+        return llvm::FixedVectorType::get(s, x->getNumElements());
+      return s;
+    };
+    if (t.is_bool()) return b_.CreateZExt(v, shape(i8_));
+    if (t.kind == P::DTypeKind::Float && t.bits == 16)
+      return b_.CreateFPTrunc(v, shape(b_.getHalfTy()));
+    if (t.kind == P::DTypeKind::BFloat) return f32_to_bf16_bits(v);
+    return v;
+  }
+
+  // Rounds an f32 compute value to the precision of a 16-bit float dtype.
+  llvm::Value* round_to(llvm::Value* v, P::DType t) {
+    if (t.kind == P::DTypeKind::Float && t.bits == 16)
+      return mem_to_compute(compute_to_mem(v, t), t);
+    if (t.kind == P::DTypeKind::BFloat) return mem_to_compute(compute_to_mem(v, t), t);
+    return v;
+  }
+
+  // ---- expressions ---------------------------------------------------------------------------
+
+  Val expr(const P::Expr& e) {
+    if (!e) throw CodegenError("null expression in program " + prog_.name);
+    switch (e->kind) {
+    case P::ExprKind::IntImm:
+      return {llvm::ConstantInt::get(compute_type(e->dtype), static_cast<uint64_t>(e->int_value),
+                                     e->dtype.kind == P::DTypeKind::Int),
+              false};
+    case P::ExprKind::FloatImm:
+      return {llvm::ConstantFP::get(compute_type(e->dtype), e->float_value), false};
+    case P::ExprKind::Var:
+      return var(e);
+    case P::ExprKind::Not: {
+      Val a = expr(e->args[0]);
+      return {b_.CreateNot(a.v), a.vec};
+    }
+    case P::ExprKind::Select:
+      return select(e);
+    case P::ExprKind::And:
+    case P::ExprKind::Or:
+      // Lazy like the reference: `i < n && A[i] > 0` must not load A[i] when i >= n.
+      if (contains_load(e->args[1])) {
+        bool is_and = e->kind == P::ExprKind::And;
+        return select(P::make_select(e->args[0], is_and ? e->args[1] : P::bool_imm(true),
+                                     is_and ? P::bool_imm(false) : e->args[1]));
+      }
+      return binary(e);
+    case P::ExprKind::Cast:
+      return cast(e);
+    case P::ExprKind::Load:
+      return load(e);
+    case P::ExprKind::Call: {
+      std::vector<Val> args;
+      bool vec = false;
+      for (const auto& a : e->args) {
+        args.push_back(expr(a));
+        vec = vec || args.back().vec;
+      }
+      std::vector<llvm::Value*> vals;
+      for (auto& a : args)
+        vals.push_back(vec ? as_vec(a) : a.v);
+      try {
+        return {round_to(emit_math(b_, e->fn, vals), e->dtype), vec};
+      } catch (const std::invalid_argument& ex) {
+        throw CodegenError(std::string(ex.what()) + " in " + where(e));
+      }
+    }
+    default:
+      return binary(e);
+    }
+  }
+
+  Val var(const P::Expr& e) {
+    if (vec_ && e->var_id == vec_->var_id) {
+      std::vector<llvm::Constant*> lanes;
+      for (unsigned i = 0; i < vec_->width; ++i)
+        lanes.push_back(llvm::ConstantInt::get(i64_, i));
+      return {b_.CreateAdd(splat(vec_->base), llvm::ConstantVector::get(lanes), "", false, true),
+              true};
+    }
+    auto it = frame_->vars.find(e->var_id);
+    if (it == frame_->vars.end())
+      throw CodegenError("variable '" + e->name + "' (id " + std::to_string(e->var_id) +
+                         ") is used outside a loop that defines it, in program " + prog_.name);
+    return {it->second, false};
+  }
+
+  Val binary(const P::Expr& e) {
+    P::ExprKind k = e->kind;
+    P::DType ot = e->args[0]->dtype;
+    if (k == P::ExprKind::FloorDiv || k == P::ExprKind::FloorMod ||
+        (k == P::ExprKind::Div && ot.is_int()))
+      return floor_div_mod(e);
+    Val a = expr(e->args[0]);
+    Val c = expr(e->args[1]);
+    bool vec = a.vec || c.vec;
+    llvm::Value* x = vec ? as_vec(a) : a.v;
+    llvm::Value* y = vec ? as_vec(c) : c.v;
+    if (ot.is_float()) {
+      switch (k) {
+      case P::ExprKind::Add:
+        return {round_to(b_.CreateFAdd(x, y), ot), vec};
+      case P::ExprKind::Sub:
+        return {round_to(b_.CreateFSub(x, y), ot), vec};
+      case P::ExprKind::Mul:
+        return {round_to(b_.CreateFMul(x, y), ot), vec};
+      case P::ExprKind::Div:
+        return {round_to(b_.CreateFDiv(x, y), ot), vec};
+      // Same operand choice as std::min / std::max.
+      case P::ExprKind::Min:
+        return {b_.CreateSelect(b_.CreateFCmpOLT(y, x), y, x), vec};
+      case P::ExprKind::Max:
+        return {b_.CreateSelect(b_.CreateFCmpOLT(x, y), y, x), vec};
+      case P::ExprKind::EQ:
+        return {b_.CreateFCmpOEQ(x, y), vec};
+      case P::ExprKind::NE:
+        return {b_.CreateFCmpUNE(x, y), vec};
+      case P::ExprKind::LT:
+        return {b_.CreateFCmpOLT(x, y), vec};
+      case P::ExprKind::LE:
+        return {b_.CreateFCmpOLE(x, y), vec};
+      case P::ExprKind::GT:
+        return {b_.CreateFCmpOGT(x, y), vec};
+      case P::ExprKind::GE:
+        return {b_.CreateFCmpOGE(x, y), vec};
+      default:
+        break;
+      }
+    } else {
+      bool is_signed = ot.kind == P::DTypeKind::Int;
+      bool nsw = is_signed && ot.bits == 64; // index arithmetic never wraps
+      switch (k) {
+      case P::ExprKind::Add:
+        return {b_.CreateAdd(x, y, "", false, nsw), vec};
+      case P::ExprKind::Sub:
+        return {b_.CreateSub(x, y, "", false, nsw), vec};
+      case P::ExprKind::Mul:
+        return {b_.CreateMul(x, y, "", false, nsw), vec};
+      case P::ExprKind::Min:
+        return {b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
+                                         x, y),
+                vec};
+      case P::ExprKind::Max:
+        return {b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax,
+                                         x, y),
+                vec};
+      case P::ExprKind::EQ:
+        return {b_.CreateICmpEQ(x, y), vec};
+      case P::ExprKind::NE:
+        return {b_.CreateICmpNE(x, y), vec};
+      case P::ExprKind::LT:
+        return {is_signed ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y), vec};
+      case P::ExprKind::LE:
+        return {is_signed ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y), vec};
+      case P::ExprKind::GT:
+        return {is_signed ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y), vec};
+      case P::ExprKind::GE:
+        return {is_signed ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y), vec};
+      case P::ExprKind::And:
+        return {b_.CreateAnd(x, y), vec};
+      case P::ExprKind::Or:
+        return {b_.CreateOr(x, y), vec};
+      default:
+        break;
+      }
+    }
+    throw CodegenError(std::string("operator '") + P::to_string(k) + "' is not defined for " +
+                       P::to_string(ot) + " in " + where(e));
+  }
+
+  Val floor_div_mod(const P::Expr& e) {
+    P::DType t = e->dtype;
+    bool mod = e->kind == P::ExprKind::FloorMod;
+    Val a = expr(e->args[0]);
+    Val c = expr(e->args[1]);
+    bool vec = a.vec || c.vec;
+    llvm::Value* x = vec ? as_vec(a) : a.v;
+    llvm::Value* y = vec ? as_vec(c) : c.v;
+    if (t.kind == P::DTypeKind::UInt || t.is_bool())
+      return {mod ? b_.CreateURem(x, y) : b_.CreateUDiv(x, y), vec};
+    int64_t k = 0;
+    bool const_pos = P::is_const_int(e->args[1], &k) && k > 0;
+    if (const_pos && bound_of(e->args[0], bounds_).non_negative())
+      return {mod ? b_.CreateURem(x, y) : b_.CreateUDiv(x, y), vec};
+    llvm::Value* q = b_.CreateSDiv(x, y);
+    llvm::Value* r = b_.CreateSRem(x, y);
+    llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+    // Truncated division rounds toward zero; floor differs when the remainder is non-zero and
+    // has the opposite sign of the divisor.
+    llvm::Value* adjust = const_pos ? b_.CreateICmpSLT(r, zero)
+                                    : b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                                                   b_.CreateICmpSLT(b_.CreateXor(r, y), zero));
+    if (mod) return {b_.CreateSelect(adjust, b_.CreateAdd(r, y), r), vec};
+    return {b_.CreateSub(q, b_.CreateZExt(adjust, q->getType())), vec};
+  }
+
+  Val cast(const P::Expr& e) {
+    P::DType to = e->dtype, from = e->args[0]->dtype;
+    Val a = expr(e->args[0]);
+    llvm::Value* v = a.v;
+    llvm::Type* dst = ty(compute_type(to), a.vec);
+    if (to.is_bool()) {
+      if (from.is_float())
+        return {b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType())), a.vec};
+      return {b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType())), a.vec};
+    }
+    if (to.is_int()) {
+      if (from.is_bool()) return {b_.CreateZExt(v, dst), a.vec};
+      if (from.is_int()) return {b_.CreateIntCast(v, dst, from.kind == P::DTypeKind::Int), a.vec};
+      return {to.kind == P::DTypeKind::Int ? b_.CreateFPToSI(v, dst) : b_.CreateFPToUI(v, dst),
+              a.vec};
+    }
+    llvm::Value* out;
+    if (from.is_bool())
+      out = b_.CreateUIToFP(v, dst);
+    else if (from.is_int())
+      out = from.kind == P::DTypeKind::Int ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+    else
+      out = b_.CreateFPCast(v, dst);
+    return {round_to(out, to), a.vec};
+  }
+
+  Val select(const P::Expr& e) {
+    Val c = expr(e->args[0]);
+    bool guarded = contains_load(e->args[1]) || contains_load(e->args[2]);
+    if (!guarded) {
+      Val t = expr(e->args[1]), f = expr(e->args[2]);
+      bool vec = c.vec || t.vec || f.vec;
+      if (!vec) return {b_.CreateSelect(c.v, t.v, f.v), false};
+      return {b_.CreateSelect(c.v, as_vec(t), as_vec(f)), true};
+    }
+    if (!c.vec) {
+      // Only the chosen side may be evaluated: it can hold a load that is out of bounds
+      // otherwise (padding).
+      llvm::Function* fn = frame_->fn;
+      auto* then_bb = llvm::BasicBlock::Create(ctx_, "sel.t", fn);
+      auto* else_bb = llvm::BasicBlock::Create(ctx_, "sel.f", fn);
+      auto* join = llvm::BasicBlock::Create(ctx_, "sel.join", fn);
+      b_.CreateCondBr(c.v, then_bb, else_bb);
+      b_.SetInsertPoint(then_bb);
+      Val t = expr(e->args[1]);
+      auto* then_end = b_.GetInsertBlock();
+      b_.SetInsertPoint(else_bb);
+      Val f = expr(e->args[2]);
+      auto* else_end = b_.GetInsertBlock();
+      bool vec = t.vec || f.vec;
+      b_.SetInsertPoint(then_end);
+      llvm::Value* tv = vec ? as_vec(t) : t.v;
+      b_.CreateBr(join);
+      b_.SetInsertPoint(else_end);
+      llvm::Value* fv = vec ? as_vec(f) : f.v;
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      auto* phi = b_.CreatePHI(tv->getType(), 2);
+      phi->addIncoming(tv, then_end);
+      phi->addIncoming(fv, else_end);
+      return {phi, vec};
+    }
+    // Varying condition: each side runs under its own lane mask.
+    llvm::Value* outer = vec_->mask;
+    llvm::Value* mt = outer ? b_.CreateAnd(outer, c.v) : c.v;
+    llvm::Value* mf = outer ? b_.CreateAnd(outer, b_.CreateNot(c.v)) : b_.CreateNot(c.v);
+    Val t = with_mask(mt, false, [&] { return expr(e->args[1]); });
+    Val f = with_mask(mf, false, [&] { return expr(e->args[2]); });
+    return {b_.CreateSelect(c.v, as_vec(t), as_vec(f)), true};
+  }
+
+  template <typename F> auto with_mask(llvm::Value* mask, bool nonempty, F&& f) -> decltype(f()) {
+    VecCtx saved = *vec_;
+    vec_->mask = mask;
+    vec_->mask_nonempty = nonempty;
+    struct Restore {
+      VecCtx* ctx;
+      VecCtx saved;
+      ~Restore() { *ctx = saved; }
+    } restore{vec_, saved};
+    return f();
+  }
+
+  // Evaluates an expression as a scalar with the vector variable bound to lane 0.
+  llvm::Value* scalar_at_lane0(const P::Expr& e) {
+    VecCtx* saved = vec_;
+    int64_t id = saved->var_id;
+    auto old = frame_->vars.find(id);
+    bool had = old != frame_->vars.end();
+    llvm::Value* prev = had ? old->second : nullptr;
+    frame_->vars[id] = saved->base;
+    vec_ = nullptr;
+    llvm::Value* v = expr(e).v;
+    vec_ = saved;
+    if (had)
+      frame_->vars[id] = prev;
+    else
+      frame_->vars.erase(id);
+    return v;
+  }
+
+  const BufferBinding& binding(const P::Buffer& buf, const char* what) {
+    auto it = frame_->buffers.find(buf->id);
+    if (it == frame_->buffers.end())
+      throw CodegenError(std::string(what) + " of buffer '" + buf->name +
+                         "', which is neither a parameter nor allocated here, in program " +
+                         prog_.name);
+    return it->second;
+  }
+
+  llvm::Align elem_align(P::DType t) {
+    return llvm::Align(static_cast<uint64_t>(std::max(1, t.bytes())));
+  }
+
+  // Runs `f` only if some lane of the current mask is active (when that is not known), so that
+  // a scalar access made on behalf of the active lanes cannot fault when none is. Returns the
+  // value of `f`, or poison when skipped.
+  llvm::Value* guard_nonempty(llvm::Type* result, const std::function<llvm::Value*()>& f) {
+    if (!vec_ || !vec_->mask || vec_->mask_nonempty) return f();
+    llvm::Function* fn = frame_->fn;
+    auto* run = llvm::BasicBlock::Create(ctx_, "any", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "any.join", fn);
+    auto* from = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateOrReduce(vec_->mask), run, join);
+    b_.SetInsertPoint(run);
+    llvm::Value* v = f();
+    auto* run_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    if (!result) return nullptr;
+    auto* phi = b_.CreatePHI(result, 2);
+    phi->addIncoming(v, run_end);
+    phi->addIncoming(llvm::PoisonValue::get(result), from);
+    return phi;
+  }
+
+  Val load(const P::Expr& e) {
+    const BufferBinding& bb = binding(e->buffer, "load");
+    P::DType t = e->buffer->dtype;
+    llvm::Type* mt = mem_type(t);
+    P::Expr flat = flat_index(*e->buffer, e->args);
+    int64_t id = e->buffer->id;
+    if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
+      llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
+      llvm::Value* raw = guard_nonempty(mt, [&]() -> llvm::Value* {
+        llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, idx);
+        return tag(b_.CreateAlignedLoad(mt, p, elem_align(t)), id);
+      });
+      return {mem_to_compute(raw, t), false};
+    }
+    auto coef = affine_coefficient(flat, vec_->var_id);
+    llvm::Type* vt = vty(mt);
+    llvm::Value* raw;
+    if (coef && *coef == 1) {
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, scalar_at_lane0(flat));
+      if (vec_->mask)
+        raw = b_.CreateMaskedLoad(vt, p, elem_align(t), vec_->mask, llvm::PoisonValue::get(vt));
+      else
+        raw = b_.CreateAlignedLoad(vt, p, elem_align(t));
+    } else {
+      llvm::Value* idx = expr(flat).v; // <W x i64>
+      llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, bb.ptr, idx);
+      raw = b_.CreateMaskedGather(vt, ptrs, elem_align(t), vec_->mask, llvm::PoisonValue::get(vt));
+    }
+    tag(raw, id);
+    return {mem_to_compute(raw, t), true};
+  }
+
+  // ---- statements ----------------------------------------------------------------------------
+
+  void stmt(const P::Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+    case P::StmtKind::Seq:
+      for (const auto& x : s->stmts)
+        stmt(x);
+      return;
+    case P::StmtKind::Store:
+      return store(*s);
+    case P::StmtKind::IfThenElse:
+      return if_then_else(*s);
+    case P::StmtKind::Allocate:
+      return allocate(*s);
+    case P::StmtKind::For:
+      return for_loop(*s);
+    }
+  }
+
+  void store(const P::StmtNode& s) {
+    const BufferBinding& bb = binding(s.buffer, "store");
+    P::DType t = s.buffer->dtype;
+    if (!(s.value->dtype == t))
+      throw CodegenError("store of a " + P::to_string(s.value->dtype) + " value into " +
+                         P::to_string(t) + " buffer '" + s.buffer->name + "' in program " +
+                         prog_.name);
+    llvm::Type* mt = mem_type(t);
+    P::Expr flat = flat_index(*s.buffer, s.indices);
+    Val val = expr(s.value);
+    int64_t id = s.buffer->id;
+    if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
+      llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
+      guard_nonempty(nullptr, [&]() -> llvm::Value* {
+        llvm::Value* v = val.v;
+        if (val.vec) {
+          // The serial loop leaves the value of the last active lane.
+          llvm::Value* lane = llvm::ConstantInt::get(i32_, vec_->width - 1);
+          if (vec_->mask) {
+            llvm::Type* bits_ty = b_.getIntNTy(vec_->width);
+            llvm::Value* bits = b_.CreateBitCast(vec_->mask, bits_ty);
+            llvm::Value* lz = b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, bits, b_.getFalse());
+            lane = b_.CreateSub(llvm::ConstantInt::get(bits_ty, vec_->width - 1), lz);
+          }
+          v = b_.CreateExtractElement(v, lane);
+        }
+        llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, idx);
+        tag(b_.CreateAlignedStore(compute_to_mem(v, t), p, elem_align(t)), id);
+        return nullptr;
+      });
+      return;
+    }
+    llvm::Value* v = compute_to_mem(as_vec(val), t);
+    auto coef = affine_coefficient(flat, vec_->var_id);
+    if (coef && *coef == 1) {
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, scalar_at_lane0(flat));
+      if (vec_->mask)
+        tag(b_.CreateMaskedStore(v, p, elem_align(t), vec_->mask), id);
+      else
+        tag(b_.CreateAlignedStore(v, p, elem_align(t)), id);
+      return;
+    }
+    llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, bb.ptr, expr(flat).v);
+    tag(b_.CreateMaskedScatter(v, ptrs, elem_align(t), vec_->mask), id);
+  }
+
+  void if_then_else(const P::StmtNode& s) {
+    Val c = expr(s.condition);
+    llvm::Function* fn = frame_->fn;
+    if (!c.vec) {
+      auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn);
+      auto* else_bb = s.else_case ? llvm::BasicBlock::Create(ctx_, "else", fn) : nullptr;
+      auto* join = llvm::BasicBlock::Create(ctx_, "endif", fn);
+      b_.CreateCondBr(c.v, then_bb, else_bb ? else_bb : join);
+      b_.SetInsertPoint(then_bb);
+      stmt(s.then_case);
+      b_.CreateBr(join);
+      if (else_bb) {
+        b_.SetInsertPoint(else_bb);
+        stmt(s.else_case);
+        b_.CreateBr(join);
+      }
+      b_.SetInsertPoint(join);
+      return;
+    }
+    llvm::Value* outer = vec_->mask;
+    llvm::Value* mt = outer ? b_.CreateAnd(outer, c.v) : c.v;
+    masked_branch(mt, s.then_case);
+    if (s.else_case) {
+      llvm::Value* nc = b_.CreateNot(c.v);
+      masked_branch(outer ? b_.CreateAnd(outer, nc) : nc, s.else_case);
+    }
+  }
+
+  // Runs `body` for the lanes in `mask`: unmasked when all lanes are active (the common case
+  // of a boundary guard), masked when only some are, not at all when none is.
+  void masked_branch(llvm::Value* mask, const P::Stmt& body) {
+    llvm::Function* fn = frame_->fn;
+    auto* join = llvm::BasicBlock::Create(ctx_, "vif.end", fn);
+    ++vec_->if_depth;
+    if (vec_->if_depth <= kMaxFastPathDepth && !vec_->mask) {
+      auto* full = llvm::BasicBlock::Create(ctx_, "vif.all", fn);
+      auto* partial = llvm::BasicBlock::Create(ctx_, "vif.some", fn);
+      b_.CreateCondBr(b_.CreateAndReduce(mask), full, partial);
+      b_.SetInsertPoint(full);
+      stmt(body);
+      b_.CreateBr(join);
+      b_.SetInsertPoint(partial);
+    }
+    auto* some = llvm::BasicBlock::Create(ctx_, "vif.masked", fn);
+    b_.CreateCondBr(b_.CreateOrReduce(mask), some, join);
+    b_.SetInsertPoint(some);
+    with_mask(mask, true, [&] {
+      stmt(body);
+      return 0;
+    });
+    b_.CreateBr(join);
+    --vec_->if_depth;
+    b_.SetInsertPoint(join);
+  }
+
+  // Stack storage is allocated once in the function's entry block (so that a loop around the
+  // Allocate does not grow the stack); big buffers come from the heap per execution.
+  void allocate(const P::StmtNode& s) {
+    const P::BufferNode& buf = *s.buffer;
+    int64_t bytes = buf.num_elements() * std::max(1, buf.dtype.bytes());
+    if (bytes <= 0) bytes = 1;
+    llvm::Value* p;
+    bool heap = bytes > cfg_.max_stack_alloc_bytes;
+    if (!heap) {
+      llvm::BasicBlock& entry = frame_->fn->getEntryBlock();
+      llvm::IRBuilder<> eb(&entry, entry.begin());
+      auto* a = eb.CreateAlloca(llvm::ArrayType::get(i8_, static_cast<uint64_t>(bytes)), nullptr,
+                                buf.name);
+      a->setAlignment(llvm::Align(kLocalAlign));
+      p = a;
+    } else {
+      int64_t rounded = (bytes + kLocalAlign - 1) / kLocalAlign * kLocalAlign;
+      llvm::FunctionCallee alloc = m_.getOrInsertFunction(
+          "aligned_alloc", llvm::FunctionType::get(ptr_, {i64_, i64_}, false));
+      p = b_.CreateCall(alloc, {b_.getInt64(kLocalAlign), b_.getInt64(rounded)}, buf.name);
+      if (frame_->error_block || frame_->fn->getName() == cfg_.symbol) {
+        if (!frame_->error_block) {
+          frame_->error_block = llvm::BasicBlock::Create(ctx_, "alloc.fail", frame_->fn);
+          llvm::IRBuilder<> eb(frame_->error_block);
+          eb.CreateRet(llvm::ConstantInt::get(i32_, MT_LLVM_ERR_ALLOC));
+        }
+        auto* ok = llvm::BasicBlock::Create(ctx_, "alloc.ok", frame_->fn);
+        b_.CreateCondBr(b_.CreateIsNull(p), frame_->error_block, ok);
+        b_.SetInsertPoint(ok);
+      }
+    }
+    frame_->buffers[buf.id] = {p, &buf};
+    stmt(s.body);
+    frame_->buffers.erase(buf.id);
+    if (heap) {
+      llvm::FunctionCallee fr =
+          m_.getOrInsertFunction("free", llvm::FunctionType::get(b_.getVoidTy(), {ptr_}, false));
+      b_.CreateCall(fr, {p});
+    }
+  }
+
+  void for_loop(const P::StmtNode& s) {
+    if (s.extent <= 0) return;
+    int64_t id = s.loop_var->var_id;
+    bounds_[id] = {0, s.extent - 1};
+    switch (s.for_kind) {
+    case P::ForKind::Vectorized:
+      if (!vec_) {
+        vector_loop(s);
+        break;
+      }
+      serial_loop(s, nullptr); // the outer vectorized loop already uses the lanes
+      break;
+    case P::ForKind::Unrolled:
+      unrolled_loop(s);
+      break;
+    case P::ForKind::Parallel:
+      if (!vec_) {
+        parallel_loop(s);
+        break;
+      }
+      serial_loop(s, nullptr);
+      break;
+    case P::ForKind::Serial:
+    case P::ForKind::ThreadBinding:
+      serial_loop(s, nullptr);
+      break;
+    }
+    bounds_.erase(id);
+  }
+
+  // for (i = 0; i < extent; ++i) body(i), in rotated form (extent >= 1 is known).
+  void counted_loop(int64_t extent, const std::string& name,
+                    const std::function<void(llvm::Value*)>& body, llvm::MDNode* loop_md) {
+    llvm::Function* fn = frame_->fn;
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, name + ".body", fn);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".end", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* i = b_.CreatePHI(i64_, 2, name);
+    i->addIncoming(b_.getInt64(0), pre);
+    body(i);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), name + ".next", true, true);
+    auto* latch = b_.GetInsertBlock();
+    auto* br = b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(extent)), head, exit);
+    if (loop_md) br->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
+    i->addIncoming(next, latch);
+    b_.SetInsertPoint(exit);
+  }
+
+  void bind_and_emit(const P::StmtNode& s, llvm::Value* i) {
+    int64_t id = s.loop_var->var_id;
+    frame_->vars[id] = i;
+    stmt(s.body);
+    frame_->vars.erase(id);
+  }
+
+  void serial_loop(const P::StmtNode& s, llvm::MDNode* md) {
+    if (s.extent == 1) return bind_and_emit(s, b_.getInt64(0));
+    counted_loop(
+        s.extent, s.loop_var->name, [&](llvm::Value* i) { bind_and_emit(s, i); }, md);
+  }
+
+  llvm::MDNode* loop_hint(const char* name) {
+    llvm::Metadata* hint = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name)});
+    auto temp = llvm::MDNode::getTemporary(ctx_, {});
+    llvm::MDNode* md = llvm::MDNode::get(ctx_, {temp.get(), hint});
+    md->replaceOperandWith(0, md);
+    return md;
+  }
+
+  void unrolled_loop(const P::StmtNode& s) {
+    if (s.extent > kMaxUnroll) return serial_loop(s, loop_hint("llvm.loop.unroll.full"));
+    for (int64_t k = 0; k < s.extent; ++k)
+      bind_and_emit(s, b_.getInt64(k));
+  }
+
+  void vector_loop(const P::StmtNode& s) {
+    VectorPlan plan = plan_vector_loop(s);
+    if (!plan.vectorize) return serial_loop(s, nullptr);
+    unsigned width = static_cast<unsigned>(std::min<int64_t>(s.extent, kMaxLanes));
+    int64_t chunks = s.extent / width;
+    unsigned tail = static_cast<unsigned>(s.extent % width);
+    auto body = [&](llvm::Value* base, unsigned w) {
+      VecCtx ctx;
+      ctx.var_id = s.loop_var->var_id;
+      ctx.width = w;
+      ctx.base = base;
+      vec_ = &ctx;
+      stmt(s.body);
+      vec_ = nullptr;
+    };
+    if (chunks == 1)
+      body(b_.getInt64(0), width);
+    else
+      counted_loop(
+          chunks, s.loop_var->name + ".chunk",
+          [&](llvm::Value* c) { body(b_.CreateMul(c, b_.getInt64(width), "", true, true), width); },
+          nullptr);
+    if (tail) body(b_.getInt64(chunks * width), tail);
+  }
+
+  // The body becomes `void body(int64_t i, void* closure)`; the closure holds the runtime
+  // pointer and every buffer pointer and loop variable visible here.
+  void parallel_loop(const P::StmtNode& s) {
+    std::vector<llvm::Type*> fields{ptr_};
+    std::vector<std::pair<int64_t, BufferBinding>> bufs(frame_->buffers.begin(),
+                                                        frame_->buffers.end());
+    std::vector<std::pair<int64_t, llvm::Value*>> vars(frame_->vars.begin(), frame_->vars.end());
+    for (size_t k = 0; k < bufs.size(); ++k)
+      fields.push_back(ptr_);
+    for (size_t k = 0; k < vars.size(); ++k)
+      fields.push_back(i64_);
+    auto* closure_ty = llvm::StructType::get(ctx_, fields);
+
+    auto* task_ty = llvm::FunctionType::get(b_.getVoidTy(), {i64_, ptr_}, false);
+    auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage,
+                                        cfg_.symbol + "_par" + std::to_string(++n_outlined_), m_);
+    set_attributes(task);
+
+    // Caller side: fill the closure and dispatch.
+    llvm::BasicBlock& entry = frame_->fn->getEntryBlock();
+    llvm::IRBuilder<> eb(&entry, entry.begin());
+    auto* closure = eb.CreateAlloca(closure_ty, nullptr, "closure");
+    unsigned f = 0;
+    b_.CreateStore(frame_->rt, b_.CreateStructGEP(closure_ty, closure, f++));
+    for (auto& [id, bb] : bufs)
+      b_.CreateStore(bb.ptr, b_.CreateStructGEP(closure_ty, closure, f++));
+    for (auto& [id, v] : vars)
+      b_.CreateStore(v, b_.CreateStructGEP(closure_ty, closure, f++));
+    dispatch(task, closure, s.extent);
+
+    // Callee side.
+    auto saved_ip = b_.saveIP();
+    Frame* outer = frame_;
+    Frame inner;
+    inner.fn = task;
+    frame_ = &inner;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", task));
+    llvm::Value* env = task->getArg(1);
+    f = 0;
+    inner.rt = b_.CreateLoad(ptr_, b_.CreateStructGEP(closure_ty, env, f++), "rt");
+    for (auto& [id, bb] : bufs)
+      inner.buffers[id] = {b_.CreateLoad(ptr_, b_.CreateStructGEP(closure_ty, env, f++)), bb.node};
+    for (auto& [id, v] : vars)
+      inner.vars[id] = b_.CreateLoad(i64_, b_.CreateStructGEP(closure_ty, env, f++));
+    bind_and_emit(s, task->getArg(0));
+    b_.CreateRetVoid();
+    frame_ = outer;
+    b_.restoreIP(saved_ip);
+  }
+
+  // rt ? rt->parallel_for(rt->self, task, closure, n) : for (i < n) task(i, closure)
+  void dispatch(llvm::Function* task, llvm::Value* closure, int64_t n) {
+    llvm::Function* fn = frame_->fn;
+    auto* with_rt = llvm::BasicBlock::Create(ctx_, "par.rt", fn);
+    auto* serial = llvm::BasicBlock::Create(ctx_, "par.serial", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "par.end", fn);
+    b_.CreateCondBr(b_.CreateIsNull(frame_->rt), serial, with_rt);
+    b_.SetInsertPoint(with_rt);
+    llvm::Value* self = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, frame_->rt, 8));
+    llvm::Value* pf = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, frame_->rt, 16));
+    auto* pf_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, i64_}, false);
+    b_.CreateCall(pf_ty, pf, {self, task, closure, b_.getInt64(n)});
+    b_.CreateBr(join);
+    b_.SetInsertPoint(serial);
+    counted_loop(
+        n, "par.i",
+        [&](llvm::Value* i) {
+          b_.CreateCall(task, {i, closure});
+        },
+        nullptr);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const CodegenConfig& cfg_;
+  const P::Program& prog_;
+  llvm::Type *i1_, *i8_, *i32_, *i64_, *ptr_;
+  Frame* frame_ = nullptr;
+  VecCtx* vec_ = nullptr;
+  BoundMap bounds_;
+  std::map<int64_t, std::pair<llvm::MDNode*, llvm::MDNode*>> alias_;
+  int n_outlined_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<llvm::Module> generate_module(const P::Program& p, llvm::LLVMContext& ctx,
+                                              const CodegenConfig& cfg) {
+  if (!p.body) throw CodegenError("program '" + p.name + "' has no body");
+  auto m = std::make_unique<llvm::Module>(cfg.symbol, ctx);
+  m->setTargetTriple(cfg.target.triple);
+  CodeGen(*m, cfg, p).run();
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyModule(*m, &os))
+    throw CodegenError("generated LLVM IR for '" + p.name + "' is invalid: " + os.str());
+  return m;
+}
+
+} // namespace mt::llvm_cpu

@@ -1,0 +1,130 @@
+#include "thread_pool.h"
+
+#include <memory>
+
+#include "metatune/llvm_cpu/runtime.hpp"
+
+namespace mt::llvm_cpu {
+
+namespace {
+// Set on pool threads (and on a caller while it runs its share) so that a nested
+// parallel_for runs serially instead of deadlocking on the pool.
+thread_local bool t_inside_pool = false;
+
+void run_serial(mt_llvm_task_fn fn, void* closure, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i)
+    fn(i, closure);
+}
+} // namespace
+
+ThreadPool::ThreadPool(int num_threads) {
+  for (int i = 1; i < num_threads; ++i)
+    workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_)
+    t.join();
+}
+
+void ThreadPool::run_range(int part, int parts) {
+  int64_t begin = n_ * part / parts;
+  int64_t end = n_ * (part + 1) / parts;
+  run_serial(fn_, closure_, begin, end);
+}
+
+void ThreadPool::worker_loop(int index) {
+  t_inside_pool = true;
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    if (index < parts_) run_range(index, parts_);
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(mt_llvm_task_fn fn, void* closure, int64_t n) {
+  if (n <= 0) return;
+  if (workers_.empty() || n == 1 || t_inside_pool) return run_serial(fn, closure, 0, n);
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (!busy.owns_lock()) return run_serial(fn, closure, 0, n);
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    fn_ = fn;
+    closure_ = closure;
+    n_ = n;
+    parts_ = static_cast<int>(std::min<int64_t>(n, size()));
+    pending_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  t_inside_pool = true;
+  run_range(0, parts_);
+  t_inside_pool = false;
+  std::unique_lock<std::mutex> lk(m_);
+  done_.wait(lk, [&] { return pending_ == 0; });
+}
+
+// ---- the default runtime ----------------------------------------------------------------------
+
+namespace {
+
+std::mutex g_pool_mutex;
+std::unique_ptr<ThreadPool> g_pool;
+
+ThreadPool& pool() {
+  std::lock_guard<std::mutex> lk(g_pool_mutex);
+  if (!g_pool) {
+    unsigned hc = std::thread::hardware_concurrency();
+    g_pool = std::make_unique<ThreadPool>(hc == 0 ? 1 : static_cast<int>(hc));
+  }
+  return *g_pool;
+}
+
+void pool_parallel_for(void* self, mt_llvm_task_fn fn, void* closure, int64_t n) {
+  static_cast<ThreadPool*>(self)->parallel_for(fn, closure, n);
+}
+
+} // namespace
+
+const mt_llvm_runtime* default_runtime() {
+  static mt_llvm_runtime rt = [] {
+    mt_llvm_runtime r{};
+    r.struct_size = sizeof(mt_llvm_runtime);
+    r.version = MT_LLVM_RUNTIME_VERSION;
+    r.self = &pool();
+    r.parallel_for = &pool_parallel_for;
+    return r;
+  }();
+  return &rt;
+}
+
+void set_num_threads(int n) {
+  if (n < 1) n = 1;
+  const mt_llvm_runtime* rt = default_runtime();
+  std::lock_guard<std::mutex> lk(g_pool_mutex);
+  if (g_pool && g_pool->size() == n) return;
+  // The runtime table points at the pool: replace the pool object in place.
+  g_pool.reset();
+  g_pool = std::make_unique<ThreadPool>(n);
+  const_cast<mt_llvm_runtime*>(rt)->self = g_pool.get();
+}
+
+int num_threads() {
+  return pool().size();
+}
+
+} // namespace mt::llvm_cpu

@@ -1,0 +1,342 @@
+// MultiLevelTiling: the main rule. A block with data reuse (a reduction some of whose inputs
+// are not indexed by every spatial iteration variable: matmul, convolutions, ...) is tiled
+// into a structure such as "SSRSRS" (CPU) or "SSSRRSRS" (GPU): every spatial loop is split by
+// sample_perfect_tile into one loop per 'S', every reduction loop into one per 'R', and the
+// pieces are reordered level by level. Then, as configured per target:
+//   - bind: the loops of the first levels are fused and bound (GPU: blockIdx.x, vthread,
+//     threadIdx.x);
+//   - write reuse: the result is computed into a cache (cache_write) that is written back under
+//     the loops of one level (reverse_compute_at), with a single elementwise consumer folded
+//     into that write-back. "may" forks the space: without the cache, and with it at each
+//     level; "must" always adds it;
+//   - read reuse (GPU): every input is staged into a shared-memory cache under one level
+//     (cache_read + compute_at), annotated for RewriteCooperativeFetch.
+// The block gets the annotation meta_schedule.tiling_structure = the structure.
+//
+// Configuration (defaults per target kind from the tune context; "target": "cpu"|"gpu" forces):
+//   structure, max_innermost_factor (64), tile_binds,
+//   write_reuse ("none"|"may"|"must"), write_levels, write_scope,
+//   read_reuse, read_levels, read_scope, vector_load_lens (GPU: [1, 2, 4]).
+// Levels are 1-based positions in the structure: level l means under the last loop of the
+// l-th structure position.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "annotation_keys.hpp"
+#include "block_analysis.hpp"
+#include "config.hpp"
+#include "sampled_annotation.hpp"
+#include "std_components.hpp"
+#include "target_info.hpp"
+
+namespace mt::std_rules {
+
+namespace {
+
+using sdk::BlockRV;
+using sdk::LoopRV;
+using sdk::Schedule;
+
+enum class Reuse { None, May, Must };
+
+Reuse parse_reuse(const std::string& s) {
+  if (s == "none") return Reuse::None;
+  if (s == "may") return Reuse::May;
+  if (s == "must") return Reuse::Must;
+  throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                   "std.MultiLevelTiling: reuse must be \"none\", \"may\" or \"must\", not \"" + s +
+                       "\"");
+}
+
+struct Options {
+  std::string structure;
+  int max_innermost_factor = 64;
+  std::vector<std::string> tile_binds;
+  Reuse write_reuse = Reuse::None;
+  std::vector<int64_t> write_levels;
+  std::string write_scope = "global";
+  Reuse read_reuse = Reuse::None;
+  std::vector<int64_t> read_levels;
+  std::string read_scope = "shared";
+  std::vector<int64_t> vector_load_lens;
+};
+
+// A design space in the making: the schedule, the block, and its loops per structure position.
+struct State {
+  Schedule sch;
+  BlockRV block;
+  std::vector<std::vector<LoopRV>> tiles;
+
+  State fork() const { return State{sch.copy(), block, tiles}; }
+};
+
+class MultiLevelTiling : public sdk::ScheduleRule {
+public:
+  explicit MultiLevelTiling(std::string_view text) : config_("std.MultiLevelTiling", text) {
+    config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
+                        "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
+                        "vector_load_lens"});
+    std::string target = config_.get_string("target", "");
+    if (!target.empty() && target != "cpu" && target != "gpu")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTiling: 'target' must be \"cpu\" or \"gpu\"");
+    configure(target == "gpu");
+  }
+
+  void initialize(const sdk::TuneContext& ctx) override {
+    if (!config_.has("target")) configure(TargetInfo::from(ctx).gpu);
+  }
+
+  std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
+    if (!needs_tiling(sch, block)) return {sch};
+    std::vector<State> states;
+    try {
+      State s = tile(sch, block);
+      bind(s);
+      states.push_back(std::move(s));
+    } catch (const sdk::ScheduleError&) {
+      return {sch}; // the block's nest cannot be tiled this way: leave it alone
+    }
+    states = add_write_reuse(std::move(states));
+    states = add_read_reuse(std::move(states));
+    std::vector<Schedule> out;
+    for (State& s : states)
+      out.push_back(s.sch);
+    return out;
+  }
+
+private:
+  void configure(bool gpu) {
+    Options o;
+    o.structure = gpu ? "SSSRRSRS" : "SSRSRS";
+    if (gpu) {
+      o.tile_binds = {"blockIdx.x", "vthread", "threadIdx.x"};
+      o.write_reuse = Reuse::Must;
+      o.write_levels = {3};
+      o.write_scope = "local";
+      o.read_reuse = Reuse::Must;
+      o.read_levels = {4};
+      o.read_scope = "shared";
+      o.vector_load_lens = {1, 2, 4};
+    } else {
+      o.write_reuse = Reuse::May;
+      o.write_levels = {1, 2};
+      o.write_scope = "global";
+    }
+    o.structure = config_.get_string("structure", o.structure);
+    o.max_innermost_factor =
+        static_cast<int>(config_.get_int("max_innermost_factor", o.max_innermost_factor));
+    o.tile_binds = config_.get_strings("tile_binds", o.tile_binds);
+    if (config_.has("write_reuse"))
+      o.write_reuse = parse_reuse(config_.get_string("write_reuse", ""));
+    o.write_levels = config_.get_ints("write_levels", o.write_levels);
+    o.write_scope = config_.get_string("write_scope", o.write_scope);
+    if (config_.has("read_reuse")) o.read_reuse = parse_reuse(config_.get_string("read_reuse", ""));
+    o.read_levels = config_.get_ints("read_levels", o.read_levels);
+    o.read_scope = config_.get_string("read_scope", o.read_scope);
+    o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
+    validate(o);
+    opts_ = std::move(o);
+  }
+
+  static void validate(const Options& o) {
+    auto bad = [](const std::string& why) {
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTiling: " + why);
+    };
+    if (o.structure.empty() || o.structure.find_first_not_of("SR") != std::string::npos ||
+        o.structure.find('S') == std::string::npos)
+      bad("structure must be a non-empty string of 'S' and 'R' with at least one 'S'");
+    if (o.tile_binds.size() > o.structure.size()) bad("more tile_binds than structure levels");
+    for (size_t i = 0; i < o.tile_binds.size(); ++i)
+      if (o.structure[i] != 'S') bad("tile_binds may only bind spatial ('S') levels");
+    for (const auto* levels : {&o.write_levels, &o.read_levels})
+      for (int64_t l : *levels)
+        if (l < 1 || l > static_cast<int64_t>(o.structure.size()))
+          bad("reuse level " + std::to_string(l) + " is outside the structure");
+  }
+
+  // MetaSchedule's condition: a reduction with one output whose inputs show reuse, i.e. some
+  // input is not indexed by some (non-trivial) spatial iteration variable; a plain loop nest.
+  bool needs_tiling(const Schedule& sch, BlockRV block) const {
+    if (!sch.valid(block)) return false;
+    if (block_annotation(sch, block, keys::kTilingStructure)) return false;
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    bool has_reduce = false;
+    for (const auto& iv : ivs)
+      has_reduce = has_reduce || iv.kind == sdk::IterKind::Reduce;
+    if (!has_reduce) return false;
+    if (sch.writes(block).size() != 1) return false;
+    std::vector<sdk::BufferAccess> reads = sch.reads(block);
+    if (reads.empty()) return false;
+    // Plain nest: the iter vars are bound one-to-one to the loops that enclose the block.
+    LoopTree tree(sch);
+    std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
+    if (loops.size() != ivs.size()) return false;
+    std::set<const mt_expr*> loop_vars, bound;
+    for (const sdk::StmtRef& l : loops) {
+      if (l.for_kind() != sdk::ForKind::Serial) return false;
+      loop_vars.insert(l.loop_var().get());
+    }
+    for (const auto& iv : ivs)
+      if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
+        return false;
+    for (const sdk::BufferAccess& r : reads) {
+      for (const auto& iv : ivs) {
+        if (iv.kind != sdk::IterKind::Spatial || iv.extent <= 1) continue;
+        bool used = false;
+        for (const auto& tuple : r.indices)
+          for (const sdk::ExprRef& e : tuple)
+            used = used || e.uses(iv.var);
+        if (!used) return true;
+      }
+    }
+    return false;
+  }
+
+  State tile(const Schedule& original, BlockRV block) const {
+    State s{original.copy(), block, {}};
+    Schedule& sch = s.sch;
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<LoopRole> roles = loop_roles(sch, block, loops);
+    const std::string& st = opts_.structure;
+    int n_s = static_cast<int>(std::count(st.begin(), st.end(), 'S'));
+    int n_r = static_cast<int>(st.size()) - n_s;
+    // pieces[i][k]: level k of loop i.
+    std::vector<std::vector<LoopRV>> pieces;
+    std::vector<bool> is_reduce;
+    for (size_t i = 0; i < loops.size(); ++i) {
+      bool reduce = roles[i].reduce;
+      int n = reduce ? n_r : n_s;
+      is_reduce.push_back(reduce);
+      if (n == 0) {
+        // A structure without 'R' keeps reduction loops innermost, untiled.
+        pieces.push_back({loops[i]});
+        continue;
+      }
+      if (n == 1) {
+        pieces.push_back({loops[i]});
+        continue;
+      }
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loops[i], n, opts_.max_innermost_factor);
+      pieces.push_back(sch.split(loops[i], std::vector<sdk::Factor>(f.begin(), f.end())));
+    }
+    s.tiles.assign(st.size(), {});
+    int level_s = 0, level_r = 0;
+    for (size_t p = 0; p < st.size(); ++p) {
+      bool reduce = st[p] == 'R';
+      int level = reduce ? level_r++ : level_s++;
+      for (size_t i = 0; i < loops.size(); ++i)
+        if (is_reduce[i] == reduce) s.tiles[p].push_back(pieces[i][static_cast<size_t>(level)]);
+    }
+    std::vector<LoopRV> order;
+    for (const auto& level : s.tiles)
+      order.insert(order.end(), level.begin(), level.end());
+    if (n_r == 0)
+      for (size_t i = 0; i < loops.size(); ++i)
+        if (is_reduce[i]) order.push_back(pieces[i][0]);
+    sch.reorder(order);
+    sch.annotate(block, keys::kTilingStructure, st);
+    return s;
+  }
+
+  void bind(State& s) const {
+    for (size_t p = 0; p < opts_.tile_binds.size(); ++p) {
+      if (s.tiles[p].empty()) continue;
+      LoopRV l = s.tiles[p].size() > 1 ? s.sch.fuse(s.tiles[p]) : s.tiles[p][0];
+      s.sch.bind(l, opts_.tile_binds[p]);
+      s.tiles[p] = {l};
+    }
+  }
+
+  // The loop a reuse level refers to: the innermost loop of that structure position (or of
+  // the nearest outer position that has loops).
+  static std::optional<LoopRV> level_loop(const State& s, int64_t level) {
+    for (int64_t p = level - 1; p >= 0; --p)
+      if (!s.tiles[static_cast<size_t>(p)].empty()) return s.tiles[static_cast<size_t>(p)].back();
+    return std::nullopt;
+  }
+
+  std::vector<State> add_write_reuse(std::vector<State> states) const {
+    if (opts_.write_reuse == Reuse::None) return states;
+    std::vector<State> out;
+    for (State& s : states) {
+      std::vector<State> forks;
+      for (int64_t level : opts_.write_levels) {
+        std::optional<LoopRV> at = level_loop(s, level);
+        if (!at) continue;
+        State f = s.fork();
+        try {
+          BlockRV cache = f.sch.cache_write(f.block, 0, opts_.write_scope);
+          f.sch.reverse_compute_at(cache, *at);
+          fold_epilogue(f.sch, cache);
+          forks.push_back(std::move(f));
+        } catch (const sdk::ScheduleError&) {
+          // This level does not work for this block; the others may.
+        }
+      }
+      // "may" keeps the space without the cache; so does "must" if no level worked.
+      if (opts_.write_reuse == Reuse::May || forks.empty()) out.push_back(std::move(s));
+      for (State& f : forks)
+        out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+  // Folds a single elementwise consumer of the write-back block into it, so that an epilogue
+  // (bias, activation) runs on the tile while it is hot. A refusal keeps the consumer apart.
+  static void fold_epilogue(Schedule& sch, BlockRV cache) {
+    std::vector<BlockRV> consumers = sch.get_consumers(cache);
+    if (consumers.size() != 1 || has_reduce_iter(sch, consumers[0])) return;
+    try {
+      sch.reverse_compute_inline(consumers[0]);
+    } catch (const sdk::ScheduleError&) {
+    }
+  }
+
+  std::vector<State> add_read_reuse(std::vector<State> states) const {
+    if (opts_.read_reuse == Reuse::None || opts_.read_levels.empty()) return states;
+    std::vector<State> out;
+    for (State& s : states) {
+      // One level for all inputs (MetaSchedule forks per level; one is the usual setting).
+      std::optional<LoopRV> at = level_loop(s, opts_.read_levels.front());
+      if (!at) {
+        out.push_back(std::move(s));
+        continue;
+      }
+      size_t n = s.sch.reads(s.block).size();
+      for (size_t i = 0; i < n; ++i) {
+        // Each input on its own copy, so that one refusal does not leave a cache at the root.
+        Schedule attempt = s.sch.copy();
+        try {
+          BlockRV cache = attempt.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
+          attempt.compute_at(cache, *at);
+          if (!opts_.vector_load_lens.empty()) {
+            std::vector<double> probs(opts_.vector_load_lens.size(),
+                                      1.0 / static_cast<double>(opts_.vector_load_lens.size()));
+            annotate_sampled(attempt, cache, keys::kCooperativeFetch, opts_.vector_load_lens,
+                             probs);
+          } else {
+            attempt.annotate(cache, keys::kCooperativeFetch, int64_t{1});
+          }
+          s.sch = attempt;
+        } catch (const sdk::ScheduleError&) {
+        }
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  Config config_;
+  Options opts_;
+};
+
+} // namespace
+
+void register_multi_level_tiling(sdk::Registry& r) {
+  r.add<MultiLevelTiling>("std.MultiLevelTiling",
+                          "tile reductions with reuse: SSRSRS (CPU) / SSSRRSRS (GPU) + caches");
+}
+
+} // namespace mt::std_rules

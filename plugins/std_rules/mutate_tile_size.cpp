@@ -1,0 +1,70 @@
+// MutateTileSize: picks a sample_perfect_tile decision and moves one prime factor from one
+// level to another, keeping the product (a perfect tiling still) and the innermost level
+// within the instruction's max_innermost_factor. Default probability: 0.9 (CPU and GPU).
+#include "block_analysis.hpp"
+#include "config.hpp"
+#include "std_components.hpp"
+
+namespace mt::std_rules {
+
+namespace {
+
+class MutateTileSize : public sdk::Mutator {
+public:
+  explicit MutateTileSize(std::string_view text) {
+    Config("std.MutateTileSize", text).allow_only({});
+  }
+
+  std::optional<sdk::Trace> apply(const sdk::Trace& trace, sdk::Rng& rng) override {
+    struct Tile {
+      size_t index;
+      std::vector<int64_t> factors;
+      int64_t max_innermost;
+    };
+    std::vector<Tile> tiles;
+    for (size_t i = 0, n = trace.size(); i < n; ++i) {
+      if (trace.kind(i) != "sample_perfect_tile") continue;
+      std::optional<std::vector<int64_t>> d = trace.decision(i);
+      if (!d || d->size() < 2) continue;
+      bool movable = false;
+      for (int64_t f : *d)
+        movable = movable || f > 1;
+      if (!movable) continue;
+      int64_t max_inner = trace.num_attrs(i) >= 2 ? trace.attr_int(i, 1) : 0;
+      tiles.push_back({i, *d, max_inner});
+    }
+    if (tiles.empty()) return std::nullopt;
+    // A draw can be infeasible (every move would break the innermost limit): draw again.
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      const Tile& t = tiles[pick(rng, tiles.size())];
+      std::vector<size_t> sources;
+      for (size_t l = 0; l < t.factors.size(); ++l)
+        if (t.factors[l] > 1) sources.push_back(l);
+      size_t src = sources[pick(rng, sources.size())];
+      std::vector<int64_t> primes = prime_factors(t.factors[src]);
+      int64_t p = primes[pick(rng, primes.size())];
+      size_t dst = pick(rng, t.factors.size() - 1);
+      if (dst >= src) ++dst;
+      std::vector<int64_t> moved = t.factors;
+      moved[src] /= p;
+      moved[dst] *= p;
+      if (t.max_innermost > 0 && moved.back() > t.max_innermost) continue;
+      return trace.with_decision(t.index, moved);
+    }
+    return std::nullopt;
+  }
+
+private:
+  static size_t pick(sdk::Rng& rng, size_t n) {
+    return static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(n)));
+  }
+};
+
+} // namespace
+
+void register_mutate_tile_size(sdk::Registry& r) {
+  r.add<MutateTileSize>("std.MutateTileSize",
+                        "move a prime factor between two tile levels (default p = 0.9)");
+}
+
+} // namespace mt::std_rules

@@ -1,0 +1,92 @@
+// RewriteCooperativeFetch (GPU): a shared-memory copy that MultiLevelTiling placed inside a
+// thread block (annotated meta_schedule.cooperative_fetch = vector length) is spread over the
+// block's threads: its own loops are fused, split by the threadIdx.x extent of the enclosing
+// binding (and the vector length), the thread part bound to threadIdx.x and the vector part
+// vectorised. The annotation is removed. A copy outside any threadIdx.x loop is left as is.
+#include "annotation_keys.hpp"
+#include "block_analysis.hpp"
+#include "config.hpp"
+#include "sampled_annotation.hpp"
+#include "std_components.hpp"
+
+namespace mt::std_rules {
+
+namespace {
+
+using sdk::BlockRV;
+using sdk::LoopRV;
+using sdk::Schedule;
+
+class RewriteCooperativeFetch : public sdk::Postproc {
+public:
+  explicit RewriteCooperativeFetch(std::string_view text) {
+    Config("std.RewriteCooperativeFetch", text).allow_only({});
+  }
+
+  bool apply(Schedule& sch) override {
+    std::vector<std::string> names;
+    {
+      LoopTree tree(sch);
+      for (const sdk::StmtRef& item : tree.root_items())
+        for (const std::string& n : tree.blocks_in(item))
+          names.push_back(n);
+    }
+    std::optional<TraceView> trace;
+    for (const std::string& name : names) {
+      BlockRV block = sch.get_block(name);
+      sdk::Annotations anns = sch.annotations(block);
+      if (!anns.count(keys::kCooperativeFetch)) continue;
+      if (!trace) trace.emplace(sch.trace());
+      int64_t lanes = resolve_sampled(anns, keys::kCooperativeFetch, *trace).value_or(1);
+      unannotate_sampled(sch, block, anns, keys::kCooperativeFetch);
+      try {
+        spread(sch, block, name, lanes);
+      } catch (const sdk::ScheduleError&) {
+        // The copy stays serial inside each thread: slower, still correct.
+      }
+    }
+    return true;
+  }
+
+private:
+  static void spread(Schedule& sch, BlockRV block, const std::string& name, int64_t lanes) {
+    LoopTree tree(sch);
+    std::vector<sdk::StmtRef> nest = tree.loops_of(name);
+    int64_t threads = 0;
+    for (const sdk::StmtRef& l : nest)
+      if (l.for_kind() == sdk::ForKind::ThreadBinding && l.thread_tag() == "threadIdx.x")
+        threads = l.extent();
+    if (threads <= 0) return;
+    // The copy's own loops: the innermost ones that enclose nothing but this block.
+    size_t first = nest.size();
+    while (first > 0) {
+      const sdk::StmtRef& l = nest[first - 1];
+      if (l.for_kind() != sdk::ForKind::Serial) break;
+      std::vector<std::string> under = tree.blocks_under(l.loop_var());
+      if (under.size() != 1 || under[0] != name) break;
+      if (first < nest.size() && !tree.is_only_child(l.loop_var(), nest[first].loop_var())) break;
+      --first;
+    }
+    if (first == nest.size()) return;
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<LoopRV> own(loops.begin() + static_cast<long>(first), loops.end());
+    LoopRV fused = own.size() > 1 ? sch.fuse(own) : own[0];
+    if (lanes > 1) {
+      std::vector<LoopRV> parts = sch.split(fused, {-1, threads, lanes});
+      sch.bind(parts[1], "threadIdx.x");
+      sch.vectorize(parts[2]);
+    } else {
+      std::vector<LoopRV> parts = sch.split(fused, {-1, threads});
+      sch.bind(parts[1], "threadIdx.x");
+    }
+  }
+};
+
+} // namespace
+
+void register_rewrite_cooperative_fetch(sdk::Registry& r) {
+  r.add<RewriteCooperativeFetch>("std.RewriteCooperativeFetch",
+                                 "GPU: spread shared-memory copies over the thread block");
+}
+
+} // namespace mt::std_rules

@@ -1,0 +1,94 @@
+// Helpers shared by the ABI tests: where the test plugins were built, running a function in
+// the reference interpreter, and a log sink that captures what the host reports.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/lower/interpreter.h"
+#include "core/plugin/host_api.h"
+#include "core/runtime/ndarray.h"
+
+namespace mt::abi_test {
+
+inline std::filesystem::path plugin_dir(const char* which) {
+  return std::filesystem::path(MT_TEST_PLUGIN_DIR) / which;
+}
+inline std::filesystem::path good_dir() {
+  return plugin_dir("good");
+}
+inline std::filesystem::path refused_dir() {
+  return plugin_dir("refused");
+}
+inline std::filesystem::path stripped_dir() {
+  return plugin_dir("stripped");
+}
+
+// Arguments for `f`: inputs random (deterministic per seed), outputs NaN so that an element no
+// statement writes shows up.
+inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 11) {
+  std::vector<NDArray> args;
+  std::vector<bool> outs = f.output_mask();
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
+    if (outs[i])
+      args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
+    else
+      args.back().fill_random(seed + i);
+  }
+  return args;
+}
+
+inline std::vector<NDArray*> pointers(std::vector<NDArray>& args) {
+  std::vector<NDArray*> ptrs;
+  for (auto& a : args)
+    ptrs.push_back(&a);
+  return ptrs;
+}
+
+inline std::vector<NDArray> interpret_on_random(const Function& f, uint64_t seed = 11) {
+  std::vector<NDArray> args = make_args(f, seed);
+  interpret(f, pointers(args));
+  return args;
+}
+
+inline void expect_same_results(const Function& reference, const Function& scheduled) {
+  std::vector<NDArray> a = interpret_on_random(reference);
+  std::vector<NDArray> b = interpret_on_random(scheduled);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(allclose(b[i], a[i], 1e-4, 1e-5, &why)) << "param " << i << ": " << why;
+  }
+}
+
+// Captures the host's log (refusals are warnings) for the lifetime of the object.
+class CapturedLog {
+public:
+  CapturedLog() {
+    set_plugin_log_sink([this](int level, std::string_view msg) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.push_back({level, std::string(msg)});
+    });
+  }
+  ~CapturedLog() { set_plugin_log_sink(nullptr); }
+  std::vector<std::string> at_least(int level) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [l, m] : lines_)
+      if (l >= level) out.push_back(m);
+    return out;
+  }
+
+private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<int, std::string>> lines_;
+};
+
+} // namespace mt::abi_test

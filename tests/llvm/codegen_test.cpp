@@ -1,0 +1,222 @@
+// Scalar code generation: loops, arithmetic, integer floor division, selects, ifs, unrolling,
+// local buffers, errors.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace mt::llvm_cpu::test {
+namespace {
+
+TEST(LlvmCodegen, ElementwiseAddSerial) {
+  auto A = P::make_buffer("A", P::DType::f32(), {7, 13});
+  auto B = P::make_buffer("B", P::DType::f32(), {7, 13});
+  auto C = P::make_buffer("C", P::DType::f32(), {7, 13});
+  auto i = P::make_var("i"), j = P::make_var("j");
+  auto body = P::make_for(
+      i, 7,
+      P::make_for(
+          j, 13,
+          P::make_store(C, {i, j}, P::make_load(A, {i, j}) * 2.0 + P::make_load(B, {i, j}))));
+  P::Program p{"add", {A, B, C}, body};
+  auto a = random_floats(91, 1), b = random_floats(91, 2);
+  std::vector<float> c(91, 0.f), want(91);
+  for (int k = 0; k < 91; ++k)
+    want[k] = a[k] * 2.f + b[k];
+  run(p, {a.data(), b.data(), c.data()});
+  expect_close(c, want, 0, 0);
+}
+
+TEST(LlvmCodegen, FloorDivModMatchesMathematicalDefinition) {
+  // out[i] = floordiv(i - 20, d[i]) and floormod(i - 20, d[i]) for divisors of both signs.
+  auto D = P::make_buffer("D", P::DType::i32(), {40});
+  auto Q = P::make_buffer("Q", P::DType::i32(), {40});
+  auto R = P::make_buffer("R", P::DType::i32(), {40});
+  auto Q7 = P::make_buffer("Q7", P::DType::i64(), {40});
+  auto i = P::make_var("i");
+  auto x = P::make_cast(P::DType::i32(), i - 20);
+  auto d = P::make_load(D, {i});
+  auto body = P::make_for(
+      i, 40,
+      P::make_seq({P::make_store(Q, {i}, P::floordiv(x, d)),
+                   P::make_store(R, {i}, P::floormod(x, d)),
+                   P::make_store(Q7, {i}, P::floordiv(i - 20, 7) * 100 + P::floormod(i - 20, 7))}));
+  P::Program p{"divmod", {D, Q, R, Q7}, body};
+  std::vector<int32_t> dv(40), q(40), r(40);
+  std::vector<int64_t> q7(40);
+  for (int k = 0; k < 40; ++k)
+    dv[k] = (k % 2 ? 1 : -1) * (1 + k % 6);
+  run(p, {dv.data(), q.data(), r.data(), q7.data()});
+  for (int k = 0; k < 40; ++k) {
+    int a = k - 20, b = dv[k];
+    int fq = static_cast<int>(std::floor(static_cast<double>(a) / b));
+    EXPECT_EQ(q[k], fq) << a << " // " << b;
+    EXPECT_EQ(r[k], a - fq * b) << a << " % " << b;
+    int64_t f7 = static_cast<int64_t>(std::floor((k - 20) / 7.0));
+    EXPECT_EQ(q7[k], f7 * 100 + (k - 20 - f7 * 7));
+  }
+}
+
+TEST(LlvmCodegen, MinMaxSelectIfAndCompare) {
+  auto A = P::make_buffer("A", P::DType::f32(), {64});
+  auto B = P::make_buffer("B", P::DType::f32(), {64});
+  auto i = P::make_var("i");
+  auto a = P::make_load(A, {i});
+  // if (i % 3 == 0) B = max(a, 0) else B = select(a < 0.25, min(a, -0.5), a * a)
+  auto body = P::make_for(
+      i, 64,
+      P::make_if(P::eq(P::floormod(i, 3), 0), P::make_store(B, {i}, P::max(a, 0.0)),
+                 P::make_store(B, {i}, P::make_select(a < 0.25, P::min(a, -0.5), a * a))));
+  P::Program p{"misc", {A, B}, body};
+  auto av = random_floats(64, 3);
+  std::vector<float> bv(64), want(64);
+  for (int k = 0; k < 64; ++k) {
+    float x = av[k];
+    want[k] = k % 3 == 0 ? std::max(x, 0.f) : (x < 0.25f ? std::min(x, -0.5f) : x * x);
+  }
+  run(p, {av.data(), bv.data()});
+  expect_close(bv, want, 0, 0);
+}
+
+TEST(LlvmCodegen, GuardedSelectDoesNotReadOutOfBounds) {
+  // Padding: out[i] = i-2 in [0, n) ? in[i-2] : 0. The input is placed at the end of a page-
+  // sized vector so a stray read past it would read the guard value 1e9 instead of faulting.
+  const int n = 16;
+  auto In = P::make_buffer("In", P::DType::f32(), {n});
+  auto Out = P::make_buffer("Out", P::DType::f32(), {n + 4});
+  auto i = P::make_var("i");
+  auto h = i - 2;
+  auto body = P::make_for(
+      i, n + 4,
+      P::make_store(Out, {i}, P::make_select(h >= 0 && h < n, P::make_load(In, {h}), 0.0)));
+  P::Program p{"pad", {In, Out}, body};
+  auto in = random_floats(n, 4);
+  std::vector<float> out(n + 4), want(n + 4);
+  for (int k = 0; k < n + 4; ++k)
+    want[k] = (k - 2 >= 0 && k - 2 < n) ? in[k - 2] : 0.f;
+  run(p, {in.data(), out.data()});
+  expect_close(out, want, 0, 0);
+}
+
+TEST(LlvmCodegen, UnrolledLoopIsFullyUnrolled) {
+  auto A = P::make_buffer("A", P::DType::f32(), {4, 8});
+  auto B = P::make_buffer("B", P::DType::f32(), {4, 8});
+  auto i = P::make_var("i"), j = P::make_var("j");
+  auto body = P::make_for(
+      i, 4,
+      P::make_for(
+          j, 8,
+          P::make_store(B, {i, j}, P::make_load(A, {i, j}) + P::make_cast(P::DType::f32(), j)),
+          P::ForKind::Unrolled));
+  P::Program p{"unroll", {A, B}, body};
+  CompileOptions o;
+  o.opt_level = 0;
+  // Unrolled in code generation, so the unoptimised IR already has no loop over j.
+  std::string ir = emit_ir(p, o, false);
+  EXPECT_EQ(ir.find("j.body"), std::string::npos);
+  EXPECT_NE(ir.find("i.body"), std::string::npos);
+  auto a = random_floats(32, 5);
+  std::vector<float> b(32), want(32);
+  for (int k = 0; k < 32; ++k)
+    want[k] = a[k] + static_cast<float>(k % 8);
+  run(p, {a.data(), b.data()}, o);
+  expect_close(b, want, 0, 0);
+}
+
+TEST(LlvmCodegen, RowSumWithLocalAccumulator) {
+  // allocate acc[1] (stack); for i: acc = 0; for k: acc += A[i,k]; S[i] = acc
+  auto A = P::make_buffer("A", P::DType::f32(), {9, 33});
+  auto S = P::make_buffer("S", P::DType::f32(), {9});
+  auto acc = P::make_buffer("acc", P::DType::f32(), {1}, "local");
+  auto i = P::make_var("i"), k = P::make_var("k");
+  auto body = P::make_for(
+      i, 9,
+      P::make_allocate(acc, P::make_seq({P::make_store(acc, {0}, 0.0),
+                                         P::make_for(k, 33,
+                                                     P::make_store(acc, {0},
+                                                                   P::make_load(acc, {0}) +
+                                                                       P::make_load(A, {i, k}))),
+                                         P::make_store(S, {i}, P::make_load(acc, {0}))})));
+  P::Program p{"rowsum", {A, S}, body};
+  auto a = random_floats(9 * 33, 6);
+  std::vector<float> s(9), want(9, 0.f);
+  for (int r = 0; r < 9; ++r)
+    for (int c = 0; c < 33; ++c)
+      want[r] += a[r * 33 + c];
+  run(p, {a.data(), s.data()});
+  expect_close(s, want, 1e-6, 1e-6);
+}
+
+TEST(LlvmCodegen, LargeLocalBufferComesFromTheHeap) {
+  // A 1 MiB local tile (over the stack limit) used as a transposed copy.
+  const int n = 512;
+  auto A = P::make_buffer("A", P::DType::f32(), {n, n});
+  auto B = P::make_buffer("B", P::DType::f32(), {n, n});
+  auto T = P::make_buffer("T", P::DType::f32(), {n, n}, "local");
+  auto i = P::make_var("i"), j = P::make_var("j"), i2 = P::make_var("i2"), j2 = P::make_var("j2");
+  auto body = P::make_allocate(
+      T,
+      P::make_seq(
+          {P::make_for(i, n, P::make_for(j, n, P::make_store(T, {j, i}, P::make_load(A, {i, j})))),
+           P::make_for(
+               i2, n,
+               P::make_for(j2, n, P::make_store(B, {i2, j2}, P::make_load(T, {i2, j2}) + 1.0)))}));
+  P::Program p{"heap_tile", {A, B}, body};
+  std::string ir = emit_ir(p, {}, false);
+  EXPECT_NE(ir.find("aligned_alloc"), std::string::npos);
+  EXPECT_NE(ir.find("@free"), std::string::npos);
+  auto a = random_floats(n * n, 7);
+  std::vector<float> b(n * n), want(n * n);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c)
+      want[r * n + c] = a[c * n + r] + 1.f;
+  run(p, {a.data(), b.data()});
+  expect_close(b, want, 0, 0);
+}
+
+TEST(LlvmCodegen, SmallLocalBufferIsA64ByteAlignedAlloca) {
+  auto A = P::make_buffer("A", P::DType::f32(), {16});
+  auto T = P::make_buffer("tile", P::DType::f32(), {16}, "local");
+  auto i = P::make_var("i");
+  auto body = P::make_allocate(
+      T,
+      P::make_seq({P::make_for(i, 16, P::make_store(T, {i}, P::make_load(A, {i}) * 3.0)),
+                   P::make_for(P::make_var("j"), 1, P::make_store(A, {0}, P::make_load(T, {5})))}));
+  P::Program p{"stack_tile", {A}, body};
+  std::string ir = emit_ir(p, {}, false);
+  EXPECT_NE(ir.find("alloca [64 x i8], align 64"), std::string::npos) << ir;
+}
+
+TEST(LlvmCodegen, RejectsUnknownBuffersAndVariables) {
+  auto A = P::make_buffer("A", P::DType::f32(), {4});
+  auto stray = P::make_buffer("stray", P::DType::f32(), {4});
+  auto i = P::make_var("i");
+  P::Program p1{
+      "bad_buffer", {A}, P::make_for(i, 4, P::make_store(A, {i}, P::make_load(stray, {i})))};
+  EXPECT_THROW(jit_compile(p1), CodegenError);
+  auto unbound = P::make_var("u");
+  P::Program p2{"bad_var", {A}, P::make_store(A, {unbound}, 1.0)};
+  try {
+    jit_compile(p2);
+    FAIL() << "expected CodegenError";
+  } catch (const CodegenError& e) {
+    EXPECT_NE(std::string(e.what()).find("'u'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LlvmCodegen, NullRuntimeRunsParallelLoopsSerially) {
+  auto A = P::make_buffer("A", P::DType::i32(), {100});
+  auto i = P::make_var("i");
+  P::Program p{"par_null_rt",
+               {A},
+               P::make_for(i, 100, P::make_store(A, {i}, P::make_cast(P::DType::i32(), i * i)),
+                           P::ForKind::Parallel)};
+  auto k = jit_compile(p);
+  std::vector<int32_t> a(100, -1);
+  void* args[] = {a.data()};
+  ASSERT_EQ(k->call(args, nullptr), 0);
+  for (int x = 0; x < 100; ++x)
+    EXPECT_EQ(a[x], x * x);
+}
+
+} // namespace
+} // namespace mt::llvm_cpu::test

@@ -1,0 +1,220 @@
+// The thread pool behind parallel loops, target detection/parsing, ahead-of-time output.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "metatune/llvm_cpu/runtime.hpp"
+#include "test_util.h"
+
+namespace mt::llvm_cpu::test {
+namespace {
+
+TEST(LlvmRuntime, ParallelForRunsEveryIndexOnceIncludingNested) {
+  const mt_llvm_runtime* rt = default_runtime();
+  ASSERT_EQ(rt->version, MT_LLVM_RUNTIME_VERSION);
+  struct Ctx {
+    const mt_llvm_runtime* rt;
+    std::vector<std::atomic<int>> hits;
+  };
+  Ctx ctx{rt, std::vector<std::atomic<int>>(1000)};
+  rt->parallel_for(
+      rt->self,
+      [](int64_t i, void* c) {
+        auto* x = static_cast<Ctx*>(c);
+        // Nested call: must run (serially) instead of deadlocking.
+        struct Inner {
+          Ctx* x;
+          int64_t base;
+        } inner{x, i * 10};
+        x->rt->parallel_for(
+            x->rt->self,
+            [](int64_t j, void* p) {
+              auto* in = static_cast<Inner*>(p);
+              in->x->hits[static_cast<size_t>(in->base + j)]++;
+            },
+            &inner, 10);
+      },
+      &ctx, 100);
+  for (auto& h : ctx.hits)
+    EXPECT_EQ(h.load(), 1);
+}
+
+TEST(LlvmRuntime, ParallelLoopWithClosureOfOuterVariables) {
+  // for a (serial): for b (parallel): for c (parallel, nested): X[a, b, c] = a*100 + b*10 + c
+  auto X = P::make_buffer("X", P::DType::i64(), {3, 7, 5});
+  auto a = P::make_var("a"), b = P::make_var("b"), c = P::make_var("c");
+  auto body =
+      P::make_for(a, 3,
+                  P::make_for(b, 7,
+                              P::make_for(c, 5, P::make_store(X, {a, b, c}, a * 100 + b * 10 + c),
+                                          P::ForKind::Parallel),
+                              P::ForKind::Parallel));
+  P::Program p{"nested_par", {X}, body};
+  std::vector<int64_t> x(105, -1);
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(num_threads(), threads);
+    std::fill(x.begin(), x.end(), -1);
+    run(p, {x.data()});
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 7; ++j)
+        for (int k = 0; k < 5; ++k)
+          EXPECT_EQ(x[(i * 7 + j) * 5 + k], i * 100 + j * 10 + k);
+  }
+  set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST(LlvmRuntime, KernelsCompileConcurrently) {
+  // The builder compiles candidates on several threads at once: each compilation has its own
+  // LLVM context, target machine and JIT.
+  auto make = [](int64_t scale) {
+    auto A = P::make_buffer("A", P::DType::f32(), {64});
+    auto v = P::make_var("v");
+    return P::Program{
+        "scale" + std::to_string(scale),
+        {A},
+        P::make_for(v, 64, P::make_store(A, {v}, P::make_load(A, {v}) * static_cast<double>(scale)),
+                    P::ForKind::Vectorized)};
+  };
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r) {
+        auto k = jit_compile(make(t + 2));
+        std::vector<float> a(64, 1.f);
+        void* args[] = {a.data()};
+        if ((*k)(args) == 0 && a[63] == static_cast<float>(t + 2)) ++ok[t];
+      }
+    });
+  for (auto& th : threads)
+    th.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(ok[t], 3) << "thread " << t;
+}
+
+TEST(LlvmTarget, HostFeaturesAreDetectedByFeature) {
+  Target t = host_target();
+  EXPECT_FALSE(t.triple.empty());
+  EXPECT_FALSE(t.cpu.empty());
+  EXPECT_NE(t.cpu, "generic"); // replaced by an x86-64 level when LLVM does not know the CPU
+#if defined(__x86_64__)
+  EXPECT_TRUE(t.has("sse2"));
+  EXPECT_EQ(t.has("avx2"), static_cast<bool>(__builtin_cpu_supports("avx2")));
+  EXPECT_EQ(t.has("avx512f"), static_cast<bool>(__builtin_cpu_supports("avx512f")));
+  EXPECT_EQ(t.vector_bits(), __builtin_cpu_supports("avx512f") ? 512
+                             : __builtin_cpu_supports("avx2")  ? 256
+                                                               : 128);
+#endif
+  // The string form parses back to the same target.
+  Target back = parse_target(t.str());
+  EXPECT_EQ(back.triple, t.triple);
+  EXPECT_EQ(back.cpu, t.cpu);
+  EXPECT_EQ(back.features, t.features);
+}
+
+TEST(LlvmTarget, TargetStringOverridesDetection) {
+  Target t = parse_target("llvm -mcpu=skylake -mattr=+avx2,+fma,-avx512f");
+  EXPECT_EQ(t.cpu, "skylake");
+  EXPECT_TRUE(t.has("avx2"));
+  EXPECT_FALSE(t.has("avx512f"));
+  EXPECT_EQ(t.vector_bits(), 256);
+  EXPECT_EQ(parse_target("llvm").cpu, host_target().cpu);
+  EXPECT_THROW(parse_target("cuda -arch=sm_90"), std::invalid_argument);
+  EXPECT_THROW(parse_target("llvm -mattr=avx2"), std::invalid_argument);
+  EXPECT_THROW(parse_target("llvm -O3"), std::invalid_argument);
+}
+
+TEST(LlvmTarget, OverrideChangesTheGeneratedCode) {
+  // 16-wide f32 vector add: SSE-only code uses xmm registers, AVX2 code ymm.
+  auto A = P::make_buffer("A", P::DType::f32(), {16});
+  auto v = P::make_var("v");
+  P::Program p{"vadd",
+               {A},
+               P::make_for(v, 16, P::make_store(A, {v}, P::make_load(A, {v}) + 1.0),
+                           P::ForKind::Vectorized)};
+  CompileOptions sse;
+  sse.target = "llvm -mcpu=x86-64 -mattr=+sse2";
+  std::string asm_sse = emit_assembly(p, sse);
+  EXPECT_NE(asm_sse.find("xmm"), std::string::npos);
+  EXPECT_EQ(asm_sse.find("ymm"), std::string::npos);
+  CompileOptions avx;
+  avx.target = "llvm -mcpu=x86-64-v3";
+  EXPECT_NE(emit_assembly(p, avx).find("ymm"), std::string::npos);
+  // AVX-512 (implied by the CPU name, not listed): one zmm register holds all 16 lanes.
+  Target zen4 = parse_target("llvm -mcpu=znver4");
+  EXPECT_TRUE(zen4.has("avx512f"));
+  EXPECT_TRUE(zen4.has("avx512vnni"));
+  EXPECT_EQ(zen4.vector_bits(), 512);
+  CompileOptions avx512;
+  avx512.target = "llvm -mcpu=znver4";
+  EXPECT_NE(emit_assembly(p, avx512).find("zmm"), std::string::npos);
+  // Generated for an explicit target, the kernel still runs here (SSE2 is baseline x86-64).
+  auto k = jit_compile(p, sse);
+  std::vector<float> a(16, 1.f);
+  void* args[] = {a.data()};
+  ASSERT_EQ((*k)(args), 0);
+  for (float x : a)
+    EXPECT_EQ(x, 2.f);
+}
+
+TEST(LlvmAot, SharedLibraryRunsWithoutTheJit) {
+  const int n = 24, m = 16, kk = 8;
+  auto A = P::make_buffer("A", P::DType::f32(), {n, kk});
+  auto B = P::make_buffer("B", P::DType::f32(), {kk, m});
+  auto C = P::make_buffer("C", P::DType::f32(), {n, m});
+  auto i = P::make_var("i"), j = P::make_var("j"), k = P::make_var("k");
+  auto body = P::make_for(
+      i, n,
+      P::make_for(j, m,
+                  P::make_seq({P::make_store(C, {i, j}, 0.0),
+                               P::make_for(k, kk,
+                                           P::make_store(C, {i, j},
+                                                         P::make_load(C, {i, j}) +
+                                                             P::make_load(A, {i, k}) *
+                                                                 P::make_load(B, {k, j})))})),
+      P::ForKind::Parallel);
+  P::Program p{"aot matmul", {A, B, C}, body};
+  auto dir = std::filesystem::temp_directory_path() / ("mt_llvm_aot_" + std::to_string(::getpid()));
+  AotArtifacts art = compile_aot(p, dir.string(), "mm");
+  ASSERT_TRUE(std::filesystem::exists(art.object_path));
+  ASSERT_FALSE(art.shared_lib_path.empty()) << "no system linker (cc) found";
+
+  std::ifstream jf(art.descriptor_path);
+  nlohmann::json d = nlohmann::json::parse(jf);
+  EXPECT_EQ(d["symbol"], "aot_matmul");
+  ASSERT_EQ(d["params"].size(), 3u);
+  EXPECT_EQ(d["params"][0]["name"], "A");
+  EXPECT_EQ(d["params"][0]["dtype"], "f32");
+  EXPECT_EQ(d["params"][0]["shape"], nlohmann::json({n, kk}));
+  EXPECT_EQ(d["params"][0]["output"], false);
+  EXPECT_EQ(d["params"][2]["output"], true);
+
+  void* lib = dlopen(art.shared_lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto fn = reinterpret_cast<mt_llvm_kernel_fn>(dlsym(lib, d["symbol"].get<std::string>().c_str()));
+  ASSERT_NE(fn, nullptr);
+  auto a = random_floats(n * kk, 50), b = random_floats(kk * m, 51);
+  std::vector<float> c(n * m), c2(n * m), want(n * m, 0.f);
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < kk; ++q)
+      for (int s = 0; s < m; ++s)
+        want[r * m + s] += a[r * kk + q] * b[q * m + s];
+  void* args[] = {a.data(), b.data(), c.data()};
+  ASSERT_EQ(fn(args, nullptr), 0); // no runtime: serial
+  expect_close(c, want, 1e-5, 1e-6);
+  void* args2[] = {a.data(), b.data(), c2.data()};
+  ASSERT_EQ(fn(args2, default_runtime()), 0);
+  expect_close(c2, want, 1e-5, 1e-6);
+  dlclose(lib);
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace mt::llvm_cpu::test

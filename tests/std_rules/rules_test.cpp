@@ -1,0 +1,354 @@
+// Each standard component on its own: what it does to a block (structure, annotations, loop
+// kinds), checked against the host's view of the schedule, plus its refusals and errors.
+#include <set>
+
+#include "core/schedule/analysis.h"
+#include "core/workload/library.h"
+#include "std_rules_test_util.h"
+
+namespace mt {
+namespace {
+
+using namespace std_rules_test;
+
+std::unique_ptr<PluginScheduleRule> rule(const std::string& name, const TuneAttributes& attrs,
+                                         const std::string& config = {}) {
+  auto r = host().create_schedule_rule(name, config);
+  r->initialize(attrs);
+  return r;
+}
+
+std::unique_ptr<PluginPostproc> postproc(const std::string& name, const TuneAttributes& attrs) {
+  auto p = host().create_postproc(name);
+  p->initialize(attrs);
+  return p;
+}
+
+// Applies one rule to every block (post-order), like the design-space generator.
+std::vector<std::shared_ptr<Schedule>> apply_rule(const Function& f, PluginScheduleRule& r,
+                                                  uint64_t seed = 1) {
+  auto sch = std::make_shared<Schedule>(f, seed);
+  std::vector<BlockRV> blocks = sch->all_blocks();
+  std::vector<std::shared_ptr<Schedule>> spaces{sch};
+  for (size_t k = blocks.size(); k-- > 0;) {
+    std::vector<std::shared_ptr<Schedule>> next;
+    for (auto& s : spaces) {
+      if (!s->valid(blocks[k])) {
+        next.push_back(s);
+        continue;
+      }
+      for (auto& o : r.apply(s, blocks[k]))
+        next.push_back(o);
+    }
+    spaces = next;
+  }
+  return spaces;
+}
+
+std::vector<std::string> block_names(const Function& f) {
+  return block_names_in_order(f.body);
+}
+
+const Block* find(const Function& f, const std::string& name) {
+  for (auto* br : collect_blocks(f.body))
+    if (br->block->name == name) return br->block.get();
+  return nullptr;
+}
+
+std::vector<const ForNode*> loops_with(const Function& f, ForKind kind) {
+  std::vector<const ForNode*> out;
+  visit_stmts(f.body, [&](const Stmt& s) {
+    if (s->kind == StmtKind::For && as<ForNode>(s)->for_kind == kind) out.push_back(as<ForNode>(s));
+    return true;
+  });
+  return out;
+}
+
+std::vector<const ForNode*> enclosing_loops(const Function& f, const std::string& block) {
+  return find_block(f.body, block)->loops();
+}
+
+const TuneAttributes kCpu = cpu_set().attrs;
+const TuneAttributes kGpu = gpu_set().attrs;
+
+TEST(StdRulesAutoInline, ElementwiseChainCollapsesIntoTheOutput) {
+  Function f = make_workload("elementwise(M=5,N=7,ops=sub_sigmoid_exp_gelu_mul)");
+  ASSERT_GT(block_names(f).size(), 1u);
+  auto spaces = apply_rule(f, *rule("std.AutoInline", kCpu));
+  ASSERT_EQ(spaces.size(), 1u);
+  EXPECT_EQ(block_names(spaces[0]->func()).size(), 1u);
+  EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+}
+
+TEST(StdRulesAutoInline, PaddingIsInlinedAndReductionsStay) {
+  Function f = make_workload("conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)");
+  auto spaces = apply_rule(f, *rule("std.AutoInline", kCpu));
+  ASSERT_EQ(spaces.size(), 1u);
+  std::vector<std::string> names = block_names(spaces[0]->func());
+  // Every block left is a reduction or writes an output.
+  std::vector<bool> outs = spaces[0]->func().output_mask();
+  for (const std::string& n : names) {
+    const Block* b = find(spaces[0]->func(), n);
+    bool writes_output = false;
+    for (size_t i = 0; i < f.params.size(); ++i)
+      writes_output = writes_output || (outs[i] && block_writes_buffer(*b, f.params[i].get()));
+    EXPECT_TRUE(is_reduction_block(*b) || writes_output) << n;
+  }
+  EXPECT_LT(names.size(), block_names(f).size());
+  EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+}
+
+TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
+  Function f = make_workload("dense(M=8,N=32,K=16)"); // matmul + bias + gelu
+  auto spaces = apply_rule(f, *rule("std.AutoInline", kCpu));
+  ASSERT_EQ(spaces.size(), 1u);
+  std::vector<std::string> names = block_names(spaces[0]->func());
+  EXPECT_EQ(names.size(), 2u) << "the reduction and one fused epilogue";
+  EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+}
+
+TEST(StdRulesMultiLevelTiling, CpuForksWriteCacheLevelsAndTilesSSRSRS) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  ASSERT_EQ(spaces.size(), 3u) << "no cache, cache at level 1, cache at level 2";
+  std::vector<NDArray> ref = run(f);
+  std::string block = block_names(f)[0];
+  for (size_t i = 0; i < spaces.size(); ++i) {
+    const Function& g = spaces[i]->func();
+    const Block* b = find(g, block);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(std::get<std::string>(b->annotations.at("meta_schedule.tiling_structure")), "SSRSRS");
+    // 2 spatial loops x 4 levels + 1 reduction loop x 2 levels.
+    EXPECT_EQ(enclosing_loops(g, block).size(), 10u);
+    EXPECT_EQ(block_names(g).size(), i == 0 ? 1u : 2u);
+    EXPECT_EQ(compare(ref, g), "");
+  }
+  // The write-back sits under the first / second spatial level (2 / 4 loops deep).
+  for (size_t i = 1; i < 3; ++i) {
+    std::vector<std::string> names = block_names(spaces[i]->func());
+    std::string cache = names[0] == block ? names[1] : names[0];
+    auto loops = enclosing_loops(spaces[i]->func(), cache);
+    EXPECT_EQ(loops.size(), 2 * i + 2) << cache; // outer tile loops + its own two
+  }
+}
+
+TEST(StdRulesMultiLevelTiling, GpuBindsLevelsAndStagesInputsInSharedMemory) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kGpu));
+  ASSERT_EQ(spaces.size(), 1u);
+  const Function& g = spaces[0]->func();
+  std::string block = block_names(f)[0];
+  EXPECT_EQ(std::get<std::string>(find(g, block)->annotations.at("meta_schedule.tiling_structure")),
+            "SSSRRSRS");
+  std::multiset<std::string> tags;
+  for (const ForNode* l : loops_with(g, ForKind::ThreadBinding))
+    tags.insert(l->thread_tag);
+  EXPECT_EQ(tags.count("blockIdx.x"), 1u);
+  EXPECT_EQ(tags.count("vthread"), 1u);
+  EXPECT_EQ(tags.count("threadIdx.x"), 1u);
+  int shared = 0, local = 0, fetch = 0;
+  for (const Buffer& b : g.buffers) {
+    shared += b->scope == "shared";
+    local += b->scope == "local";
+  }
+  for (auto* br : collect_blocks(g.body))
+    fetch += br->block->annotations.count("meta_schedule.cooperative_fetch") ? 1 : 0;
+  EXPECT_EQ(shared, 2) << "both inputs staged";
+  EXPECT_EQ(local, 1) << "the result accumulates in a local cache";
+  EXPECT_EQ(fetch, 2);
+  EXPECT_EQ(compare(run(f), g), "");
+}
+
+TEST(StdRulesMultiLevelTiling, BlocksWithoutReuseAreLeftAlone) {
+  for (const char* spec : {"softmax(M=8,N=33)", "elementwise(M=8,N=16)", "norm(B=2,M=8,N=16)"}) {
+    Function f = make_workload(spec);
+    auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+    ASSERT_EQ(spaces.size(), 1u) << spec;
+    EXPECT_EQ(spaces[0]->trace().size(), 1u) << spec << ": only the driver's lookup";
+  }
+}
+
+TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"structure": "SXS"})"),
+               PluginError);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"strucutre": "SRS"})"),
+               PluginError);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", "not json"), PluginError);
+  auto custom = host().create_schedule_rule("std.MultiLevelTiling",
+                                            R"({"structure": "SRS", "write_reuse": "none"})");
+  Function f = make_workload("matmul(M=8,N=8,K=8)");
+  auto spaces = apply_rule(f, *custom);
+  ASSERT_EQ(spaces.size(), 1u);
+  EXPECT_EQ(enclosing_loops(spaces[0]->func(), block_names(f)[0]).size(), 5u);
+}
+
+TEST(StdRulesParallelVectorizeUnroll, AnnotatesAndThePostprocRewrites) {
+  Function f = make_workload("elementwise(M=8,N=16)");
+  auto in = instantiate(cpu_set());
+  auto spaces = generate_design_spaces(f, in.rules, 1);
+  ASSERT_EQ(spaces.size(), 1u);
+  const Function& g = spaces[0]->func();
+  std::vector<std::string> names = block_names(g);
+  ASSERT_EQ(names.size(), 1u);
+  const Block* b = find(g, names[0]);
+  EXPECT_EQ(std::get<int64_t>(b->annotations.at("meta_schedule.parallel")), 16 * 4);
+  EXPECT_EQ(std::get<int64_t>(b->annotations.at("meta_schedule.vectorize")), 32 / 4);
+  int64_t unroll = std::get<int64_t>(b->annotations.at("meta_schedule.unroll_explicit"));
+  EXPECT_TRUE(unroll == 0 || unroll == 16 || unroll == 64 || unroll == 512);
+  auto p = postproc("std.RewriteParallelVectorizeUnroll", kCpu);
+  ASSERT_TRUE(p->apply(spaces[0]));
+  const Function& h = spaces[0]->func();
+  EXPECT_TRUE(find(h, names[0])->annotations.empty()) << "annotations consumed";
+  auto par = loops_with(h, ForKind::Parallel);
+  ASSERT_EQ(par.size(), 1u);
+  EXPECT_EQ(par[0]->extent, 8) << "8 x 16 = 128 > 64: only the outer loop";
+  auto vec = loops_with(h, ForKind::Vectorized);
+  EXPECT_TRUE(vec.empty()) << "16 lanes > 8 f32 lanes of a 32-byte vector";
+  if (unroll > 0) {
+    EXPECT_EQ(std::get<int64_t>(par[0]->annotations.at("pragma_auto_unroll_max_step")), unroll);
+  }
+  EXPECT_EQ(compare(run(f), h), "");
+}
+
+TEST(StdRulesAddRFactor, ForksSmallReductionsIntoPartialResults) {
+  Function f = make_workload("softmax(M=1,N=7)");
+  auto spaces = apply_rule(f, *rule("std.AddRFactor", kCpu));
+  ASSERT_GT(spaces.size(), 1u);
+  EXPECT_EQ(block_names(spaces[0]->func()).size(), block_names(f).size()) << "original kept";
+  bool rf = false;
+  std::vector<NDArray> ref = run(f);
+  for (auto& s : spaces) {
+    for (const std::string& n : block_names(s->func()))
+      rf = rf || n.find("_rf") != std::string::npos;
+    EXPECT_EQ(compare(ref, s->func()), "");
+  }
+  EXPECT_TRUE(rf);
+}
+
+TEST(StdRulesCrossThreadReduction, BindsTheReductionToThreads) {
+  Function f = make_workload("softmax(M=8,N=33)");
+  auto spaces = apply_rule(f, *rule("std.CrossThreadReduction", kGpu));
+  ASSERT_GT(spaces.size(), 1u);
+  std::vector<NDArray> ref = run(f);
+  bool bound_reduction = false;
+  for (auto& s : spaces) {
+    for (auto* br : collect_blocks(s->func().body)) {
+      if (!is_reduction_block(*br->block)) continue;
+      for (const ForNode* l : find_block(s->func().body, br->block->name)->loops())
+        if (l->thread_tag == "threadIdx.x")
+          for (size_t i = 0; i < br->iter_values.size(); ++i)
+            bound_reduction =
+                bound_reduction || (br->block->iter_vars[i].kind == IterKind::Reduce &&
+                                    uses_var(br->iter_values[i], l->loop_var.get()));
+    }
+    EXPECT_EQ(compare(ref, s->func()), "");
+  }
+  EXPECT_TRUE(bound_reduction);
+}
+
+TEST(StdRulesAutoBind, BindsEveryLoopNest) {
+  Function f = make_workload("elementwise(M=8,N=16)");
+  auto spaces = apply_rule(f, *rule("std.AutoBind", kGpu));
+  ASSERT_EQ(spaces.size(), 1u);
+  const Function& g = spaces[0]->func();
+  for (const std::string& n : block_names(g)) {
+    std::set<std::string> tags;
+    for (const ForNode* l : enclosing_loops(g, n))
+      tags.insert(l->thread_tag);
+    EXPECT_TRUE(tags.count("blockIdx.x") && tags.count("threadIdx.x")) << n;
+  }
+  EXPECT_EQ(compare(run(f), g), "");
+}
+
+TEST(StdRulesRandomComputeLocation, MovesProducersUnderConsumers) {
+  Function f = make_workload("layernorm(M=8,N=32)");
+  auto r = rule("std.RandomComputeLocation", kCpu);
+  std::vector<NDArray> ref = run(f);
+  bool moved = false;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    auto spaces = apply_rule(f, *r, seed);
+    ASSERT_EQ(spaces.size(), 1u);
+    const Function& g = spaces[0]->func();
+    const auto* root = g.body->kind == StmtKind::Seq ? as<SeqNode>(g.body) : nullptr;
+    size_t items = root ? root->stmts.size() : 1;
+    moved = moved || items < block_names(g).size();
+    EXPECT_EQ(compare(ref, g), "") << spaces[0]->trace().to_json();
+  }
+  EXPECT_TRUE(moved) << "some seed places a producer under a consumer loop";
+}
+
+TEST(StdRulesRewriteReductionBlock, SplitsInitFromUpdate) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  auto p = postproc("std.RewriteReductionBlock", kCpu);
+  for (auto& s : spaces) {
+    ASSERT_TRUE(p->apply(s));
+    for (auto* br : collect_blocks(s->func().body))
+      EXPECT_EQ(br->block->init, nullptr) << br->block->name;
+    EXPECT_EQ(compare(run(f), s->func()), "");
+  }
+}
+
+TEST(StdRulesVerifyGPUCode, RejectsTooManyThreadsAndTooMuchSharedMemory) {
+  auto verify = postproc("std.VerifyGPUCode", kGpu);
+  {
+    auto s = std::make_shared<Schedule>(make_workload("elementwise(M=64,N=64)"));
+    BlockRV b = s->all_blocks().back();
+    std::vector<LoopRV> loops = s->get_loops(b);
+    LoopRV fused = s->fuse(loops);
+    auto parts = s->split(fused, {int64_t{-1}, int64_t{2048}});
+    s->bind(parts[0], "blockIdx.x");
+    s->bind(parts[1], "threadIdx.x");
+    std::string reason;
+    EXPECT_FALSE(verify->apply(s, &reason));
+    EXPECT_NE(reason.find("threads per block"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("1024"), std::string::npos) << reason;
+  }
+  {
+    // A 128 x 128 f32 input staged whole in shared memory: 64 KiB.
+    auto s = std::make_shared<Schedule>(make_workload("matmul(M=128,N=128,K=128)"));
+    BlockRV b = s->all_blocks()[0];
+    s->cache_read(b, 0, "shared");
+    std::string reason;
+    EXPECT_FALSE(verify->apply(s, &reason));
+    EXPECT_NE(reason.find("shared memory"), std::string::npos) << reason;
+  }
+  {
+    auto s = std::make_shared<Schedule>(make_workload("matmul(M=16,N=16,K=16)"));
+    EXPECT_TRUE(verify->apply(s));
+  }
+}
+
+TEST(StdRulesDisallowDynamicLoop, AcceptsStaticPrograms) {
+  auto p = postproc("std.DisallowDynamicLoop", kCpu);
+  for (const std::string& spec : test_workload_specs()) {
+    auto s = std::make_shared<Schedule>(make_workload(spec));
+    std::string reason;
+    EXPECT_TRUE(p->apply(s, &reason)) << spec << ": " << reason;
+  }
+}
+
+TEST(StdRules, EveryComponentIsRegistered) {
+  std::set<std::string> names;
+  for (const ComponentInfo& c : host().components())
+    names.insert(c.name);
+  for (const auto& set : {cpu_set(), gpu_set()})
+    for (const auto* list : {&set.rules, &set.postprocs, &set.mutators})
+      for (const std::string& n : *list)
+        EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_TRUE(names.count("std.MutateThreadBinding"));
+}
+
+TEST(StdRules, DesignSpacesAreDeterministic) {
+  Function f = make_workload("dense(M=8,N=32,K=16)");
+  auto a = instantiate(cpu_set());
+  auto b = instantiate(cpu_set());
+  auto sa = generate_design_spaces(f, a.rules, 21);
+  auto sb = generate_design_spaces(f, b.rules, 21);
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i)
+    EXPECT_EQ(sa[i]->trace().to_json(), sb[i]->trace().to_json());
+}
+
+} // namespace
+} // namespace mt
