@@ -8,8 +8,10 @@ namespace mt::plugin_detail {
 
 namespace {
 
+// Every call that may change the schedule goes through here, which drops a pending list.
 Schedule& sched(mt_schedule* h) {
-  return *require(h, "schedule")->sch;
+  require(h, "schedule")->pending.reset();
+  return *h->sch;
 }
 const Schedule& sched(const mt_schedule* h) {
   return *require(h, "schedule")->sch;
@@ -104,15 +106,16 @@ enum ListKind { kLoops = 1, kChildBlocks, kProducers, kConsumers };
 
 // Runs a list lookup once for the (query, fill) pair of calls of the array convention.
 template <typename C, typename Get>
-void list_call(mt_schedule* h, ListKind kind, int32_t arg, C* out, size_t capacity,
-               size_t* count, Get get) {
+void list_call(mt_schedule* h, ListKind kind, int32_t arg, C* out, size_t capacity, size_t* count,
+               Get get) {
   require(h, "schedule");
   std::vector<int32_t> ids;
   if (h->pending && h->pending->kind == kind && h->pending->arg == arg) {
     ids = std::move(h->pending->ids);
     h->pending.reset();
   } else {
-    for (const auto& rv : get()) ids.push_back(rv.id); // get() drops any other pending list
+    for (const auto& rv : get())
+      ids.push_back(rv.id); // get() drops any other pending list
   }
   if (!out || capacity < ids.size()) h->pending = mt_schedule_s::PendingList{kind, arg, ids};
   fill_array(ids, out, capacity, count, [](int32_t id) { return C{id}; });

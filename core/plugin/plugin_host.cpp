@@ -169,7 +169,10 @@ PluginHost::~PluginHost() = default;
 fs::path PluginHost::builtin_plugin_dir() {
   // This library lives in <prefix>/lib (install tree) or <build>/lib (build tree); plugins
   // live in lib/metatune/plugins next to it in both.
-  return boost::dll::this_line_location().parent_path() / "metatune" / "plugins";
+  fs::path self = boost::dll::this_line_location();
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(self, ec);
+  return ((ec ? self.lexically_normal() : canonical).parent_path() / "metatune" / "plugins");
 }
 
 std::vector<fs::path> PluginHost::parse_search_path(std::string_view list) {

@@ -72,7 +72,8 @@ TEST(HostApi, ArrayOutputsFollowTheCapacityConvention) {
   mt_block_rv b = {sh.sch->all_blocks()[0].id};
   auto count_get_loops = [&] {
     size_t k = 0;
-    for (const Instruction& inst : sh.sch->trace().instructions()) k += inst.kind == "get_loops";
+    for (const Instruction& inst : sh.sch->trace().instructions())
+      k += inst.kind == "get_loops";
     return k;
   };
   size_t n = 99;
@@ -87,8 +88,7 @@ TEST(HostApi, ArrayOutputsFollowTheCapacityConvention) {
   EXPECT_EQ(count_get_loops(), 1u);
   std::vector<LoopRV> direct = sh.sch->get_loops(BlockRV{b.id});
   for (size_t i = 0; i < 3; ++i)
-    EXPECT_TRUE(
-        sh.sch->get(LoopRV{loops[i].id}).loop_var.same_as(sh.sch->get(direct[i]).loop_var));
+    EXPECT_TRUE(sh.sch->get(LoopRV{loops[i].id}).loop_var.same_as(sh.sch->get(direct[i]).loop_var));
   // A lookup after a complete answer is a new lookup.
   EXPECT_EQ(api().get_loops(sh.h, b, loops, 3, &n), MT_OK);
   EXPECT_EQ(count_get_loops(), 3u);
