@@ -40,6 +40,16 @@ struct mt_schedule_s {
   };
   std::optional<PendingList> pending;
 
+  // Cache behind schedule_features (ABI 1.1): the matrix of the function whose body is
+  // `body` (held, so that its address cannot be reused by a later version of the function).
+  struct FeatureCache {
+    mt::Stmt body;
+    size_t num_buffers = 0;
+    size_t rows = 0, cols = 0;
+    std::vector<float> data;
+  };
+  std::optional<FeatureCache> features;
+
   // Pins the current function (once per version of it).
   void pin_current() const;
 };
@@ -138,6 +148,7 @@ void fill_analysis_api(mt_host_api& api);
 void fill_program_api(mt_host_api& api);
 void fill_trace_api(mt_host_api& api);
 void fill_te_api(mt_host_api& api);
+void fill_features_api(mt_host_api& api); // ABI 1.1
 
 } // namespace mt::plugin_detail
 

@@ -1,6 +1,6 @@
 // Private to core/plugin: a loaded plugin library and the registration of one of its
 // components. Component instances hold a Registration, which holds the library: a library is
-// unloaded only after the last object made from it is gone.
+// closed only after the last object made from it is gone (its code stays mapped: see load).
 #pragma once
 
 // BOOST_DLL_USE_STD_FS is defined for the whole target (std::filesystem paths).

@@ -219,6 +219,26 @@ void PluginCostModel::update(const std::vector<std::shared_ptr<Schedule>>& candi
   if (st != MT_OK) fail("update", st);
 }
 
+void PluginCostModel::save(const std::string& path) const {
+  const mt_cost_model_vtable* vt = registration().desc->vtable.cost_model;
+  if (!MT_HAS_FIELD(vt, mt_cost_model_vtable, save) || !vt->save)
+    throw PluginError(info().plugin_path, describe(), "save", MT_ERROR_UNSUPPORTED,
+                      "cannot save to '" + path +
+                          "': the cost model has no save (it predates plugin ABI 1.1)");
+  mt_status st = call_plugin([&] { return vt->save(self(), path.c_str()); });
+  if (st != MT_OK) fail("save", st);
+}
+
+void PluginCostModel::load(const std::string& path) const {
+  const mt_cost_model_vtable* vt = registration().desc->vtable.cost_model;
+  if (!MT_HAS_FIELD(vt, mt_cost_model_vtable, load) || !vt->load)
+    throw PluginError(info().plugin_path, describe(), "load", MT_ERROR_UNSUPPORTED,
+                      "cannot load '" + path +
+                          "': the cost model has no load (it predates plugin ABI 1.1)");
+  mt_status st = call_plugin([&] { return vt->load(self(), path.c_str()); });
+  if (st != MT_OK) fail("load", st);
+}
+
 void PluginSearchStrategy::initialize(const TuneAttributes& attrs) const {
   initialize_with(registration().desc->vtable.search_strategy->initialize, attrs);
 }

@@ -101,6 +101,11 @@ public:
   std::vector<double> predict(const std::vector<std::shared_ptr<Schedule>>& candidates) const;
   void update(const std::vector<std::shared_ptr<Schedule>>& candidates,
               const std::vector<double>& run_seconds) const;
+  // Persistence (ABI 1.1, optional): writes / reads what the model has learnt. Throw
+  // PluginError when the plugin fails, and when it does not implement them (status
+  // "unsupported").
+  void save(const std::string& path) const;
+  void load(const std::string& path) const;
 };
 
 class PluginSearchStrategy : public PluginComponent {

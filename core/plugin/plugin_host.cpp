@@ -3,6 +3,8 @@
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/runtime_symbol_info.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -274,6 +276,10 @@ const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
   } catch (const std::exception& e) {
     return refuse(RefusalReason::LoadFailed, std::string("cannot be loaded: ") + e.what());
   }
+  // Keep the code mapped for the life of the process even after dlclose: a plugin's own
+  // threads (OpenMP pools of XGBoost or oneDNN) outlive its objects, and unmapping the code
+  // they sit in crashes the process at exit.
+  ::dlopen(abs.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   if (!plugin->library.has(MT_PLUGIN_ENTRY_SYMBOL))
     return refuse(RefusalReason::NotAPlugin, "carries the '" MT_PLUGIN_SECTION
                                              "' marker but exports no " MT_PLUGIN_ENTRY_SYMBOL

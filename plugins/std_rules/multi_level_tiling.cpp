@@ -123,6 +123,9 @@ private:
       o.write_reuse = Reuse::May;
       o.write_levels = {1, 2};
       o.write_scope = "global";
+      o.read_reuse = Reuse::May;
+      o.read_levels = {2};
+      o.read_scope = "global";
     }
     o.structure = config_.get_string("structure", o.structure);
     o.max_innermost_factor =
@@ -294,38 +297,51 @@ private:
     }
   }
 
+  // Stages every input into a cache under one level. "must": one level (the first) for all
+  // inputs, as on GPU. "may" (CPU): the space without caches plus one space per level, so the
+  // search can pick packing (a contiguous copy of a panel, no cache-set conflicts from large
+  // power-of-two strides) where it pays.
   std::vector<State> add_read_reuse(std::vector<State> states) const {
     if (opts_.read_reuse == Reuse::None || opts_.read_levels.empty()) return states;
     std::vector<State> out;
     for (State& s : states) {
-      // One level for all inputs (MetaSchedule forks per level; one is the usual setting).
-      std::optional<LoopRV> at = level_loop(s, opts_.read_levels.front());
-      if (!at) {
-        out.push_back(std::move(s));
-        continue;
+      std::vector<int64_t> levels = opts_.read_levels;
+      if (opts_.read_reuse == Reuse::Must) levels.resize(1);
+      else out.push_back(s.fork());
+      for (int64_t level : levels) {
+        State v = s.fork();
+        if (stage_inputs(v, level) || opts_.read_reuse == Reuse::Must) out.push_back(std::move(v));
       }
-      size_t n = s.sch.reads(s.block).size();
-      for (size_t i = 0; i < n; ++i) {
-        // Each input on its own copy, so that one refusal does not leave a cache at the root.
-        Schedule attempt = s.sch.copy();
-        try {
-          BlockRV cache = attempt.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
-          attempt.compute_at(cache, *at);
-          if (!opts_.vector_load_lens.empty()) {
-            std::vector<double> probs(opts_.vector_load_lens.size(),
-                                      1.0 / static_cast<double>(opts_.vector_load_lens.size()));
-            annotate_sampled(attempt, cache, keys::kCooperativeFetch, opts_.vector_load_lens,
-                             probs);
-          } else {
-            attempt.annotate(cache, keys::kCooperativeFetch, int64_t{1});
-          }
-          s.sch = attempt;
-        } catch (const sdk::ScheduleError&) {
-        }
-      }
-      out.push_back(std::move(s));
     }
     return out;
+  }
+
+  // True if at least one input was staged.
+  bool stage_inputs(State& s, int64_t level) const {
+    std::optional<LoopRV> at = level_loop(s, level);
+    if (!at) return false;
+    bool staged = false;
+    size_t n = s.sch.reads(s.block).size();
+    for (size_t i = 0; i < n; ++i) {
+      // Each input on its own copy, so that one refusal does not leave a cache at the root.
+      Schedule attempt = s.sch.copy();
+      try {
+        BlockRV cache = attempt.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
+        attempt.compute_at(cache, *at);
+        if (!opts_.vector_load_lens.empty()) {
+          std::vector<double> probs(opts_.vector_load_lens.size(),
+                                    1.0 / static_cast<double>(opts_.vector_load_lens.size()));
+          annotate_sampled(attempt, cache, keys::kCooperativeFetch, opts_.vector_load_lens,
+                           probs);
+        } else if (opts_.read_reuse == Reuse::Must) {
+          attempt.annotate(cache, keys::kCooperativeFetch, int64_t{1});
+        }
+        s.sch = attempt;
+        staged = true;
+      } catch (const sdk::ScheduleError&) {
+      }
+    }
+    return staged;
   }
 
   Config config_;

@@ -109,7 +109,7 @@ TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
 
 TEST(StdRulesMultiLevelTiling, CpuForksWriteCacheLevelsAndTilesSSRSRS) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
   ASSERT_EQ(spaces.size(), 3u) << "no cache, cache at level 1, cache at level 2";
   std::vector<NDArray> ref = run(f);
   std::string block = block_names(f)[0];
@@ -168,6 +168,25 @@ TEST(StdRulesMultiLevelTiling, BlocksWithoutReuseAreLeftAlone) {
   }
 }
 
+TEST(StdRulesMultiLevelTiling, CpuMayStageInputsIntoPackedCaches) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  // Each of the 3 write-reuse spaces without and with both inputs staged at level 2.
+  ASSERT_EQ(spaces.size(), 6u);
+  std::vector<NDArray> ref = run(f);
+  size_t staged = 0;
+  for (const auto& sp : spaces) {
+    const Function& g = sp->func();
+    size_t extra = block_names(g).size() - block_names(f).size();
+    int caches = 0;
+    for (const Buffer& b : g.buffers)
+      caches += b->name == "A_global" || b->name == "B_global";
+    if (extra >= 2 && caches == 2) ++staged;
+    EXPECT_EQ(compare(ref, g), "");
+  }
+  EXPECT_EQ(staged, 3u);
+}
+
 TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"structure": "SXS"})"),
                PluginError);
@@ -175,7 +194,7 @@ TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
                PluginError);
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", "not json"), PluginError);
   auto custom = host().create_schedule_rule("std.MultiLevelTiling",
-                                            R"({"structure": "SRS", "write_reuse": "none"})");
+                                            R"({"structure": "SRS", "write_reuse": "none", "read_reuse": "none"})");
   Function f = make_workload("matmul(M=8,N=8,K=8)");
   auto spaces = apply_rule(f, *custom);
   ASSERT_EQ(spaces.size(), 1u);

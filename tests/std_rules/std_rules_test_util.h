@@ -1,7 +1,6 @@
 // Shared by the std_rules tests: the plugin loaded through the host, the standard CPU and GPU
-// sets (as a target would offer them), design-space generation (rules applied to every block,
-// post-order, each free to fork), sampling by replaying a design space's trace with fresh
-// decisions, and the interpreter check of a sampled schedule against the unscheduled function.
+// sets (as a target would offer them), sampling through core's design-space generator, and the
+// interpreter check of a sampled schedule against the unscheduled function.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,6 +17,7 @@
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
+#include "core/tune/design_space.h"
 
 namespace mt::std_rules_test {
 
@@ -82,40 +82,9 @@ inline Instances instantiate(const ComponentSet& set) {
   return in;
 }
 
-// MetaSchedule's post-order application: rule by rule, each applied to every block of the
-// original function from the last to the first (consumers before producers); a block a
-// previous rule removed is skipped; every schedule a rule returns continues as its own space.
-inline std::vector<std::shared_ptr<Schedule>>
-generate_design_spaces(const Function& f,
-                       const std::vector<std::unique_ptr<PluginScheduleRule>>& rules,
-                       uint64_t seed) {
-  auto sch = std::make_shared<Schedule>(f, seed);
-  std::vector<BlockRV> blocks = sch->all_blocks();
-  std::vector<std::shared_ptr<Schedule>> result{sch};
-  for (const auto& rule : rules) {
-    std::vector<std::pair<std::shared_ptr<Schedule>, size_t>> stack;
-    for (auto it = result.rbegin(); it != result.rend(); ++it)
-      stack.push_back({*it, blocks.size()});
-    result.clear();
-    while (!stack.empty()) {
-      auto [s, left] = stack.back();
-      stack.pop_back();
-      if (left == 0) {
-        result.push_back(s);
-        continue;
-      }
-      BlockRV b = blocks[left - 1];
-      if (!s->valid(b)) {
-        stack.push_back({s, left - 1});
-        continue;
-      }
-      std::vector<std::shared_ptr<Schedule>> out = rule->apply(s, b);
-      for (auto it = out.rbegin(); it != out.rend(); ++it)
-        stack.push_back({*it, left - 1});
-    }
-  }
-  return result;
-}
+// Design-space generation and sampling are core's (core/tune/design_space.h).
+using mt::generate_design_spaces;
+using mt::SampleOutcome;
 
 // Inputs random (deterministic), outputs NaN so that an element nothing writes shows up.
 inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 5) {
@@ -152,30 +121,12 @@ inline std::string compare(const std::vector<NDArray>& reference, const Function
   return {};
 }
 
-enum class SampleOutcome { Ok, ReplayFailed, Rejected };
-
-// Replays `trace` on a fresh schedule of `f` (re-sampling every decision unless
-// `use_decisions`), then runs the postprocessors in order.
+// Replays `trace` on a fresh schedule of `f`, then runs the postprocessors in order.
 inline SampleOutcome sample(const Function& f, const Trace& trace, uint64_t seed,
                             bool use_decisions,
                             const std::vector<std::unique_ptr<PluginPostproc>>& postprocs,
                             std::shared_ptr<Schedule>* out, std::string* why = nullptr) {
-  auto s = std::make_shared<Schedule>(f, seed);
-  try {
-    trace.apply_to(*s, use_decisions);
-  } catch (const ScheduleError& e) {
-    if (why) *why = e.what();
-    return SampleOutcome::ReplayFailed;
-  }
-  for (const auto& p : postprocs) {
-    std::string reason;
-    if (!p->apply(s, &reason)) {
-      if (why) *why = reason;
-      return SampleOutcome::Rejected;
-    }
-  }
-  *out = s;
-  return SampleOutcome::Ok;
+  return sample_candidate(f, trace, seed, use_decisions, postprocs, out, why);
 }
 
 } // namespace mt::std_rules_test

@@ -67,8 +67,17 @@ typedef struct mt_cost_model_vtable {
   mt_status (*update)(void* self, mt_schedule* const* candidates, size_t n,
                       const double* run_seconds);
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.1 (optional; NULL or absent = unsupported): persistence of what the model has
+   * learnt, so that a later run starts from it and keeps learning. `path` is a NUL-terminated
+   * file name; a failure (unreadable, not this model's format) names the path. */
+  mt_status (*save)(void* self, const char* path);
+  mt_status (*load)(void* self, const char* path);
+  /* End of version 1.1 - DO NOT MODIFY ABOVE */
 } mt_cost_model_vtable;
 MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, update) / sizeof(void*) == 4, cost_model_v1);
+MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, save) / sizeof(void*) == 5, cost_model_v1_1_save);
+MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, load) / sizeof(void*) == 6, cost_model_v1_1_load);
 
 /* A search strategy: proposes candidates from the design spaces and learns from results. */
 typedef struct mt_search_strategy_vtable {

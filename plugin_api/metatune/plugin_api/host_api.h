@@ -277,6 +277,16 @@ typedef struct mt_host_api {
                         mt_program** out);
 
   /* End of version 1 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.1: features for cost models (check MT_HAS_FIELD before use) ------------
+   * The per-store feature matrix of the schedule's current function (lowered first): one
+   * row per buffer store of the loop program, in program order, *cols (174) floats each,
+   * row-major; the layout and every feature's meaning are in docs/features.md. Computed by
+   * the host and cached on the handle: the array stays valid until the schedule changes
+   * (any primitive) or the handle is released. *rows may be 0 (no store). */
+  mt_status (*schedule_features)(mt_schedule* sch, const float** data, size_t* rows, size_t* cols);
+
+  /* End of version 1.1 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -288,6 +298,9 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, block_num_iter_vars) / sizeof(void*) == 4
 MT_STATIC_ASSERT(offsetof(mt_host_api, program_retain) / sizeof(void*) == 74, host_api_v1_programs);
 MT_STATIC_ASSERT(offsetof(mt_host_api, te_builder_create) / sizeof(void*) == 122, host_api_v1_te);
 MT_STATIC_ASSERT(offsetof(mt_host_api, te_build) / sizeof(void*) == 139, host_api_v1_end);
+/* Version 1.1 is frozen likewise. */
+MT_STATIC_ASSERT(offsetof(mt_host_api, schedule_features) / sizeof(void*) == 140,
+                 host_api_v1_1_features);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -2,9 +2,13 @@
 // Configuration (JSON, all optional): {"target": "llvm -mcpu=... -mattr=...",
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
+#include <iterator>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -79,10 +83,36 @@ public:
     j["target"] = target_.str();
     j["triple"] = target_.triple;
     j["cpu"] = target_.cpu;
-    j["features"] = target_.features;
+    j["features"] = enabled_features();
     j["num_cores"] = num_threads();
+    // 64 with AVX-512F, 32 with AVX/AVX2, else 16: decided by feature, not by CPU name, so
+    // that a CPU LLVM 16 does not know still gets wide vectors.
     j["vector_bytes"] = target_.vector_bits() / 8;
+    // The ABI's default_components has no place for weights: the tuner reads them here.
+    nlohmann::json probs = nlohmann::json::object();
+    for (const auto& [name, p] : kMutatorProbabilities)
+      probs[name] = p;
+    j["mutator_probabilities"] = probs;
     return j.dump();
+  }
+
+  std::vector<std::string> default_components(sdk::ComponentKind kind) override {
+    switch (kind) {
+    case sdk::ComponentKind::ScheduleRule:
+      return {"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling",
+              "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"};
+    case sdk::ComponentKind::Postproc:
+      return {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",
+              "std.RewriteReductionBlock"};
+    case sdk::ComponentKind::Mutator: {
+      std::vector<std::string> names;
+      for (const auto& [name, p] : kMutatorProbabilities)
+        names.push_back(name);
+      return names;
+    }
+    default:
+      return {};
+    }
   }
 
   std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
@@ -96,6 +126,32 @@ public:
   }
 
 private:
+  // TVM's CPU weights (REFERENCE.md), in the order the mutators are offered.
+  static constexpr std::pair<const char*, double> kMutatorProbabilities[] = {
+      {"std.MutateTileSize", 0.9},
+      {"std.MutateComputeLocation", 0.05},
+      {"std.MutateUnroll", 0.03},
+      {"std.MutateParallel", 0.02},
+  };
+
+  // Names of the enabled features: those listed (e.g. host-detected by getHostCPUFeatures)
+  // plus the vector extensions the CPU implies, so "-mcpu=znver4" also reports avx512f.
+  std::vector<std::string> enabled_features() const {
+    std::set<std::string> out;
+    for (const auto& f : target_.features)
+      if (f.size() > 1 && f[0] == '+') out.insert(f.substr(1));
+    const std::string& t = target_.triple;
+    if (t.rfind("x86_64", 0) == 0 || (t.size() > 3 && t[0] == 'i' && t.compare(2, 2, "86") == 0))
+      for (const char* f : {"sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw",
+                            "avx512dq", "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16",
+                            "avxvnni", "amx-tile", "amx-int8", "amx-bf16"})
+        if (target_.has(f)) out.insert(f);
+    // A feature the list switches off stays off.
+    for (auto it = out.begin(); it != out.end();)
+      it = target_.has(*it) ? std::next(it) : out.erase(it);
+    return {out.begin(), out.end()};
+  }
+
   CompileOptions opts_;
   llvm_cpu::Target target_; // (sdk::Target is the base class)
 };

@@ -61,6 +61,15 @@ public:
   virtual std::vector<double> predict(const std::vector<Schedule>& candidates) = 0;
   virtual void update(const std::vector<Schedule>& candidates,
                       const std::vector<double>& run_seconds) = 0;
+  // Persistence (ABI 1.1): write / read what the model has learnt, so that a later run starts
+  // from it and keeps learning. Errors should name `path`. By default a model cannot be
+  // saved: the host reports "unsupported".
+  virtual void save(const std::string& path) {
+    throw Error(MT_ERROR_UNSUPPORTED, "cannot save to '" + path + "': this cost model has no save");
+  }
+  virtual void load(const std::string& path) {
+    throw Error(MT_ERROR_UNSUPPORTED, "cannot load '" + path + "': this cost model has no load");
+  }
 };
 
 class SearchStrategy {

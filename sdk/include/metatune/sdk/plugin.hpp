@@ -128,6 +128,20 @@ mt_status cost_update(void* self, mt_schedule* const* c, size_t n, const double*
       [&] { object<T>(self).update(borrow_all(c, n), std::vector<double>(secs, secs + n)); });
 }
 
+template <typename T> mt_status cost_save(void* self, const char* path) {
+  return guard([&] {
+    if (!path) throw Error(MT_ERROR_INVALID_ARGUMENT, "save: path is NULL");
+    object<T>(self).save(path);
+  });
+}
+
+template <typename T> mt_status cost_load(void* self, const char* path) {
+  return guard([&] {
+    if (!path) throw Error(MT_ERROR_INVALID_ARGUMENT, "load: path is NULL");
+    object<T>(self).load(path);
+  });
+}
+
 template <typename T>
 mt_status search_generate(void* self, mt_schedule* const* spaces, size_t n, mt_rng* rng, size_t max,
                           mt_schedule_list* out) {
@@ -224,8 +238,14 @@ template <typename T>
 inline const mt_postproc_vtable kPostprocTable = {sizeof(mt_postproc_vtable), 1, release<T>,
                                                   initialize<T>, postproc_apply<T>};
 template <typename T>
-inline const mt_cost_model_vtable kCostModelTable = {
-    sizeof(mt_cost_model_vtable), 1, release<T>, initialize<T>, cost_predict<T>, cost_update<T>};
+inline const mt_cost_model_vtable kCostModelTable = {sizeof(mt_cost_model_vtable),
+                                                     1,
+                                                     release<T>,
+                                                     initialize<T>,
+                                                     cost_predict<T>,
+                                                     cost_update<T>,
+                                                     cost_save<T>,
+                                                     cost_load<T>};
 template <typename T>
 inline const mt_search_strategy_vtable kSearchTable = {sizeof(mt_search_strategy_vtable),
                                                        1,

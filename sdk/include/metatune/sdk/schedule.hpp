@@ -152,6 +152,17 @@ private:
   const mt_tune_context* c_;
 };
 
+// The per-store feature matrix of a schedule (ABI 1.1; docs/features.md): `rows` stores,
+// `cols` floats each, row-major. Borrowed from the host: valid until the schedule changes or
+// its last reference goes; copy what must outlive that.
+struct FeatureMatrixView {
+  const float* data = nullptr;
+  size_t rows = 0;
+  size_t cols = 0;
+  const float* row(size_t r) const { return data + r * cols; }
+  float at(size_t r, size_t c) const { return data[r * cols + c]; }
+};
+
 class Schedule {
 public:
   Schedule() = default;
@@ -182,6 +193,14 @@ public:
     mt_trace* out = nullptr;
     check(api().schedule_get_trace(get(), &out));
     return Trace(handle<mt_trace>::adopt(out));
+  }
+  // Per-store features of the current function, computed (and cached) by the host.
+  FeatureMatrixView features() const {
+    if (!MT_HAS_FIELD(&api(), mt_host_api, schedule_features) || !api().schedule_features)
+      throw Error(MT_ERROR_UNSUPPORTED, "schedule features need a host with plugin ABI 1.1");
+    FeatureMatrixView m;
+    check(api().schedule_features(get(), &m.data, &m.rows, &m.cols));
+    return m;
   }
 
   // ---- lookup ----

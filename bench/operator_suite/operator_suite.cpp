@@ -1,0 +1,346 @@
+// bench_operator_suite: the MetaSchedule/Ansor operator suite (REFERENCE.md section 4) at
+// ResNet-50 and BERT-base layer shapes, measured side by side in one run:
+//   untuned  the unscheduled function built by the LLVM CPU target (llvm.cpu)
+//   tuned    the fastest record of a tuning database (--db), replayed and built by llvm.cpu
+//            (--tune N first tunes every operator to N records with the tuner API)
+//   oneDNN   the onednn.cpu target (oneDNN's primitive), "-" where it offers nothing
+// and the ratio tuned/oneDNN in GFLOPS. Every speed is measured here, in this process (stored
+// record times are not reused); tuned and oneDNN outputs are checked against the untuned one.
+// Writes operator_suite.csv, operator_suite.svg and operator_suite.md into --out.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/plugin/plugin_error.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/ndarray.h"
+#include "core/search/database.h"
+#include "core/tune/flop_count.h"
+#include "core/tune/target_setup.h"
+#include "core/tune/tuner.h"
+#include "core/workload/library.h"
+#include "svg_chart.h"
+
+namespace {
+
+using namespace mt;
+
+struct SuiteOp {
+  const char* label; // the suite's abbreviation and the layer
+  const char* spec;
+};
+
+// ResNet-50 (and ResNeXt / MobileNet-style variants at ResNet shapes) and BERT-base layers.
+const SuiteOp kSuite[] = {
+    {"C2D resnet 3x3", "conv2d(N=1,C=64,H=56,W=56,F=64,KH=3,KW=3,stride=1,padding=1)"},
+    {"C2D resnet 1x1", "conv2d(N=1,C=256,H=56,W=56,F=64,KH=1,KW=1,stride=1,padding=0)"},
+    {"CBR resnet stem",
+     "conv2d(N=1,C=3,H=224,W=224,F=64,KH=7,KW=7,stride=2,padding=3,bias=1,relu=1)"},
+    {"DEP 3x3", "depthwise_conv2d(N=1,C=128,H=56,W=56,KH=3,KW=3,stride=1,padding=1)"},
+    {"GRP resnext 3x3", "conv2d(N=1,C=128,H=56,W=56,F=128,KH=3,KW=3,stride=1,padding=1,groups=32)"},
+    {"DIL resnet 3x3 d2",
+     "conv2d(N=1,C=256,H=14,W=14,F=256,KH=3,KW=3,stride=1,padding=2,dilation=2)"},
+    {"C1D", "conv1d(N=1,C=64,L=256,F=128,K=3,stride=2,padding=1)"},
+    {"C3D", "conv3d(N=1,C=64,D=8,H=14,W=14,F=64,KD=3,KH=3,KW=3,stride=1,padding=1)"},
+    {"T2D", "conv2d_transpose(N=1,C=512,H=4,W=4,F=256,KH=4,KW=4,stride=2,padding=1)"},
+    {"CAP", "capsule_conv2d(N=1,H=16,W=16,C=32,F=32,K=3,stride=2,padding=1,cap=4)"},
+    {"POOL resnet max", "pool2d(N=1,C=64,H=112,W=112,K=3,stride=2,padding=1,kind=max)"},
+    {"GMM bert ffn", "matmul(M=128,N=3072,K=768)"},
+    {"dense bert +bias+gelu", "dense(M=128,N=3072,K=768,bias=1,act=gelu)"},
+    {"BMM bert scores", "batch_matmul(B=12,M=128,N=128,K=64)"},
+    {"TBG bert", "transpose_batch_matmul(B=1,S=128,H=12,D=64)"},
+    {"SFM bert", "softmax(M=1536,N=128)"},
+    {"NRM layernorm bert", "layernorm(M=128,N=768)"},
+    {"NRM l2", "norm(B=1,M=256,N=256)"},
+};
+
+struct Options {
+  std::string db, out = "bench/results", target = "llvm", only;
+  size_t tune = 0;
+  int repeats = 3;
+  double min_repeat = 0.2;
+  std::string command;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "bench_operator_suite: " << why << "\n"
+            << "usage: bench_operator_suite [--db FILE] [--tune N] [--out DIR] [--target T]\n"
+            << "         [--repeats R] [--min-repeat SECONDS] [--only LABEL,...]\n";
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i)
+    o.command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--db")
+      o.db = value();
+    else if (a == "--tune")
+      o.tune = std::stoul(value());
+    else if (a == "--out")
+      o.out = value();
+    else if (a == "--target")
+      o.target = value();
+    else if (a == "--repeats")
+      o.repeats = std::stoi(value());
+    else if (a == "--min-repeat")
+      o.min_repeat = std::stod(value());
+    else if (a == "--only")
+      o.only = value();
+    else if (a == "-h" || a == "--help")
+      usage("help");
+    else
+      usage("unknown argument '" + a + "'");
+  }
+  return o;
+}
+
+bool selected(const Options& o, const SuiteOp& op) {
+  if (o.only.empty()) return true;
+  std::stringstream ss(o.only);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty() && std::string(op.label).find(item) != std::string::npos) return true;
+  return false;
+}
+
+struct Row {
+  std::string label, spec;
+  double gflop = 0;
+  double untuned = NAN, tuned = NAN, onednn = NAN; // seconds per call
+  std::string tuned_note, onednn_note, impl;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v[v.size() / 2];
+}
+
+std::vector<NDArray*> ptrs(std::vector<NDArray>& a) {
+  std::vector<NDArray*> p;
+  for (auto& x : a)
+    p.push_back(&x);
+  return p;
+}
+
+// Times `module` on `args`; the output param is left holding the result of a run.
+double time_module(const PluginModule& m, std::vector<NDArray>& args, const Options& o) {
+  m.run(ptrs(args)); // warm-up
+  return median(m.time(ptrs(args), o.repeats, o.min_repeat));
+}
+
+std::string json_field(const std::string& json, const std::string& key) {
+  std::string k = "\"" + key + "\": \"";
+  size_t b = json.find(k);
+  if (b == std::string::npos) return "";
+  b += k.size();
+  size_t e = json.find('"', b);
+  return json.substr(b, e - b);
+}
+
+std::optional<TuningRecord> best_record(const Database& db, const Function& f,
+                                        const std::string& target) {
+  auto entry = db.find_workload(f);
+  if (!entry) return std::nullopt;
+  std::optional<TuningRecord> best;
+  for (TuningRecord& r : db.records(entry->id)) {
+    if (r.failed() || !target_matches(r.target, target)) continue;
+    if (!best || r.mean_secs() < best->mean_secs()) best = std::move(r);
+  }
+  return best;
+}
+
+std::string fmt(double v, const char* f = "%.2f") {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double gflops(const Row& r, double secs) {
+  return std::isfinite(secs) && secs > 0 ? r.gflop / secs : NAN;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  std::filesystem::create_directories(o.out);
+  // Never unloaded: a plugin's worker threads (OpenMP pools of oneDNN or of a cost model
+  // loaded by the tuner) may outlive main(), and unloading their code under them crashes the
+  // exit.
+  PluginHost& host = *new PluginHost();
+  host.discover();
+  TargetSetup llvm = setup_target(host, o.target);
+  std::unique_ptr<PluginTarget> onednn;
+  if (host.find(ComponentKind::Target, "onednn.cpu"))
+    onednn = host.create_target("onednn.cpu", R"({"log": false})");
+  else
+    std::cerr << "note: onednn.cpu not found (plugin not built?): the oneDNN column is empty\n";
+
+  std::vector<SuiteOp> ops;
+  for (const SuiteOp& op : kSuite)
+    if (selected(o, op)) ops.push_back(op);
+  if (ops.empty()) usage("--only matched no operator");
+
+  if (o.tune > 0) {
+    if (o.db.empty()) o.db = (std::filesystem::path(o.out) / "operator_suite.db").string();
+    std::vector<TuneTask> tasks;
+    for (const SuiteOp& op : ops)
+      tasks.push_back({op.spec, Function(), 1.0});
+    TuneOptions topt;
+    topt.target = o.target;
+    topt.db_path = o.db;
+    topt.trials = o.tune * tasks.size();
+    topt.per_task_cap = o.tune;
+    std::cerr << "tuning " << tasks.size() << " operators to " << o.tune << " records each into "
+              << o.db << " ...\n";
+    try {
+      tune(host, tasks, topt);
+    } catch (const std::exception& e) {
+      std::cerr << "warning: tuning stopped: " << e.what() << "\n";
+    }
+  }
+  std::unique_ptr<Database> db;
+  if (!o.db.empty()) db = Database::open(o.db);
+
+  std::vector<Row> rows;
+  for (const SuiteOp& op : ops) {
+    Row r;
+    r.label = op.label;
+    r.spec = op.spec;
+    Function f = make_workload(op.spec);
+    r.gflop = count_flops(f) * 1e-9;
+    std::vector<bool> outs = f.output_mask();
+    const size_t out =
+        static_cast<size_t>(std::find(outs.begin(), outs.end(), true) - outs.begin());
+    std::vector<NDArray> args;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
+      if (!outs[i]) args.back().fill_random(17 + i);
+    }
+    std::cerr << op.label << ": " << op.spec << "\n";
+    NDArray expected;
+    try {
+      auto m = llvm.target->build(f);
+      r.untuned = time_module(*m, args, o);
+      expected = args[out];
+    } catch (const std::exception& e) {
+      std::cerr << "  untuned failed: " << e.what() << "\n";
+    }
+    auto check = [&](std::string* note) {
+      std::string why;
+      if (!expected.empty() && !allclose(args[out], expected, 1e-3, 1e-3, &why)) {
+        *note = "MISMATCH";
+        std::cerr << "  output mismatch: " << why << "\n";
+      }
+    };
+    if (db) {
+      try {
+        if (auto rec = best_record(*db, f, o.target)) {
+          Function g = replay(*rec, f);
+          auto m = llvm.target->build(g);
+          args[out].fill(0);
+          r.tuned = time_module(*m, args, o);
+          r.tuned_note = "record " + std::to_string(rec->id);
+          check(&r.tuned_note);
+        } else {
+          r.tuned_note = "no record";
+        }
+      } catch (const std::exception& e) {
+        r.tuned_note = "failed";
+        std::cerr << "  tuned failed: " << e.what() << "\n";
+      }
+    } else {
+      r.tuned_note = "no --db";
+    }
+    if (onednn) {
+      try {
+        auto m = onednn->build(f);
+        r.impl = json_field(onednn->describe_device(), "implementation");
+        args[out].fill(0);
+        r.onednn = time_module(*m, args, o);
+        check(&r.onednn_note);
+      } catch (const PluginError& e) {
+        r.onednn_note = e.status() == MT_ERROR_UNSUPPORTED ? "not offered" : "failed";
+        if (e.status() != MT_ERROR_UNSUPPORTED)
+          std::cerr << "  oneDNN failed: " << e.what() << "\n";
+      }
+    }
+    std::cerr << "  untuned " << fmt(gflops(r, r.untuned)) << " / tuned " << fmt(gflops(r, r.tuned))
+              << " / oneDNN " << fmt(gflops(r, r.onednn)) << " GFLOPS\n";
+    rows.push_back(r);
+  }
+
+  // CSV
+  const std::filesystem::path dir(o.out);
+  {
+    std::ofstream csv(dir / "operator_suite.csv");
+    csv << "operator,workload,gflop,untuned_ms,untuned_gflops,tuned_ms,tuned_gflops,onednn_ms,"
+           "onednn_gflops,tuned_over_onednn,tuned_note,onednn_note,onednn_impl\n";
+    for (const Row& r : rows) {
+      auto ms = [](double s) { return std::isfinite(s) ? fmt(s * 1e3, "%.4f") : ""; };
+      auto g = [&](double s) {
+        return std::isfinite(gflops(r, s)) ? fmt(gflops(r, s), "%.3f") : "";
+      };
+      double ratio = gflops(r, r.tuned) / gflops(r, r.onednn);
+      csv << '"' << r.label << "\",\"" << r.spec << "\"," << fmt(r.gflop, "%.6f") << ','
+          << ms(r.untuned) << ',' << g(r.untuned) << ',' << ms(r.tuned) << ',' << g(r.tuned) << ','
+          << ms(r.onednn) << ',' << g(r.onednn) << ','
+          << (std::isfinite(ratio) ? fmt(ratio, "%.4f") : "") << ',' << r.tuned_note << ','
+          << r.onednn_note << ",\"" << r.impl << "\"\n";
+    }
+  }
+  // Markdown
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
+  std::ostringstream md;
+  md << "Operator suite, " << date << ", " << std::thread::hardware_concurrency()
+     << " hardware threads, command: `" << o.command << "`"
+     << (o.db.empty() ? "" : ", database `" + o.db + "`") << "\n\n";
+  md << "| operator | workload | GFLOP | untuned GFLOPS | tuned GFLOPS | oneDNN GFLOPS | "
+        "tuned/oneDNN | oneDNN impl |\n|---|---|---:|---:|---:|---:|---:|---|\n";
+  for (const Row& r : rows) {
+    double ratio = gflops(r, r.tuned) / gflops(r, r.onednn);
+    md << "| " << r.label << " | `" << r.spec << "` | " << fmt(r.gflop, "%.3f") << " | "
+       << fmt(gflops(r, r.untuned)) << " | "
+       << (std::isfinite(r.tuned) ? fmt(gflops(r, r.tuned)) : r.tuned_note) << " | "
+       << (std::isfinite(r.onednn) ? fmt(gflops(r, r.onednn)) : r.onednn_note) << " | "
+       << fmt(ratio, "%.3f") << " | " << (r.impl.empty() ? "-" : r.impl) << " |\n";
+  }
+  std::cout << md.str();
+  std::ofstream(dir / "operator_suite.md") << md.str();
+  // SVG
+  std::vector<std::string> groups;
+  mt::bench::ChartSeries su{"untuned (llvm.cpu)", "#bbbbbb", {}},
+      st{"metatune tuned (llvm.cpu)", "#2b7bb9", {}}, so{"oneDNN", "#e08214", {}};
+  for (const Row& r : rows) {
+    groups.push_back(r.label);
+    su.values.push_back(gflops(r, r.untuned));
+    st.values.push_back(gflops(r, r.tuned));
+    so.values.push_back(gflops(r, r.onednn));
+  }
+  std::ofstream(dir / "operator_suite.svg") << mt::bench::grouped_bar_chart_svg(
+      std::string("Operator suite, ") + date, "GFLOPS", groups, {su, st, so});
+  std::cerr << "wrote " << (dir / "operator_suite.csv").string() << ", .md, .svg\n";
+  return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The tuner's headline figures (issue 5): matmul 1024^3, the BERT-base dense layer (bias +
+# GELU) and a ResNet-50 3x3 conv, each tuned from scratch against oneDNN doing the same fused
+# work, plus XGBoost against the random cost model on the matmul. Results (CSV, SVG, one JSON
+# summary line per run) go to bench/results/. Long: about 15-30 minutes per run on 2 cores.
+#
+#   bash bench/tune_curve/run.sh [TRIALS]        (default 1000)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TRIALS=${1:-1000}
+BIN=build/bench/tune_curve/bench_tune_curve
+OUT=bench/results
+mkdir -p "$OUT"
+run() { # name workload cost-model [extra...]
+  local name=$1 workload=$2 cm=$3
+  shift 3
+  "$BIN" --workload "$workload" --trials "$TRIALS" --cost-model "$cm" --out "$OUT/$name" "$@" |
+    tee -a "$OUT/summary.jsonl"
+}
+run matmul_random 'matmul(M=1024,N=1024,K=1024)' cost.Random
+run matmul 'matmul(M=1024,N=1024,K=1024)' cost.XGBoost \
+  --overlay "$OUT/matmul_random.csv" --overlay-label 'metatune (cost.Random)'
+run bert_dense 'dense(M=128,N=3072,K=768,bias=1,act=gelu)' cost.XGBoost
+run resnet_conv3x3 'conv2d(N=1,C=64,H=56,W=56,F=64,KH=3,KW=3,stride=1,padding=1)' cost.XGBoost

@@ -1,0 +1,220 @@
+// Tunes one workload from scratch on this CPU and writes its tuning curve: best GFLOPS after
+// each trial, against trials and minutes, next to oneDNN doing the same work (the oneDNN
+// plugin's candidate, measured in the same run before and after tuning). At the end the best
+// kernel and oneDNN are re-measured interleaved, so that the final ratio sees one machine load.
+//
+//   bench_tune_curve --workload 'matmul(M=1024,N=1024,K=1024)' --trials 1000
+//                    [--cost-model cost.XGBoost|cost.Random|none] [--seed 1]
+//                    [--out bench/results/matmul] [--overlay other.csv --overlay-label NAME]
+//
+// Writes OUT.csv (trial, minutes, best_gflops, onednn_gflops), OUT.svg and one JSON summary
+// line on stdout: trials and minutes to reach 0.8 / 0.9 of oneDNN and 0.9 of the final best.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/ndarray.h"
+#include "core/search/database.h"
+#include "core/tune/flop_count.h"
+#include "core/tune/tuner.h"
+#include "core/workload/library.h"
+#include "svg_chart.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Point {
+  size_t trial;
+  double minutes, gflops;
+};
+
+class Curve : public mt::TuneObserver {
+public:
+  std::vector<Point> points;
+  void on_trial(const mt::TuneProgress& p, const mt::MeasureResult&) override {
+    points.push_back({p.trials_run, p.elapsed_seconds / 60, p.best_gflops});
+    if (p.trials_run % 32 == 0)
+      std::fprintf(stderr, "  trial %zu/%zu  best %.1f GFLOPS  %.1f min\n", p.trials_run,
+                   p.trials_total, p.best_gflops, p.elapsed_seconds / 60);
+  }
+};
+
+std::vector<mt::NDArray> random_args(const mt::Function& f) {
+  std::vector<mt::NDArray> args;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
+    args.back().fill_random(11 + i);
+  }
+  return args;
+}
+
+std::vector<mt::NDArray*> ptrs(std::vector<mt::NDArray>& a) {
+  std::vector<mt::NDArray*> p;
+  for (auto& x : a)
+    p.push_back(&x);
+  return p;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v[v.size() / 2];
+}
+
+// First point reaching `gflops`, or null.
+const Point* first_reaching(const std::vector<Point>& pts, double gflops) {
+  for (const auto& p : pts)
+    if (p.gflops >= gflops) return &p;
+  return nullptr;
+}
+
+std::string reach(const Point* p) {
+  if (!p) return "null";
+  std::ostringstream o;
+  o << "{\"trials\": " << p->trial << ", \"minutes\": " << p->minutes << "}";
+  return o.str();
+}
+
+std::vector<std::pair<double, double>> read_overlay(const std::string& path) {
+  std::vector<std::pair<double, double>> pts;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open overlay CSV");
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    size_t t = 0;
+    double m = 0, g = 0;
+    if (std::sscanf(line.c_str(), "%zu,%lf,%lf", &t, &m, &g) == 3) pts.push_back({double(t), g});
+  }
+  return pts;
+}
+
+} // namespace
+
+int main(int argc, char** argv) try {
+  std::string spec = "matmul(M=1024,N=1024,K=1024)", out = "bench/results/tune_curve";
+  std::string cost_model = "cost.XGBoost", overlay, overlay_label = "other run";
+  size_t trials = 1000;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
+      return argv[++i];
+    };
+    if (k == "--workload") spec = next();
+    else if (k == "--trials") trials = std::stoul(next());
+    else if (k == "--cost-model") cost_model = next();
+    else if (k == "--seed") seed = std::stoull(next());
+    else if (k == "--out") out = next();
+    else if (k == "--overlay") overlay = next();
+    else if (k == "--overlay-label") overlay_label = next();
+    else throw std::invalid_argument("unknown option " + k);
+  }
+  fs::create_directories(fs::path(out).parent_path().empty() ? "." : fs::path(out).parent_path());
+  const std::string db = out + ".db";
+  for (const char* ext : {"", "-wal", "-shm"})
+    fs::remove(db + ext); // from scratch
+
+  mt::PluginHost host;
+  host.discover();
+  mt::Function f = mt::make_workload(spec);
+  const double flops = mt::count_flops(f);
+
+  // oneDNN doing the same work, through its plugin (if it implements this workload).
+  std::unique_ptr<mt::PluginTarget> dnnl;
+  std::unique_ptr<mt::PluginModule> dnnl_mod;
+  std::vector<mt::NDArray> args = random_args(f);
+  std::vector<double> dnnl_secs;
+  if (host.find(mt::ComponentKind::Target, "onednn.cpu")) {
+    dnnl = host.create_target("onednn.cpu");
+    try {
+      dnnl_mod = dnnl->build(f);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "oneDNN does not implement %s: %s\n", spec.c_str(), e.what());
+    }
+  }
+  auto time_dnnl = [&](int reps) {
+    if (!dnnl_mod) return;
+    for (double s : dnnl_mod->time(ptrs(args), reps, 0.1))
+      dnnl_secs.push_back(s);
+  };
+  time_dnnl(5);
+
+  mt::TuneOptions opt;
+  opt.trials = trials;
+  opt.db_path = db;
+  opt.seed = seed;
+  opt.cost_model = cost_model;
+  // oneDNN is timed here, in this process; the tuner must not time it again in a worker forked
+  // after oneDNN's OpenMP threads started (GNU OpenMP does not survive fork).
+  opt.library_targets.clear();
+  Curve curve;
+  std::fprintf(stderr, "tuning %s, %zu trials, cost model %s\n", spec.c_str(), trials,
+               cost_model.c_str());
+  mt::TuneResult r = mt::tune(host, {mt::TuneTask{spec, f, 1}}, opt, &curve);
+  time_dnnl(5);
+  const double dnnl_gflops = dnnl_secs.empty() ? 0 : flops / median(dnnl_secs) * 1e-9;
+
+  // Final, interleaved: the best kernel and oneDNN under the same load.
+  double final_ratio = NAN, final_gflops = 0, final_dnnl = 0;
+  const mt::TaskResult& t = r.tasks.at(0);
+  if (t.best_record_id) {
+    auto database = mt::Database::open(db);
+    mt::Function best = mt::replay(database->record(t.best_record_id), f);
+    auto target = host.create_target(r.target_component);
+    auto mod = target->build(best);
+    std::vector<double> ms, ds;
+    for (int i = 0; i < 7; ++i) {
+      ms.push_back(mod->time(ptrs(args), 1, 0.1)[0]);
+      if (dnnl_mod) ds.push_back(dnnl_mod->time(ptrs(args), 1, 0.1)[0]);
+    }
+    final_gflops = flops / median(ms) * 1e-9;
+    if (!ds.empty()) {
+      final_dnnl = flops / median(ds) * 1e-9;
+      final_ratio = final_gflops / final_dnnl;
+    }
+  }
+
+  std::ofstream csv(out + ".csv");
+  csv << "trial,minutes,best_gflops,onednn_gflops\n";
+  for (const auto& p : curve.points)
+    csv << p.trial << "," << p.minutes << "," << p.gflops << "," << dnnl_gflops << "\n";
+  mt::bench::Chart chart{spec + " on this CPU", "trials", "GFLOPS", {}, {}};
+  mt::bench::Series s{"metatune (" + cost_model + ")", "#1f77b4", {}};
+  for (const auto& p : curve.points)
+    s.points.push_back({double(p.trial), p.gflops});
+  chart.series.push_back(s);
+  if (!overlay.empty()) chart.series.push_back({overlay_label, "#ff7f0e", read_overlay(overlay)});
+  if (dnnl_gflops > 0) {
+    chart.lines.push_back({"oneDNN", "#d62728", dnnl_gflops});
+    chart.lines.push_back({"0.9 x oneDNN", "#2ca02c", 0.9 * dnnl_gflops});
+  }
+  std::ofstream(out + ".svg") << mt::bench::to_svg(chart);
+
+  double best_curve = curve.points.empty() ? 0 : curve.points.back().gflops;
+  std::printf("{\"workload\": \"%s\", \"cost_model\": \"%s\", \"trials\": %zu, "
+              "\"tuning_minutes\": %.2f, \"best_gflops_during_tuning\": %.2f, "
+              "\"onednn_gflops\": %.2f, \"reach_0.8_onednn\": %s, \"reach_0.9_onednn\": %s, "
+              "\"reach_0.9_final_best\": %s, \"final_gflops\": %.2f, \"final_onednn_gflops\": "
+              "%.2f, \"final_ratio\": %.3f, \"csv\": \"%s.csv\", \"svg\": \"%s.svg\"}\n",
+              spec.c_str(), cost_model.c_str(), r.trials, r.tuning_seconds / 60, best_curve,
+              dnnl_gflops, reach(first_reaching(curve.points, 0.8 * dnnl_gflops)).c_str(),
+              reach(first_reaching(curve.points, 0.9 * dnnl_gflops)).c_str(),
+              reach(first_reaching(curve.points, 0.9 * best_curve)).c_str(), final_gflops,
+              final_dnnl, final_ratio, out.c_str(), out.c_str());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_tune_curve: %s\n", e.what());
+  return 1;
+}

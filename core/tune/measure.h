@@ -1,0 +1,89 @@
+// Building and measuring candidates: each candidate is compiled by the target and timed in a
+// worker process of its own, so that a kernel that crashes, divides by zero or never ends
+// costs one trial and never the tuning run. Builds run in parallel (one worker per core) with
+// a timeout; measurements run one at a time (nothing else competes for the cores), after a
+// warm-up run whose output is compared with the reference result: a wrong kernel gets no time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/runtime/ndarray.h"
+
+namespace mt {
+
+class PluginTarget;
+
+struct MeasureOptions {
+  int parallel_builds = 0;         // workers building at once; 0 = number of cores
+  double build_timeout_s = 60;     // per candidate: lowering + target build
+  double run_timeout_s = 20;       // per candidate: warm-up, check and all repeats
+  int warmup_runs = 1;             // untimed runs before timing (the first one is checked)
+  int repeats = 3;                 // timed repeats, one entry each in run_secs
+  double min_repeat_seconds = 0.1; // each repeat calls the kernel until this much time passed
+  bool flush_cache = false;        // evict the caches (write a large buffer) before each repeat
+  bool check = true;               // compare the warm-up output with the reference
+  double rtol = 1e-3;
+  double atol = 1e-4;
+  bool isolate = true; // false: build and run in this process (debugging only: no
+                       // timeouts, and a crashing kernel takes the process down)
+};
+
+// Inputs of a workload (random, deterministic in the seed) and its expected outputs as the
+// reference interpreter computes them on the unscheduled function. The interpreter is slow
+// (matmul 1024^3: about a minute on one core), so compute a task's reference once and reuse it
+// for every batch; `threads` (0 = all cores) interpret independent slices of the output at
+// once where that gives bit-identical results (see reference.cpp).
+struct Reference {
+  std::vector<NDArray> args;   // params in order; inputs random, outputs = expected result
+  std::vector<bool> is_output; // per param
+  double compute_seconds = 0;  // how long the interpreter took
+
+  static Reference compute(const Function& workload, uint64_t seed = 1, int threads = 0);
+
+  // Arguments for one run of a candidate: copies of the inputs, and outputs filled with NaN
+  // (integers: -77) so that an element the kernel never writes shows up in the comparison.
+  std::vector<NDArray> fresh_args() const;
+};
+
+enum class MeasureStatus {
+  Ok,
+  BuildError, // the target refused or failed to build
+  BuildTimeout,
+  RunError, // the kernel returned an error status
+  Crashed,  // the worker died from a signal (SIGSEGV, SIGFPE, ...)
+  RunTimeout,
+  WrongResult, // ran, but its output differs from the reference
+};
+const char* to_string(MeasureStatus s);
+
+struct MeasureResult {
+  MeasureStatus status = MeasureStatus::Ok;
+  std::string error;            // empty when Ok; else names the reason ("SIGSEGV", ...)
+  std::vector<double> run_secs; // seconds per call, one per repeat; empty unless Ok
+  double build_seconds = 0;
+  bool ok() const { return status == MeasureStatus::Ok; }
+};
+
+class Measurer {
+public:
+  Measurer(const PluginTarget& target, MeasureOptions options = {});
+  ~Measurer();
+  const MeasureOptions& options() const;
+
+  // One result per candidate (scheduled functions of the workload `ref` was computed for),
+  // in order. `on_result(i, result)` is called as each result becomes known (for progress).
+  std::vector<MeasureResult>
+  measure(const Reference& ref, const std::vector<Function>& candidates,
+          const std::function<void(size_t, const MeasureResult&)>& on_result = {});
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mt

@@ -1,0 +1,185 @@
+// `metatune best --db FILE [--workload SPEC] [--target T] [-k N] [--json]`: the fastest
+// records of each workload in a tuning database, per target, with their speed in GFLOPS. A
+// library target's record (oneDNN's implementation, `--library`) is shown next to the tuned
+// records of the same workload, with the implementation that is chosen (the faster one).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/search/database.h"
+#include "core/tune/flop_count.h"
+#include "core/tune/target_setup.h"
+#include "core/tune/tune_log.h"
+#include "core/workload/library.h"
+#include "hosts/cli/command.h"
+
+namespace mt::cli {
+
+namespace {
+
+struct BestOptions {
+  std::string db;
+  std::string workload;
+  std::string target;
+  size_t k = 1;
+  bool json = false;
+  std::string log_level;
+  std::vector<std::string> libraries{"onednn.cpu"};
+};
+
+bool is_library(const std::string& target, const std::vector<std::string>& libraries) {
+  for (const auto& l : libraries)
+    if (target_matches(target, l)) return true;
+  return false;
+}
+
+std::string first_word(const std::string& s) {
+  return s.substr(0, s.find(' '));
+}
+
+int run_best(const BestOptions& opt) {
+  configure_logging(opt.log_level);
+  DatabaseOptions dbo;
+  dbo.read_only = true;
+  std::unique_ptr<Database> db = Database::open(opt.db, dbo);
+  std::vector<WorkloadEntry> entries;
+  if (!opt.workload.empty()) {
+    std::string spec = canonical_workload_spec(opt.workload);
+    std::optional<WorkloadEntry> e = db->find_workload(make_workload(spec));
+    if (!e) throw std::runtime_error("workload '" + spec + "' is not in " + opt.db);
+    entries.push_back(*e);
+  } else {
+    entries = db->workloads();
+  }
+
+  nlohmann::json out = nlohmann::json::array();
+  size_t shown = 0;
+  for (const WorkloadEntry& w : entries) {
+    std::vector<TuningRecord> all = db->records(w.id);
+    // Targets of this workload, with their record and failure counts.
+    std::map<std::string, std::pair<size_t, size_t>> targets;
+    // The fastest successful library record of the workload (whatever --target says: it is
+    // what the tuned kernels are compared with).
+    const TuningRecord* library = nullptr;
+    bool any_tuned = false;
+    for (const TuningRecord& r : all) {
+      bool lib = is_library(r.target, opt.libraries);
+      if (lib && !r.failed() && (!library || r.mean_secs() < library->mean_secs())) library = &r;
+      if (target_matches(r.target, opt.target)) {
+        auto& c = targets[r.target];
+        ++c.first;
+        c.second += r.failed();
+        any_tuned |= !lib;
+      }
+    }
+    if (targets.empty()) continue;
+    double flops = count_flops(db->workload_function(w.id));
+    std::string name = w.spec.empty() ? "workload " + std::to_string(w.id) : w.spec;
+    auto gflops_of = [&](double secs) { return secs > 0 ? flops / secs * 1e-9 : 0; };
+    for (const auto& [target, counts] : targets) {
+      bool lib_target = is_library(target, opt.libraries);
+      // In text, a library's record is shown inside the tuned targets' blocks.
+      bool text = !opt.json && !(lib_target && any_tuned);
+      std::vector<TuningRecord> top = db->top_k(w.id, target, std::max<size_t>(1, opt.k));
+      nlohmann::json j;
+      j["workload"] = name;
+      j["workload_id"] = w.id;
+      j["target"] = target;
+      j["records"] = counts.first;
+      j["failed"] = counts.second;
+      j["flops"] = flops;
+      j["best"] = nlohmann::json::array();
+      j["library_target"] = lib_target;
+      if (text) {
+        std::cout << name << "  on  " << short_target_name(target) << "\n  " << counts.first
+                  << " record(s), " << counts.second << " failed\n";
+        if (top.empty()) std::cout << "  no successful record\n";
+      }
+      for (const TuningRecord& r : top) {
+        double secs = r.mean_secs();
+        double gflops = gflops_of(secs);
+        j["best"].push_back({{"record", r.id},
+                             {"seconds", secs},
+                             {"gflops", gflops},
+                             {"run_secs", r.run_secs},
+                             {"seed", r.seed},
+                             {"created_at_ms", r.created_at_ms}});
+        if (text) {
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS\n",
+                        static_cast<long long>(r.id), secs * 1e3, gflops);
+          std::cout << buf;
+        }
+      }
+      if (!lib_target && library) {
+        double tuned = top.empty() ? std::numeric_limits<double>::infinity() : top[0].mean_secs();
+        double lib_secs = library->mean_secs();
+        bool lib_chosen = lib_secs < tuned;
+        j["library"] = {{"target", library->target},
+                        {"record", library->id},
+                        {"seconds", lib_secs},
+                        {"gflops", gflops_of(lib_secs)}};
+        j["chosen"] = lib_chosen ? "library" : "tuned";
+        j["implementation"] = lib_chosen ? library->target : target;
+        j["ratio_to_library"] = top.empty() ? 0.0 : lib_secs / tuned;
+        if (text) {
+          char buf[400];
+          std::snprintf(buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS  (library: %s)\n",
+                        static_cast<long long>(library->id), lib_secs * 1e3, gflops_of(lib_secs),
+                        library->target.c_str());
+          std::cout << buf;
+          if (top.empty())
+            std::snprintf(buf, sizeof buf, "  chosen: %s (library; no tuned kernel)\n",
+                          library->target.c_str());
+          else
+            std::snprintf(buf, sizeof buf, "  chosen: %s (%s; tuned = %.2f of %s)\n",
+                          lib_chosen ? library->target.c_str() : first_word(target).c_str(),
+                          lib_chosen ? "library" : "tuned", lib_secs / tuned,
+                          library->target.c_str());
+          std::cout << buf;
+        }
+      }
+      out.push_back(std::move(j));
+      ++shown;
+    }
+  }
+  for (const std::string& p : db->take_problems())
+    std::cerr << "warning: " << p << "\n";
+  if (opt.json)
+    std::cout << out.dump() << "\n";
+  else if (shown == 0)
+    std::cout << "no records" << (opt.target.empty() ? "" : " for target '" + opt.target + "'")
+              << " in " << opt.db << "\n";
+  return 0;
+}
+
+RegisterCommand reg("best", [](CLI::App& app) -> std::function<int()> {
+  auto opt = std::make_shared<BestOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "best", "Show the fastest records of a tuning database (per workload and target)");
+  cmd->add_option("--db", opt->db, "Tuning database")->required();
+  cmd->add_option("-w,--workload", opt->workload, "Only this workload spec");
+  cmd->add_option("--target", opt->target,
+                  "Only records of this target ('llvm' matches every 'llvm ...' target)");
+  cmd->add_option("-k,--top", opt->k, "How many records per workload and target")
+      ->capture_default_str();
+  cmd->add_option("--library", opt->libraries,
+                  "Targets whose records are library implementations, shown next to the tuned "
+                  "records (repeatable)")
+      ->capture_default_str();
+  cmd->add_flag("--json", opt->json, "Print one JSON array");
+  cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error or off");
+  return [opt] { return run_best(*opt); };
+});
+
+} // namespace
+
+} // namespace mt::cli

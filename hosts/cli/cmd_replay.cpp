@@ -1,0 +1,135 @@
+// `metatune replay --db FILE --record ID [--print-ir] [--json]`: rebuilds the kernel of a
+// record (its trace replayed on the stored workload), builds it for the record's target,
+// checks its output against the reference interpreter and measures it again. Exit status 0
+// when the kernel is correct and was timed, 1 otherwise.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ir/printer.h"
+#include "core/plugin/plugin_host.h"
+#include "core/search/database.h"
+#include "core/tune/flop_count.h"
+#include "core/tune/measure.h"
+#include "core/tune/target_setup.h"
+#include "core/tune/tune_log.h"
+#include "hosts/cli/command.h"
+
+namespace mt::cli {
+
+namespace {
+
+struct ReplayOptions {
+  std::string db;
+  int64_t record = 0;
+  std::string target;
+  std::string out;
+  bool print_ir = false;
+  bool json = false;
+  int repeats = 3;
+  double min_repeat_ms = 100;
+  std::vector<std::string> plugin_paths;
+  std::string log_level;
+};
+
+int run_replay(const ReplayOptions& opt) {
+  configure_logging(opt.log_level);
+  DatabaseOptions dbo;
+  dbo.read_only = true;
+  std::unique_ptr<Database> db = Database::open(opt.db, dbo);
+  TuningRecord rec = db->record(opt.record);
+  Function workload = db->workload_function(rec.workload_id);
+  std::optional<WorkloadEntry> entry = db->workload(rec.workload_id);
+  std::string name = entry && !entry->spec.empty() ? entry->spec : workload.name;
+  Function scheduled = replay(rec, workload);
+  if (opt.print_ir) std::cout << print(scheduled) << "\n";
+
+  std::vector<std::filesystem::path> search;
+  for (const auto& p : opt.plugin_paths)
+    search.emplace_back(p);
+  for (const auto& p : PluginHost::default_search_path())
+    search.push_back(p);
+  PluginHost host;
+  host.discover(search);
+  TargetSetup target = setup_target(host, opt.target.empty() ? rec.target : opt.target);
+  if (!opt.out.empty())
+    std::cerr << "warning: target '" << target.component
+              << "' exports no ahead-of-time library through the plugin interface; --out "
+              << opt.out << " not written, the kernel is only rebuilt and measured\n";
+
+  MeasureOptions mo;
+  mo.repeats = opt.repeats;
+  mo.min_repeat_seconds = opt.min_repeat_ms * 1e-3;
+  Measurer measurer(*target.target, mo);
+  Reference ref = Reference::compute(workload, rec.seed);
+  MeasureResult r = measurer.measure(ref, {scheduled}).at(0);
+
+  double flops = count_flops(workload);
+  double secs = 0;
+  for (double s : r.run_secs)
+    secs += s;
+  if (!r.run_secs.empty()) secs /= static_cast<double>(r.run_secs.size());
+  double recorded = rec.mean_secs();
+  if (opt.json) {
+    nlohmann::json j;
+    j["record"] = rec.id;
+    j["workload"] = name;
+    j["target"] = target.target_string;
+    j["target_component"] = target.component;
+    j["ok"] = r.ok();
+    j["status"] = to_string(r.status);
+    if (!r.error.empty()) j["error"] = r.error;
+    j["run_secs"] = r.run_secs;
+    j["seconds"] = r.ok() ? nlohmann::json(secs) : nlohmann::json();
+    j["gflops"] = r.ok() && secs > 0 ? flops / secs * 1e-9 : 0;
+    j["recorded_seconds"] = std::isfinite(recorded) ? nlohmann::json(recorded) : nlohmann::json();
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "record " << rec.id << ": " << name << " on "
+              << short_target_name(target.target_string) << "\n";
+    if (r.ok()) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "  correct; %.4f ms = %.2f GFLOPS", secs * 1e3,
+                    secs > 0 ? flops / secs * 1e-9 : 0.0);
+      std::cout << buf;
+      if (std::isfinite(recorded)) {
+        std::snprintf(buf, sizeof buf, " (recorded %.4f ms)", recorded * 1e3);
+        std::cout << buf;
+      }
+      std::cout << "\n";
+    } else {
+      std::cout << "  " << to_string(r.status) << (r.error.empty() ? "" : ": " + r.error) << "\n";
+    }
+  }
+  return r.ok() ? 0 : 1;
+}
+
+RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
+  auto opt = std::make_shared<ReplayOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Rebuild the kernel of a database record, check it against the reference and "
+                "measure it again");
+  cmd->add_option("--db", opt->db, "Tuning database")->required();
+  cmd->add_option("--record", opt->record, "Record id (see `metatune best`)")->required();
+  cmd->add_flag("--print-ir", opt->print_ir, "Print the scheduled tensor program");
+  cmd->add_option("--target", opt->target, "Build for this target instead of the record's");
+  cmd->add_option("--out", opt->out,
+                  "Write the kernel as a shared library (when the target can; else a warning)");
+  cmd->add_option("--repeats", opt->repeats, "Timed repeats")->capture_default_str();
+  cmd->add_option("--min-repeat-ms", opt->min_repeat_ms, "Minimum time per repeat")
+      ->capture_default_str();
+  cmd->add_option("--plugin-path", opt->plugin_paths, "Also load plugins from this directory");
+  cmd->add_flag("--json", opt->json, "Print one JSON object");
+  cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error or off");
+  return [opt] { return run_replay(*opt); };
+});
+
+} // namespace
+
+} // namespace mt::cli

@@ -1,0 +1,379 @@
+// Plan -> oneDNN primitives, and the module that runs them.
+#include "dnnl_module.hpp"
+
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace mt::onednn {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dnnl::algorithm;
+using dnnl::memory;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::desc desc_of(const TensorRef& r) {
+  return memory::desc(memory::dims(r.dims.begin(), r.dims.end()), dt::f32,
+                      memory::dims(r.strides.begin(), r.strides.end()));
+}
+
+memory::desc any_of(const std::vector<int64_t>& dims) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), dt::f32, memory::format_tag::any);
+}
+
+memory::dims to_dims(const std::vector<int64_t>& v) {
+  return memory::dims(v.begin(), v.end());
+}
+
+algorithm eltwise_alg(Alg a) {
+  switch (a) {
+  case Alg::Relu:
+    return algorithm::eltwise_relu;
+  case Alg::GeluErf:
+    return algorithm::eltwise_gelu_erf;
+  case Alg::GeluTanh:
+    return algorithm::eltwise_gelu_tanh;
+  case Alg::Logistic:
+    return algorithm::eltwise_logistic;
+  case Alg::Tanh:
+    return algorithm::eltwise_tanh;
+  case Alg::Exp:
+    return algorithm::eltwise_exp;
+  case Alg::Log:
+    return algorithm::eltwise_log;
+  case Alg::Sqrt:
+    return algorithm::eltwise_sqrt;
+  case Alg::Abs:
+    return algorithm::eltwise_abs;
+  case Alg::Linear:
+    return algorithm::eltwise_linear;
+  default:
+    throw sdk::Error(MT_ERROR_INTERNAL, "onednn.cpu: not an eltwise step");
+  }
+}
+
+algorithm binary_alg(Alg a) {
+  switch (a) {
+  case Alg::Add:
+    return algorithm::binary_add;
+  case Alg::Sub:
+    return algorithm::binary_sub;
+  case Alg::Mul:
+    return algorithm::binary_mul;
+  case Alg::Div:
+    return algorithm::binary_div;
+  case Alg::Max:
+    return algorithm::binary_max;
+  case Alg::Min:
+    return algorithm::binary_min;
+  default:
+    throw sdk::Error(MT_ERROR_INTERNAL, "onednn.cpu: not a binary step");
+  }
+}
+
+// alpha for relu is its negative slope: 0.
+float eltwise_alpha(const PostOp& p) {
+  return p.alg == Alg::Relu ? 0.f : p.alg == Alg::Linear ? p.alpha : 0.f;
+}
+float eltwise_beta(const PostOp& p) {
+  return p.alg == Alg::Linear ? p.beta : 0.f;
+}
+
+} // namespace
+
+struct DnnlModule::Impl {
+  struct Slot {
+    int param = -1; // >= 0: bound to that argument on every call
+    memory mem;
+  };
+  struct Step {
+    Step(dnnl::primitive p, std::unordered_map<int, int> a)
+        : prim(std::move(p)), args(std::move(a)) {}
+    dnnl::primitive prim;
+    std::unordered_map<int, int> args;     // DNNL_ARG_* -> slot
+    std::unordered_map<int, memory> bound; // the same, resolved once built
+  };
+
+  std::vector<P::Buffer> params;
+  dnnl::stream stream{cpu_engine()};
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::string implementation;
+  int reorders = 0, unfused = 0;
+
+  int user(const TensorRef& r) {
+    slots.push_back({static_cast<int>(r.param), memory(desc_of(r), cpu_engine(), nullptr)});
+    return static_cast<int>(slots.size() - 1);
+  }
+  int scratch(const memory::desc& md) {
+    slots.push_back({-1, memory(md, cpu_engine())});
+    return static_cast<int>(slots.size() - 1);
+  }
+  void reorder(int from, int to) {
+    steps.push_back({dnnl::reorder(slots[from].mem, slots[to].mem),
+                     {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}});
+    ++reorders;
+  }
+  // The slot a primitive reads `r` from, reordering into `want` when the layouts differ.
+  int input(const TensorRef& r, const memory::desc& want) {
+    int u = user(r);
+    if (slots[u].mem.get_desc() == want) return u;
+    int s = scratch(want);
+    reorder(u, s);
+    return s;
+  }
+  // The slot a primitive writes `r` through; *user_slot is the caller's tensor, and a reorder
+  // into it is queued in *after when the layouts differ.
+  int output(const TensorRef& r, const memory::desc& want, int* user_slot,
+             std::vector<std::pair<int, int>>* after) {
+    int u = user(r);
+    *user_slot = u;
+    if (slots[u].mem.get_desc() == want) return u;
+    int s = scratch(want);
+    after->push_back({s, u});
+    return s;
+  }
+
+  dnnl::primitive_attr attr_for(const std::vector<PostOp>& ops,
+                                std::vector<std::pair<int, int>>* binary_args) {
+    dnnl::post_ops po;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const PostOp& p = ops[i];
+      if (is_binary(p.alg)) {
+        po.append_binary(binary_alg(p.alg), desc_of(p.src1));
+        binary_args->push_back({static_cast<int>(i), user(p.src1)});
+      } else {
+        po.append_eltwise(1.f, eltwise_alg(p.alg), eltwise_alpha(p), eltwise_beta(p));
+      }
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    return attr;
+  }
+
+  // Post-ops the main primitive did not take, as in-place primitives on the output.
+  void append_unfused(const std::vector<PostOp>& ops, int dst) {
+    const memory::desc md = slots[dst].mem.get_desc();
+    for (const PostOp& p : ops) {
+      if (is_binary(p.alg)) {
+        int s1 = user(p.src1);
+        dnnl::binary::primitive_desc pd(
+            dnnl::binary::desc(binary_alg(p.alg), md, desc_of(p.src1), md), cpu_engine());
+        steps.push_back(
+            {dnnl::binary(pd), {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, s1}, {DNNL_ARG_DST, dst}}});
+      } else {
+        dnnl::eltwise_forward::primitive_desc pd(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg), md,
+                                        eltwise_alpha(p), eltwise_beta(p)),
+            cpu_engine());
+        steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}}});
+      }
+      ++unfused;
+    }
+  }
+
+  // Creates the primitive descriptor with the post-ops fused if oneDNN accepts them; `make`
+  // builds it from an attribute.
+  template <typename PD, typename Make>
+  PD with_post_ops(const std::vector<PostOp>& ops, Make make,
+                   std::vector<std::pair<int, int>>* binary_args, bool* fused) {
+    if (!ops.empty()) {
+      size_t mark = slots.size();
+      try {
+        dnnl::primitive_attr attr = attr_for(ops, binary_args);
+        *fused = true;
+        return make(attr);
+      } catch (const dnnl::error&) {
+        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(mark), slots.end());
+        binary_args->clear();
+      }
+    }
+    *fused = ops.empty();
+    return make(dnnl::primitive_attr());
+  }
+
+  // Runs the main primitive `prim` with `args`, then the output reorders and unfused steps.
+  void finish(dnnl::primitive prim, std::unordered_map<int, int> args,
+              const std::vector<std::pair<int, int>>& binary_args, bool fused,
+              const std::vector<PostOp>& ops, int dst_user,
+              const std::vector<std::pair<int, int>>& after, const char* impl) {
+    for (auto [i, slot] : binary_args)
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = slot;
+    steps.push_back({prim, std::move(args)});
+    for (auto [from, to] : after)
+      reorder(from, to);
+    if (!fused) append_unfused(ops, dst_user);
+    implementation = impl ? impl : "?";
+  }
+
+  void build(const Plan& plan);
+};
+
+void DnnlModule::Impl::build(const Plan& plan) {
+  using pk = dnnl::prop_kind;
+  std::vector<std::pair<int, int>> bargs, after;
+  bool fused = false;
+  int dst_user = -1;
+  const auto& ops = plan.post_ops;
+  if (const auto* m = std::get_if<MatmulOp>(&plan.op)) {
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      auto d = m->bias ? dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(*m->bias),
+                                            desc_of(m->dst))
+                       : dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(m->dst));
+      return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::matmul::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(m->src, pd.src_desc())},
+                                         {DNNL_ARG_WEIGHTS, input(m->weights, pd.weights_desc())}};
+    if (m->bias) args[DNNL_ARG_BIAS] = input(*m->bias, pd.bias_desc());
+    args[DNNL_ARG_DST] = output(m->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::matmul(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  } else if (const auto* c = std::get_if<ConvOp>(&plan.op)) {
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      memory::desc src = any_of(c->src.dims), w = any_of(c->weights.dims),
+                   dst = any_of(c->dst.dims);
+      auto d = c->bias ? dnnl::convolution_forward::desc(
+                             pk::forward_inference, algorithm::convolution_direct, src, w,
+                             desc_of(*c->bias), dst, to_dims(c->strides), to_dims(c->dilates),
+                             to_dims(c->pad_l), to_dims(c->pad_r))
+                       : dnnl::convolution_forward::desc(pk::forward_inference,
+                                                         algorithm::convolution_direct, src, w, dst,
+                                                         to_dims(c->strides), to_dims(c->dilates),
+                                                         to_dims(c->pad_l), to_dims(c->pad_r));
+      return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::convolution_forward::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(c->src, pd.src_desc())},
+                                         {DNNL_ARG_WEIGHTS, input(c->weights, pd.weights_desc())}};
+    if (c->bias) args[DNNL_ARG_BIAS] = input(*c->bias, pd.bias_desc());
+    args[DNNL_ARG_DST] = output(c->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::convolution_forward(pd), args, bargs, fused, ops, dst_user, after,
+           pd.impl_info_str());
+  } else if (const auto* p = std::get_if<PoolOp>(&plan.op)) {
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      dnnl::pooling_forward::desc d(pk::forward_inference,
+                                    p->max ? algorithm::pooling_max
+                                           : algorithm::pooling_avg_include_padding,
+                                    desc_of(p->src), any_of(p->dst.dims), to_dims(p->strides),
+                                    to_dims(p->kernel), to_dims(p->pad_l), to_dims(p->pad_r));
+      return dnnl::pooling_forward::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::pooling_forward::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(p->src, pd.src_desc())}};
+    args[DNNL_ARG_DST] = output(p->dst, pd.dst_desc(), &dst_user, &after);
+    if (pd.workspace_desc().get_size() > 0) args[DNNL_ARG_WORKSPACE] = scratch(pd.workspace_desc());
+    finish(dnnl::pooling_forward(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  } else if (const auto* s = std::get_if<SoftmaxOp>(&plan.op)) {
+    dnnl::softmax_forward::primitive_desc pd(
+        dnnl::softmax_forward::desc(pk::forward_inference, desc_of(s->src), s->axis), cpu_engine());
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(s->src, pd.src_desc())}};
+    args[DNNL_ARG_DST] = output(s->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::softmax_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
+           pd.impl_info_str());
+  } else if (const auto* l = std::get_if<LayerNormOp>(&plan.op)) {
+    dnnl::normalization_flags flags = dnnl::normalization_flags::none;
+    if (l->scale) flags = flags | dnnl::normalization_flags::use_scale;
+    if (l->shift) flags = flags | dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        dnnl::layer_normalization_forward::desc(pk::forward_inference, desc_of(l->src), l->eps,
+                                                flags),
+        cpu_engine());
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(l->src, pd.src_desc())}};
+    if (l->scale) args[DNNL_ARG_SCALE] = user(*l->scale);
+    if (l->shift) args[DNNL_ARG_SHIFT] = user(*l->shift);
+    if (pd.mean_desc().get_size() > 0) args[DNNL_ARG_MEAN] = scratch(pd.mean_desc());
+    if (pd.variance_desc().get_size() > 0) args[DNNL_ARG_VARIANCE] = scratch(pd.variance_desc());
+    args[DNNL_ARG_DST] = output(l->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::layer_normalization_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
+           pd.impl_info_str());
+  } else if (const auto* r = std::get_if<ReductionOp>(&plan.op)) {
+    static const algorithm kAlg[] = {algorithm::reduction_sum, algorithm::reduction_max,
+                                     algorithm::reduction_min, algorithm::reduction_norm_lp_sum,
+                                     algorithm::reduction_norm_lp_power_p_sum};
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      dnnl::reduction::desc d(kAlg[r->kind], desc_of(r->src), desc_of(r->dst), r->p, 0.f);
+      return dnnl::reduction::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::reduction::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(r->src, pd.src_desc())}};
+    args[DNNL_ARG_DST] = output(r->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::reduction(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  } else if (const auto* e = std::get_if<EltwiseOp>(&plan.op)) {
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      dnnl::eltwise_forward::desc d(pk::forward_inference, eltwise_alg(e->op.alg), desc_of(e->src),
+                                    eltwise_alpha(e->op), eltwise_beta(e->op));
+      return dnnl::eltwise_forward::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::eltwise_forward::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(e->src, pd.src_desc())}};
+    args[DNNL_ARG_DST] = output(e->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::eltwise_forward(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  } else if (const auto* b = std::get_if<BinaryOp>(&plan.op)) {
+    auto make = [&](const dnnl::primitive_attr& attr) {
+      dnnl::binary::desc d(binary_alg(b->alg), desc_of(b->src0), desc_of(b->src1), desc_of(b->dst));
+      return dnnl::binary::primitive_desc(d, attr, cpu_engine());
+    };
+    auto pd = with_post_ops<dnnl::binary::primitive_desc>(ops, make, &bargs, &fused);
+    std::unordered_map<int, int> args = {{DNNL_ARG_SRC_0, input(b->src0, pd.src0_desc())},
+                                         {DNNL_ARG_SRC_1, input(b->src1, pd.src1_desc())}};
+    args[DNNL_ARG_DST] = output(b->dst, pd.dst_desc(), &dst_user, &after);
+    finish(dnnl::binary(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  }
+  // Memory objects are shared handles: binding them once lets run() only swap data pointers.
+  for (Step& step : steps)
+    for (auto [arg, slot] : step.args)
+      step.bound.emplace(arg, slots[slot].mem);
+  if (reorders) implementation += " +" + std::to_string(reorders) + " reorders";
+  if (unfused) implementation += " +" + std::to_string(unfused) + " unfused post-ops";
+}
+
+DnnlModule::DnnlModule(const Plan& plan, std::vector<P::Buffer> params)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->params = std::move(params);
+  try {
+    impl_->build(plan);
+  } catch (const dnnl::error& e) {
+    throw sdk::Error(MT_ERROR_UNSUPPORTED, "onednn.cpu: oneDNN refused the " + plan.family + " (" +
+                                               plan.detail + "): " + e.what());
+  }
+}
+
+DnnlModule::~DnnlModule() = default;
+
+const std::string& DnnlModule::implementation() const {
+  return impl_->implementation;
+}
+
+void DnnlModule::run(const std::vector<sdk::TensorView>& args) {
+  const auto& params = impl_->params;
+  if (args.size() != params.size())
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: " + std::to_string(args.size()) +
+                                                    " arguments for " +
+                                                    std::to_string(params.size()) + " parameters");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!(args[i].dtype == params[i]->dtype) || args[i].shape != params[i]->shape)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: argument " + std::to_string(i) +
+                                                      " ('" + params[i]->name +
+                                                      "') has the wrong dtype or shape");
+  for (auto& s : impl_->slots)
+    if (s.param >= 0) s.mem.set_data_handle(args[s.param].data);
+  try {
+    for (auto& step : impl_->steps)
+      step.prim.execute(impl_->stream, step.bound);
+    impl_->stream.wait();
+  } catch (const dnnl::error& e) {
+    throw sdk::Error(MT_ERROR_UNKNOWN, std::string("onednn.cpu: execution failed: ") + e.what());
+  }
+}
+
+std::unique_ptr<DnnlModule> make_dnnl_module(const Plan& plan, std::vector<P::Buffer> params) {
+  return std::make_unique<DnnlModule>(plan, std::move(params));
+}
+
+} // namespace mt::onednn

@@ -1,0 +1,108 @@
+// What a recogniser found, independent of oneDNN's types: one main operator over the caller's
+// tensors (each seen as a logical N-D view of a parameter: oneDNN's dims in oneDNN's order,
+// with the parameter's element strides) and the elementwise steps fused after it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mt::onednn {
+
+// A logical view of parameter `param`: dims in the operator's order, strides in elements.
+struct TensorRef {
+  size_t param = 0;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;
+};
+
+enum class Alg {
+  // eltwise
+  Relu,
+  GeluErf,
+  GeluTanh,
+  Logistic,
+  Tanh,
+  Exp,
+  Log,
+  Sqrt,
+  Abs,
+  Linear, // alpha * x + beta
+  // binary
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+};
+const char* to_string(Alg a);
+inline bool is_binary(Alg a) {
+  return a >= Alg::Add;
+}
+
+// One step after the main operator: dst = alg(dst[, src1]).
+struct PostOp {
+  Alg alg = Alg::Relu;
+  float alpha = 1, beta = 0; // Linear
+  TensorRef src1;            // binary ops: broadcast over the dst dims (dims of 1)
+};
+
+struct MatmulOp {
+  TensorRef src, weights, dst; // [batch..., M, K], [batch..., K, N], [batch..., M, N]
+  std::optional<TensorRef> bias;
+};
+
+struct ConvOp {
+  TensorRef src, weights, dst; // [N, C, sp...], [(G,) OC, IC, k...], [N, OC, sp...]
+  std::optional<TensorRef> bias;
+  int64_t groups = 1;
+  std::vector<int64_t> strides, dilates /* oneDNN's: dilation - 1 */, pad_l, pad_r;
+};
+
+struct PoolOp {
+  TensorRef src, dst; // [N, C, sp...]
+  bool max = true;    // else average, padding included
+  std::vector<int64_t> kernel, strides, pad_l, pad_r;
+};
+
+struct SoftmaxOp {
+  TensorRef src, dst;
+  int axis = 0;
+};
+
+struct LayerNormOp {
+  TensorRef src, dst; // normalised over the last dim
+  std::optional<TensorRef> scale, shift;
+  float eps = 1e-5f;
+};
+
+struct ReductionOp {
+  TensorRef src, dst; // dst: src dims with the reduced ones set to 1
+  enum Kind { Sum, Max, Min, NormLpSum, NormLpPowerPSum } kind = Sum;
+  float p = 2;
+};
+
+struct EltwiseOp {
+  TensorRef src, dst;
+  PostOp op; // unary
+};
+
+struct BinaryOp {
+  TensorRef src0, src1, dst;
+  Alg alg = Alg::Add;
+};
+
+using MainOp = std::variant<MatmulOp, ConvOp, PoolOp, SoftmaxOp, LayerNormOp, ReductionOp,
+                            EltwiseOp, BinaryOp>;
+
+struct Plan {
+  std::string family; // "matmul", "conv2d", "softmax", ... (for logs and describe)
+  std::string detail; // shapes and attributes in words
+  MainOp op;
+  std::vector<PostOp> post_ops;
+};
+
+} // namespace mt::onednn

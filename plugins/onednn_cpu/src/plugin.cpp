@@ -1,0 +1,136 @@
+// The oneDNN CPU target as a metatune plugin. Components:
+// - "onednn.cpu" (target): build() recognises the lowered program's operator by structure
+//   (recognize.hpp) and returns a module running the oneDNN primitive; a program oneDNN does
+//   not implement fails with MT_ERROR_UNSUPPORTED and the reason. describe() reports the
+//   device, oneDNN's version, the families offered and the last build's plan and oneDNN
+//   implementation (also logged at info level).
+// - "onednn.Supported" (postprocessor): accepts a schedule exactly when onednn.cpu would build
+//   its lowered program, without creating primitives: the cheap "is it offered?" question.
+// Configuration of onednn.cpu (JSON, optional): {"log": false} silences the build log.
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "dnnl_module.hpp"
+#include "metatune/sdk/plugin.hpp"
+#include "metatune/sdk/program_builder.hpp"
+#include "recognize.hpp"
+
+namespace mt::onednn {
+
+namespace {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      o += ' ';
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+// The plan of a lowered program, or the reason there is none.
+Plan plan_of(const P::Program& tree) {
+  try {
+    return recognize(tree);
+  } catch (const NotRecognised& e) {
+    throw sdk::Error(MT_ERROR_UNSUPPORTED, "onednn.cpu: program '" + tree.name +
+                                               "' is no operator oneDNN implements (" + e.why +
+                                               ")");
+  }
+}
+
+class OnednnCpuTarget : public sdk::Target {
+public:
+  explicit OnednnCpuTarget(std::string_view config) {
+    if (config.find("\"log\"") != std::string_view::npos &&
+        config.find("false") != std::string_view::npos)
+      log_ = false;
+  }
+
+  std::string describe() override {
+    const dnnl_version_t* v = dnnl_version();
+    std::string j = "{\"kind\": \"onednn\", \"device\": \"cpu\", \"num_cores\": " +
+                    std::to_string(std::thread::hardware_concurrency()) +
+                    ", \"onednn_version\": \"" + std::to_string(v->major) + "." +
+                    std::to_string(v->minor) + "." + std::to_string(v->patch) +
+                    "\", \"cpu_isa\": \"" + isa_name() +
+                    "\", \"families\": [\"matmul\", \"batch_matmul\", \"conv1d\", \"conv2d\", "
+                    "\"conv3d\", \"pool1d\", \"pool2d\", \"pool3d\", \"softmax\", \"layernorm\", "
+                    "\"reduction\", \"norm\", \"eltwise\", \"binary\"]";
+    if (!last_family_.empty())
+      j += ", \"last_build\": {\"family\": \"" + json_escape(last_family_) + "\", \"plan\": \"" +
+           json_escape(last_detail_) + "\", \"implementation\": \"" + json_escape(last_impl_) +
+           "\"}";
+    return j + "}";
+  }
+
+  std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
+    P::Program tree = sdk::to_program_tree(lowered);
+    Plan plan = plan_of(tree);
+    auto module = make_dnnl_module(plan, tree.params);
+    last_family_ = plan.family;
+    last_detail_ = plan.detail;
+    last_impl_ = module->implementation();
+    if (log_) {
+      std::string msg = "onednn.cpu: " + tree.name + " -> " + plan.family + " " + plan.detail +
+                        " [" + last_impl_ + "]";
+      sdk::api().log(MT_LOG_INFO, mt_str{msg.data(), msg.size()});
+    }
+    return module;
+  }
+
+private:
+  static std::string isa_name() {
+    switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    default:
+      return "other";
+    }
+  }
+
+  bool log_ = true;
+  std::string last_family_, last_detail_, last_impl_;
+};
+
+class Supported : public sdk::Postproc {
+public:
+  bool apply(sdk::Schedule& sch) override {
+    sdk::Program lowered = sch.lower();
+    P::Program tree = sdk::to_program_tree(lowered);
+    try {
+      recognize(tree);
+      return true;
+    } catch (const NotRecognised& e) {
+      throw sdk::Rejected("onednn.cpu does not offer '" + tree.name + "': " + e.why);
+    }
+  }
+};
+
+} // namespace
+
+} // namespace mt::onednn
+
+METATUNE_PLUGIN("onednn_cpu", "0.1", "oneDNN primitives as candidates, recognised by structure") {
+  registry.add<mt::onednn::OnednnCpuTarget>("onednn.cpu",
+                                            "CPU target: oneDNN primitives for the operators it "
+                                            "implements (matmul, conv, pool, softmax, ...)");
+  registry.add<mt::onednn::Supported>("onednn.Supported",
+                                      "accepts exactly the schedules onednn.cpu can build");
+}

@@ -1,0 +1,306 @@
+// Stage extraction from the lowered program tree, and the expression helpers used by the
+// recognisers.
+#include "stages.hpp"
+
+#include <algorithm>
+
+namespace mt::onednn {
+
+int64_t Stage::extent_of(int64_t var) const {
+  for (const Loop& l : loops)
+    if (l.var == var) return l.extent;
+  return 0;
+}
+
+bool Stage::is_reduce_var(int64_t var) const {
+  return std::any_of(rvars.begin(), rvars.end(), [&](const Loop& l) { return l.var == var; });
+}
+
+size_t StageProgram::param_of(const P::Buffer& b) const {
+  auto it = param_index.find(b->id);
+  if (it == param_index.end()) reject("buffer is not a parameter");
+  return it->second;
+}
+
+int StageProgram::producer(const P::Buffer& b) const {
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].out->id == b->id) return static_cast<int>(i);
+  return -1;
+}
+
+int StageProgram::num_reads(const P::Buffer& b) const {
+  int n = 0;
+  for (const Stage& s : stages)
+    P::post_order_visit(s.value, [&](const P::Expr& x) {
+      if (x->kind == P::ExprKind::Load && x->buffer->id == b->id) ++n;
+    });
+  return n;
+}
+
+namespace {
+
+// Var ids of a conjunction of `v == 0` tests, or nullopt if it is anything else.
+std::optional<std::vector<int64_t>> zero_tests(const P::Expr& c) {
+  if (c->kind == P::ExprKind::And) {
+    auto a = zero_tests(c->args[0]), b = zero_tests(c->args[1]);
+    if (!a || !b) return std::nullopt;
+    a->insert(a->end(), b->begin(), b->end());
+    return a;
+  }
+  int64_t v = 0;
+  if (c->kind == P::ExprKind::EQ && is_var(c->args[0], &v) && is_int(c->args[1], 0))
+    return std::vector<int64_t>{v};
+  return std::nullopt;
+}
+
+bool same_indices(const std::vector<P::Expr>& a, const std::vector<P::Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!expr_equal(a[i], b[i])) return false;
+  return true;
+}
+
+Stage make_stage(const std::vector<Loop>& loops, const P::Stmt& leaf) {
+  Stage st;
+  st.loops = loops;
+  const P::StmtNode* store = nullptr;
+  const P::StmtNode* init_if = nullptr;
+  if (leaf->kind == P::StmtKind::Store) {
+    store = leaf.get();
+  } else if (leaf->kind == P::StmtKind::Seq && leaf->stmts.size() == 2 &&
+             leaf->stmts[0]->kind == P::StmtKind::IfThenElse &&
+             leaf->stmts[1]->kind == P::StmtKind::Store) {
+    init_if = leaf->stmts[0].get();
+    store = leaf->stmts[1].get();
+  } else {
+    reject("a loop nest whose body is not one store (or an init and an update)");
+  }
+  st.out = store->buffer;
+  st.out_idx = store->indices;
+  std::unordered_set<int64_t> seen;
+  for (size_t d = 0; d < st.out_idx.size(); ++d) {
+    int64_t v = 0;
+    if (is_var(st.out_idx[d], &v) && st.extent_of(v) == st.out->shape[d] && seen.insert(v).second)
+      st.out_vars.push_back(v);
+    else if (is_int(st.out_idx[d], 0) && st.out->shape[d] == 1)
+      st.out_vars.push_back(-1);
+    else
+      reject("a store whose indices are not the loop variables of its nest");
+  }
+  for (const Loop& l : loops)
+    if (!seen.count(l.var)) st.rvars.push_back(l);
+
+  if (!init_if) {
+    for (const Loop& l : st.rvars)
+      if (l.extent != 1) reject("a loop nest with a loop the stored element does not depend on");
+    st.value = store->value;
+    return st;
+  }
+  // Reduction: if (r1 == 0 && ...) { out[idx] = init } out[idx] = combine(out[idx], rhs)
+  if (init_if->else_case || init_if->then_case->kind != P::StmtKind::Store ||
+      init_if->then_case->buffer->id != st.out->id ||
+      !same_indices(init_if->then_case->indices, st.out_idx) ||
+      !float_value(init_if->then_case->value, &st.init))
+    reject("a reduction whose init is not a constant store to the same element");
+  auto tested = zero_tests(init_if->condition);
+  if (!tested) reject("a reduction init guarded by something other than reduction vars == 0");
+  for (const Loop& l : st.rvars)
+    if (l.extent > 1 && std::find(tested->begin(), tested->end(), l.var) == tested->end())
+      reject("a reduction init not guarded by every reduction variable");
+  for (int64_t v : *tested)
+    if (!st.is_reduce_var(v)) reject("a reduction init guarded by an output variable");
+  const P::Expr& val = store->value;
+  P::Expr self, rhs;
+  if (val->kind == P::ExprKind::Add || val->kind == P::ExprKind::Max ||
+      val->kind == P::ExprKind::Min) {
+    for (int side = 0; side < 2; ++side) {
+      const P::Expr& a = val->args[side];
+      if (a->kind == P::ExprKind::Load && a->buffer->id == st.out->id &&
+          same_indices(a->args, st.out_idx)) {
+        self = a;
+        rhs = val->args[1 - side];
+        break;
+      }
+    }
+  }
+  if (!self) reject("a reduction update that is not out = out + x (or max / min)");
+  st.reduce = val->kind == P::ExprKind::Add   ? Reduce::Sum
+              : val->kind == P::ExprKind::Max ? Reduce::Max
+                                              : Reduce::Min;
+  P::post_order_visit(rhs, [&](const P::Expr& x) {
+    if (x->kind == P::ExprKind::Load && x->buffer->id == st.out->id)
+      reject("a reduction operand that reads the accumulator");
+  });
+  st.value = rhs;
+  return st;
+}
+
+void walk(const P::Stmt& s, std::vector<Loop>& loops, StageProgram& out) {
+  switch (s->kind) {
+  case P::StmtKind::Allocate:
+    if (!loops.empty()) reject("an allocation inside a loop nest (a scheduled program)");
+    out.intermediates.insert(s->buffer->id);
+    walk(s->body, loops, out);
+    return;
+  case P::StmtKind::Seq:
+    if (!loops.empty()) {
+      // Only the reduction pattern (init + update) may sit inside a nest.
+      out.stages.push_back(make_stage(loops, s));
+      return;
+    }
+    for (const auto& x : s->stmts)
+      walk(x, loops, out);
+    return;
+  case P::StmtKind::For:
+    loops.push_back({s->loop_var->var_id, s->extent});
+    walk(s->body, loops, out);
+    loops.pop_back();
+    return;
+  case P::StmtKind::Store:
+    out.stages.push_back(make_stage(loops, s));
+    return;
+  case P::StmtKind::IfThenElse:
+    reject("a guarded statement outside a reduction (a scheduled program)");
+  }
+}
+
+} // namespace
+
+StageProgram extract_stages(const P::Program& program) {
+  StageProgram sp;
+  sp.program = &program;
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    if (!(program.params[i]->dtype == P::DType::f32()))
+      reject("parameter " + std::to_string(i) + " is " + P::to_string(program.params[i]->dtype) +
+             " (only f32 is offered)");
+    sp.param_index[program.params[i]->id] = i;
+  }
+  std::vector<Loop> loops;
+  walk(program.body, loops, sp);
+  if (sp.stages.empty()) reject("an empty program");
+  std::vector<bool> outs = P::output_mask(program);
+  if (std::count(outs.begin(), outs.end(), true) != 1)
+    reject("a program with more than one output");
+  sp.output_param = static_cast<size_t>(std::find(outs.begin(), outs.end(), true) - outs.begin());
+  // Every buffer is written by exactly one stage, before it is read.
+  std::unordered_set<int64_t> written;
+  for (const Stage& s : sp.stages) {
+    if (s.out->dtype.is_float() == false) reject("a non-float intermediate");
+    P::post_order_visit(s.value, [&](const P::Expr& x) {
+      if (x->kind == P::ExprKind::Load && !sp.is_param(x->buffer) && !written.count(x->buffer->id))
+        reject("a stage reads a buffer no earlier stage wrote");
+      if (x->kind == P::ExprKind::Load && sp.is_param(x->buffer) &&
+          sp.param_of(x->buffer) == sp.output_param)
+        reject("a stage reads the output");
+    });
+    if (!written.insert(s.out->id).second) reject("a buffer written by two loop nests");
+  }
+  if (sp.stages.back().out->id != program.params[sp.output_param]->id)
+    reject("the last loop nest does not write the output");
+  return sp;
+}
+
+bool expr_equal(const P::Expr& a, const P::Expr& b) {
+  if (a.same_as(b)) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || !(a->dtype == b->dtype) || a->args.size() != b->args.size())
+    return false;
+  switch (a->kind) {
+  case P::ExprKind::IntImm:
+    if (a->int_value != b->int_value) return false;
+    break;
+  case P::ExprKind::FloatImm:
+    if (a->float_value != b->float_value) return false;
+    break;
+  case P::ExprKind::Var:
+    if (a->var_id != b->var_id) return false;
+    break;
+  case P::ExprKind::Load:
+    if (a->buffer->id != b->buffer->id) return false;
+    break;
+  case P::ExprKind::Call:
+    if (a->fn != b->fn) return false;
+    break;
+  default:
+    break;
+  }
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!expr_equal(a->args[i], b->args[i])) return false;
+  return true;
+}
+
+bool is_var(const P::Expr& e, int64_t* var) {
+  if (!e || e->kind != P::ExprKind::Var) return false;
+  if (var) *var = e->var_id;
+  return true;
+}
+
+bool is_int(const P::Expr& e, int64_t value) {
+  return static_cast<bool>(e) && e->kind == P::ExprKind::IntImm && e->int_value == value;
+}
+
+bool float_value(const P::Expr& e, double* v) {
+  if (!e) return false;
+  if (e->kind == P::ExprKind::FloatImm) {
+    *v = e->float_value;
+    return true;
+  }
+  if (e->kind == P::ExprKind::IntImm && !e->dtype.is_bool()) {
+    *v = static_cast<double>(e->int_value);
+    return true;
+  }
+  if (e->kind == P::ExprKind::Cast) return float_value(e->args[0], v);
+  return false;
+}
+
+bool is_load_of(const P::Expr& e, const P::Buffer& b) {
+  return static_cast<bool>(e) && e->kind == P::ExprKind::Load && e->buffer->id == b->id;
+}
+
+std::optional<Affine> affine(const P::Expr& e) {
+  if (!e) return std::nullopt;
+  switch (e->kind) {
+  case P::ExprKind::IntImm: {
+    Affine a;
+    a.constant = e->int_value;
+    return a;
+  }
+  case P::ExprKind::Var: {
+    Affine a;
+    a.coef[e->var_id] = 1;
+    return a;
+  }
+  case P::ExprKind::Add:
+  case P::ExprKind::Sub: {
+    auto a = affine(e->args[0]), b = affine(e->args[1]);
+    if (!a || !b) return std::nullopt;
+    int64_t sign = e->kind == P::ExprKind::Add ? 1 : -1;
+    for (auto& [v, c] : b->coef)
+      a->coef[v] += sign * c;
+    a->constant += sign * b->constant;
+    std::erase_if(a->coef, [](const auto& kv) { return kv.second == 0; });
+    return a;
+  }
+  case P::ExprKind::Mul: {
+    auto a = affine(e->args[0]), b = affine(e->args[1]);
+    if (!a || !b) return std::nullopt;
+    if (!a->coef.empty() && !b->coef.empty()) return std::nullopt;
+    if (a->coef.empty()) std::swap(a, b);
+    for (auto& [v, c] : a->coef)
+      c *= b->constant;
+    a->constant *= b->constant;
+    return a;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+std::vector<int64_t> dense_strides(const P::Buffer& b) {
+  std::vector<int64_t> s(b->shape.size(), 1);
+  for (size_t d = b->shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * b->shape[d];
+  return s;
+}
+
+} // namespace mt::onednn

@@ -1,0 +1,119 @@
+// Every operator family onednn.cpu recognises, at small shapes of the workload library: the
+// oneDNN module's output matches the reference interpreter, and describe() names the family
+// and oneDNN's implementation of the last build.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/ir/parser.h"
+#include "core/workload/library.h"
+#include "onednn_test_util.h"
+
+namespace mt::onednn_test {
+namespace {
+
+struct Case {
+  const char* spec;
+  const char* family; // what describe() must report after the build
+};
+
+class OnednnFamily : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OnednnFamily, OfferedAndMatchesInterpreter) {
+  const Case& c = GetParam();
+  Function f = make_workload(c.spec);
+  std::string why;
+  ASSERT_TRUE(offered(f, &why)) << c.spec << ": " << why;
+  expect_matches_reference(f);
+  std::string d = target().describe_device();
+  EXPECT_NE(d.find(std::string("\"family\": \"") + c.family + "\""), std::string::npos) << d;
+  EXPECT_NE(d.find("\"implementation\": \""), std::string::npos) << d;
+  std::printf("  %s -> %s\n", c.spec, d.substr(d.find("\"last_build\"")).c_str());
+}
+
+const Case kCases[] = {
+    {"matmul(M=32,N=24,K=16)", "matmul"},
+    {"matmul(M=17,N=13,K=9)", "matmul"},
+    {"batch_matmul(B=3,M=16,N=12,K=8)", "batch_matmul"},
+    {"transpose_batch_matmul(B=2,S=12,H=2,D=8)", "batch_matmul"},
+    {"dense(M=8,N=32,K=16)", "matmul"}, // bias + gelu(erf)
+    {"dense(M=5,N=12,K=20,bias=0,act=relu)", "matmul"},
+    {"dense(M=4,N=8,K=8,act=none)", "matmul"},
+    {"conv1d(N=2,C=4,L=20,F=6,K=3,stride=2,padding=1)", "conv1d"},
+    {"conv1d(N=1,C=6,L=17,F=4,K=3,stride=1,padding=2,dilation=2,groups=2)", "conv1d"},
+    {"conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)", "conv2d"},
+    {"conv2d(N=2,C=4,H=11,W=9,F=6,KH=3,KW=3,stride=2,padding=2,dilation=2,groups=2)", "conv2d"},
+    {"conv2d(N=1,C=3,H=8,W=7,F=8,KH=3,KW=2,stride=1,padding=1,layout=NHWC,bias=1,relu=1)",
+     "conv2d"},
+    {"conv2d(N=1,C=6,H=9,W=9,F=4,KH=3,KW=3,stride=2,padding=0,groups=2,layout=NHWC)", "conv2d"},
+    {"conv2d(N=1,C=4,H=6,W=6,F=4,KH=1,KW=1,stride=1,padding=0,bias=1)", "conv2d"},
+    {"conv2d(N=1,C=1,H=8,W=8,F=2,KH=3,KW=3,stride=1,padding=1)", "conv2d"},
+    {"depthwise_conv2d(N=1,C=8,H=12,W=12,KH=3,KW=3,stride=1,padding=1)", "conv2d"},
+    {"depthwise_conv2d(N=1,C=3,H=9,W=10,KH=3,KW=3,stride=2,padding=1,multiplier=2,layout=NHWC,"
+     "bias=1,relu=1)",
+     "conv2d"},
+    {"conv3d(N=1,C=3,D=4,H=6,W=6,F=4,KD=3,KH=3,KW=3,stride=1,padding=1)", "conv3d"},
+    {"conv3d(N=1,C=2,D=5,H=7,W=6,F=2,KD=2,KH=3,KW=3,stride=2,padding=1)", "conv3d"},
+    {"pool2d(N=1,C=3,H=9,W=9,K=3,stride=2,padding=1,kind=max)", "pool2d"},
+    {"pool2d(N=2,C=2,H=8,W=7,K=2,stride=2,padding=1,kind=avg)", "pool2d"},
+    {"pool2d(N=1,C=2,H=6,W=6,K=3,stride=1,padding=0,kind=max)", "pool2d"},
+    {"softmax(M=8,N=33)", "softmax"},
+    {"softmax(M=1,N=7)", "softmax"},
+    {"layernorm(M=8,N=32)", "layernorm"},
+    {"layernorm(M=3,N=17)", "layernorm"},
+    {"norm(B=2,M=8,N=16)", "norm"},
+    {"elementwise(M=8,N=16)", "binary"}, // add, mul, relu, tanh
+    {"elementwise(M=5,N=7,ops=sub_sigmoid_exp_gelu_mul)", "binary"},
+    {"elementwise(M=6,N=9,ops=tanh_add_sigmoid)", "eltwise"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Workloads, OnednnFamily, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string n = std::to_string(info.index) + "_";
+                           for (const char* p = info.param.spec; *p && *p != '('; ++p)
+                             n += *p;
+                           return n;
+                         });
+
+// GELU in its tanh form (not in the workload library): written as IR text.
+TEST(OnednnFamilyText, DenseWithTanhGelu) {
+  Function f = parse_function(R"(func dense(data: f32[6, 10], weight: f32[7, 10], out: f32[6, 7]) {
+  buffer acc: f32[6, 7]
+  for i in 6 {
+    for j in 7 {
+      for k in 10 {
+        block acc(vi: S[6] = i, vj: S[7] = j, vk: R[10] = k) {
+          init { acc[vi, vj] = 0f32 }
+          acc[vi, vj] = acc[vi, vj] + data[vi, vk] * weight[vj, vk]
+        }
+      }
+    }
+  }
+  for i in 6 {
+    for j in 7 {
+      block act(vi: S[6] = i, vj: S[7] = j) {
+        out[vi, vj] = 0.5f32 * acc[vi, vj] * (1f32 + tanh(0.7978845608028654f32 * (acc[vi, vj] + 0.044715f32 * acc[vi, vj] * acc[vi, vj] * acc[vi, vj])))
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(f));
+  expect_matches_reference(f);
+  EXPECT_NE(target().describe_device().find("gelu_tanh"), std::string::npos);
+}
+
+TEST(OnednnModule, TimesAndRejectsWrongArguments) {
+  Function f = make_workload("matmul(M=16,N=16,K=16)");
+  std::unique_ptr<PluginModule> m = target().build(f);
+  std::vector<NDArray> args = make_args(f);
+  std::vector<double> t = m->time(ptrs(args), 3, 0.001);
+  ASSERT_EQ(t.size(), 3u);
+  for (double s : t)
+    EXPECT_GT(s, 0);
+  std::vector<NDArray> wrong = {NDArray(DType::f32(), {16, 16})};
+  EXPECT_THROW(m->run(ptrs(wrong)), PluginError);
+}
+
+} // namespace
+} // namespace mt::onednn_test

@@ -1,0 +1,366 @@
+// `metatune tune` / `best` / `replay` as a user runs them: the built CLI started as a child
+// process (finding the plugins of the build tree by itself), its JSON output, SIGKILL in the
+// middle of a run and the same command again (resume, no record lost), two processes on one
+// database at once, Ctrl-C (SIGINT) ending a run cleanly with exit status 130, the oneDNN
+// implementation as a library candidate (tune's comparison line, best side by side, replay of
+// the library record), and a run whose every sample is refused ending with status 1 and the
+// refusing postprocessor's name.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/search/database.h"
+#include "core/workload/library.h"
+
+namespace mt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() /
+          ("mt_cli_test_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+// Starts the CLI with `args`, stdout and stderr to files; returns its pid.
+pid_t spawn(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<char*> argv;
+    std::string exe = METATUNE_CLI;
+    argv.push_back(exe.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string last_line(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && s.back() == '\n')
+    s.pop_back();
+  size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+CliRun run_cli(const TempDir& d, const std::vector<std::string>& args, const std::string& tag) {
+  pid_t pid = spawn(args, d.file(tag + ".out"), d.file(tag + ".err"));
+  CliRun r;
+  r.status = wait_exit(pid);
+  r.out = slurp(d.file(tag + ".out"));
+  r.err = slurp(d.file(tag + ".err"));
+  return r;
+}
+
+// Without library candidates and the final comparison unless `library` (then: oneDNN, and a
+// short comparison).
+std::vector<std::string> tune_args(const std::string& db, const std::string& workload,
+                                   size_t trials, const std::string& seed = "1",
+                                   bool library = false) {
+  std::vector<std::string> args{"tune",
+                                "--workload",
+                                workload,
+                                "--target",
+                                "llvm",
+                                "--trials",
+                                std::to_string(trials),
+                                "--db",
+                                db,
+                                "--seed",
+                                seed,
+                                "--batch-size",
+                                "4",
+                                "--repeats",
+                                "1",
+                                "--min-repeat-ms",
+                                "1",
+                                "--population",
+                                "32",
+                                "--cost-model",
+                                "cost.Random",
+                                "--json"};
+  if (library) {
+    for (const char* a : {"--library", "onednn.cpu", "--compare-repeats", "2"})
+      args.push_back(a);
+  } else {
+    args.push_back("--no-library");
+    args.push_back("--no-compare");
+  }
+  return args;
+}
+
+size_t count_records(const std::string& db) {
+  if (!fs::exists(db)) return 0;
+  try {
+    DatabaseOptions o;
+    o.read_only = true;
+    return Database::open(db, o)->record_count();
+  } catch (const DatabaseError&) {
+    return 0; // not created yet
+  }
+}
+
+std::set<int64_t> record_ids(const std::string& db) {
+  DatabaseOptions o;
+  o.read_only = true;
+  auto d = Database::open(db, o);
+  std::set<int64_t> ids;
+  for (const WorkloadEntry& w : d->workloads())
+    for (const TuningRecord& r : d->records(w.id))
+      ids.insert(r.id);
+  return ids;
+}
+
+// Polls until the database holds at least `n` records (or the child ended / time ran out).
+bool wait_for_records(const std::string& db, size_t n, pid_t child, double timeout_s = 60) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    if (count_records(db) >= n) return true;
+    int status;
+    if (waitpid(child, &status, WNOHANG) == child) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+const char* kSpec = "matmul(M=64,N=64,K=64)";
+
+TEST(TuneCli, JsonLastLineThenBestAndReplay) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  CliRun r = run_cli(d, tune_args(db, kSpec, 6), "tune");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(j["workload"], canonical_workload_spec(kSpec));
+  EXPECT_EQ(j["target"].get<std::string>().rfind("llvm", 0), 0u);
+  EXPECT_EQ(j["trials"], 6);
+  EXPECT_GT(j["best_seconds"].get<double>(), 0);
+  double gflops = j["best_gflops"].get<double>();
+  EXPECT_NEAR(gflops, 2.0 * 64 * 64 * 64 / j["best_seconds"].get<double>() * 1e-9, 1e-6 * gflops);
+  EXPECT_GE(j["tuning_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["interrupted"], false);
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  int64_t best_id = j["tasks"][0]["best_record_id"];
+  EXPECT_EQ(count_records(db), 6u);
+
+  CliRun b = run_cli(d, {"best", "--db", db, "--workload", kSpec, "--json"}, "best");
+  ASSERT_EQ(b.status, 0) << b.err;
+  nlohmann::json bj = nlohmann::json::parse(last_line(b.out));
+  ASSERT_EQ(bj.size(), 1u);
+  EXPECT_EQ(bj[0]["records"], 6);
+  EXPECT_EQ(bj[0]["best"][0]["record"], best_id);
+  EXPECT_DOUBLE_EQ(bj[0]["best"][0]["seconds"].get<double>(), j["best_seconds"].get<double>());
+
+  CliRun p = run_cli(d,
+                     {"replay", "--db", db, "--record", std::to_string(best_id), "--repeats", "1",
+                      "--min-repeat-ms", "1", "--json"},
+                     "replay");
+  ASSERT_EQ(p.status, 0) << p.err << p.out;
+  nlohmann::json pj = nlohmann::json::parse(last_line(p.out));
+  EXPECT_EQ(pj["ok"], true);
+  EXPECT_GT(pj["seconds"].get<double>(), 0);
+
+  CliRun ir = run_cli(d,
+                      {"replay", "--db", db, "--record", std::to_string(best_id), "--print-ir",
+                       "--repeats", "1", "--min-repeat-ms", "1"},
+                      "replay_ir");
+  ASSERT_EQ(ir.status, 0) << ir.err;
+  EXPECT_NE(ir.out.find("matmul"), std::string::npos);
+  EXPECT_NE(ir.out.find("correct"), std::string::npos);
+}
+
+TEST(TuneCli, SigkillThenSameCommandResumesWithoutLoss) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  const size_t budget = 16;
+  pid_t pid = spawn(tune_args(db, kSpec, budget), d.file("a.out"), d.file("a.err"));
+  ASSERT_TRUE(wait_for_records(db, 4, pid)) << slurp(d.file("a.err"));
+  kill(pid, SIGKILL);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
+  std::set<int64_t> before = record_ids(db);
+  ASSERT_GE(before.size(), 4u);
+  ASSERT_LT(before.size(), budget);
+
+  CliRun r = run_cli(d, tune_args(db, kSpec, budget), "b");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(j["trials"].get<size_t>(), budget - before.size());
+  EXPECT_EQ(j["records_total"], budget);
+  std::set<int64_t> after = record_ids(db);
+  EXPECT_EQ(after.size(), budget);
+  for (int64_t id : before)
+    EXPECT_TRUE(after.count(id)) << "record " << id << " was lost";
+}
+
+TEST(TuneCli, TwoProcessesOnOneDatabase) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  // Same workload, different seeds: both file it (one workload entry) and write at once.
+  pid_t a = spawn(tune_args(db, kSpec, 8, "1"), d.file("a.out"), d.file("a.err"));
+  pid_t b = spawn(tune_args(db, kSpec, 8, "2"), d.file("b.out"), d.file("b.err"));
+  int sa = wait_exit(a), sb = wait_exit(b);
+  ASSERT_EQ(sa, 0) << slurp(d.file("a.err"));
+  ASSERT_EQ(sb, 0) << slurp(d.file("b.err"));
+  nlohmann::json ja = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
+  nlohmann::json jb = nlohmann::json::parse(last_line(slurp(d.file("b.out"))));
+  size_t ta = ja["trials"], tb = jb["trials"];
+  // Each counts the records present when it started toward its budget.
+  EXPECT_GE(ta + tb, 8u);
+  EXPECT_LE(ta + tb, 16u);
+  EXPECT_EQ(count_records(db), ta + tb) << "a record was lost";
+  DatabaseOptions o;
+  o.read_only = true;
+  EXPECT_EQ(Database::open(db, o)->workloads().size(), 1u);
+  EXPECT_TRUE(Database::open(db, o)->check().empty());
+}
+
+TEST(TuneCli, SigintStopsCleanlyWithStatus130) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  pid_t pid = spawn(tune_args(db, kSpec, 500), d.file("a.out"), d.file("a.err"));
+  ASSERT_TRUE(wait_for_records(db, 3, pid)) << slurp(d.file("a.err"));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("a.err"));
+  nlohmann::json j = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
+  EXPECT_EQ(j["interrupted"], true);
+  EXPECT_GE(j["trials"].get<size_t>(), 3u);
+  EXPECT_LT(j["trials"].get<size_t>(), 500u);
+  EXPECT_EQ(count_records(db), j["trials"].get<size_t>());
+}
+
+TEST(TuneCli, LibraryCandidateComparedChosenShownAndReplayed) {
+  if (!fs::exists(fs::path(METATUNE_BUILD_PLUGIN_DIR) / "onednn_cpu.so"))
+    GTEST_SKIP() << "the onednn_cpu plugin is not built here (no oneDNN)";
+  TempDir d;
+  std::string db = d.file("t.db");
+  CliRun r = run_cli(d, tune_args(db, kSpec, 4, "1", true), "tune");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(j["trials"], 4);
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  const nlohmann::json& t = j["tasks"][0];
+  EXPECT_EQ(t["library_target"], "onednn.cpu");
+  EXPECT_EQ(t["library_measured"], 1);
+  ASSERT_TRUE(t.contains("compare")) << t.dump();
+  double mt = t["compare"]["metatune_gflops"], lib = t["compare"]["library_gflops"];
+  EXPECT_GT(mt, 0);
+  EXPECT_GT(lib, 0);
+  EXPECT_NEAR(t["ratio_to_library"].get<double>(), mt / lib, 1e-9 * mt / lib);
+  EXPECT_EQ(t["onednn_gflops"].get<double>(), lib);
+  std::string chosen = lib > mt ? "onednn.cpu" : "llvm.cpu";
+  EXPECT_EQ(t["implementation"], chosen);
+  // The comparison line of the summary.
+  EXPECT_NE(r.out.find("metatune "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of oneDNN (" + chosen + " chosen)"), std::string::npos) << r.out;
+  int64_t lib_id = t["library_record_id"];
+  int64_t best_id = t["best_record_id"];
+
+  // best: the tuned record and the library record side by side, the faster one chosen (on the
+  // records).
+  CliRun b = run_cli(d, {"best", "--db", db, "--target", "llvm", "--json"}, "best");
+  ASSERT_EQ(b.status, 0) << b.err;
+  nlohmann::json bj = nlohmann::json::parse(last_line(b.out));
+  ASSERT_EQ(bj.size(), 1u) << bj.dump();
+  EXPECT_EQ(bj[0]["best"][0]["record"], best_id);
+  ASSERT_TRUE(bj[0].contains("library")) << bj.dump();
+  EXPECT_EQ(bj[0]["library"]["record"], lib_id);
+  EXPECT_EQ(bj[0]["library"]["target"], "onednn.cpu");
+  bool lib_faster =
+      bj[0]["library"]["seconds"].get<double>() < bj[0]["best"][0]["seconds"].get<double>();
+  EXPECT_EQ(bj[0]["chosen"], lib_faster ? "library" : "tuned");
+  CliRun bt = run_cli(d, {"best", "--db", db}, "best_text");
+  ASSERT_EQ(bt.status, 0) << bt.err;
+  EXPECT_NE(bt.out.find("(library: onednn.cpu)"), std::string::npos) << bt.out;
+  EXPECT_NE(bt.out.find("chosen: "), std::string::npos) << bt.out;
+
+  // replay of the library record builds the workload with oneDNN and checks it.
+  CliRun p = run_cli(d,
+                     {"replay", "--db", db, "--record", std::to_string(lib_id), "--repeats", "1",
+                      "--min-repeat-ms", "1", "--json"},
+                     "replay");
+  ASSERT_EQ(p.status, 0) << p.err << p.out;
+  nlohmann::json pj = nlohmann::json::parse(last_line(p.out));
+  EXPECT_EQ(pj["ok"], true);
+  EXPECT_EQ(pj["target_component"], "onednn.cpu");
+  EXPECT_GT(pj["seconds"].get<double>(), 0);
+
+  // The same command again: nothing to tune, no library candidate measured again.
+  CliRun again = run_cli(d, tune_args(db, kSpec, 4, "1", true), "again");
+  ASSERT_EQ(again.status, 0) << again.err;
+  nlohmann::json aj = nlohmann::json::parse(last_line(again.out));
+  EXPECT_EQ(aj["trials"], 0);
+  EXPECT_EQ(aj["tasks"][0]["library_measured"], 0);
+  EXPECT_EQ(aj["tasks"][0]["library_record_id"], lib_id);
+}
+
+TEST(TuneCli, EverySampleRefusedExitsWithStatus1NamingThePostproc) {
+  TempDir d;
+  std::vector<std::string> args = tune_args(d.file("t.db"), kSpec, 8);
+  args.push_back("--postprocs");
+  args.push_back("std.DisallowDynamicLoop,std.VerifyGPUCode{\"max_threads_per_block\": 0}");
+  auto t0 = std::chrono::steady_clock::now();
+  CliRun r = run_cli(d, args, "refused");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
+  EXPECT_EQ(r.status, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("every sample was refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("std.VerifyGPUCode"), std::string::npos) << r.err;
+}
+
+TEST(TuneCli, UnknownWorkloadIsAnError) {
+  TempDir d;
+  CliRun r = run_cli(d, tune_args(d.file("t.db"), "matmull(M=4)", 4), "bad");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("matmull"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace mt

@@ -1,0 +1,272 @@
+// The tuning loop with the real plugins of this build (standard rules, LLVM CPU target, cost
+// models when built): one committed record per trial, failures included; resume up to the
+// budget; warm start that never re-measures a record; the stop flag; FLOP counting; target
+// resolution.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "core/plugin/plugin_host.h"
+#include "core/search/database.h"
+#include "core/tune/flop_count.h"
+#include "core/tune/target_setup.h"
+#include "core/tune/tune_progress.h"
+#include "core/tune/tuner.h"
+#include "core/workload/library.h"
+#include "tune_test_util.h"
+
+namespace mt {
+namespace {
+
+using tune_test::host;
+using tune_test::quick_options;
+using tune_test::TempDb;
+
+const char* kSpec = "matmul(M=64,N=64,K=64)";
+
+struct CountingObserver : TuneObserver {
+  size_t trials = 0, failed = 0, batches = 0, finished = 0;
+  size_t stop_after = 0;
+  std::atomic<bool>* stop = nullptr;
+  TuneProgress last;
+  void on_trial(const TuneProgress& p, const MeasureResult& r) override {
+    ++trials;
+    failed += !r.ok();
+    last = p;
+    if (stop && stop_after && trials >= stop_after) stop->store(true);
+  }
+  void on_batch(const TuneProgress&) override { ++batches; }
+  void on_finish(const TuneResult&) override { ++finished; }
+};
+
+TEST(FlopCount, MatmulIsTwoMNK) {
+  EXPECT_EQ(count_flops(make_workload("matmul(M=64,N=32,K=16)")), 2.0 * 64 * 32 * 16);
+  EXPECT_EQ(count_flops(make_workload("matmul(M=17,N=13,K=9)")), 2.0 * 17 * 13 * 9);
+}
+
+TEST(FlopCount, DenseCountsTheBiasBlockToo) {
+  // dense: 2*M*N*K multiply-adds, then one add per output element for the bias.
+  EXPECT_EQ(count_flops(make_workload("dense(M=8,N=16,K=4,bias=1,act=none)")),
+            2.0 * 8 * 16 * 4 + 8 * 16);
+  EXPECT_EQ(count_flops(make_workload("dense(M=8,N=16,K=4,bias=0,act=none)")), 2.0 * 8 * 16 * 4);
+}
+
+TEST(TargetSetup, LlvmMapsToTheLlvmCpuComponent) {
+  TargetSetup s = setup_target(host(), "llvm");
+  EXPECT_EQ(s.component, "llvm.cpu");
+  EXPECT_EQ(s.target_string.rfind("llvm", 0), 0u) << s.target_string;
+  EXPECT_FALSE(s.rules.empty());
+  EXPECT_FALSE(s.postprocs.empty());
+  EXPECT_EQ(s.mutators.size(), s.mutator_probs.size());
+  EXPECT_EQ(std::get<std::string>(s.attrs.at("kind")), "llvm");
+  EXPECT_GT(std::get<int64_t>(s.attrs.at("num_cores")), 0);
+  // The full target string goes to the component's configuration; its own string says so.
+  TargetSetup g = setup_target(host(), "llvm -mcpu=x86-64");
+  EXPECT_NE(g.target_string.find("-mcpu=x86-64"), std::string::npos) << g.target_string;
+  TargetSetup by_name = setup_target(host(), "llvm.cpu");
+  EXPECT_EQ(by_name.target_string, s.target_string);
+  EXPECT_TRUE(target_matches(s.target_string, "llvm"));
+  EXPECT_FALSE(target_matches(s.target_string, "llv"));
+  // A component prefix matches the component's own key, within the first word only.
+  EXPECT_TRUE(target_matches("onednn.cpu", "onednn"));
+  EXPECT_FALSE(target_matches("onednn.cpu", "onedn"));
+  EXPECT_FALSE(target_matches("llvm -mcpu=x.y", "llvm -mcpu=x"));
+  try {
+    setup_target(host(), "nosuch");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("llvm.cpu"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TargetSetup, ShortNameDropsTheFeatureList) {
+  EXPECT_EQ(short_target_name("llvm -mtriple=x86_64 -mcpu=znver3 -mattr=+avx2,+fma"),
+            "llvm -mtriple=x86_64 -mcpu=znver3");
+  EXPECT_EQ(short_target_name("llvm"), "llvm");
+}
+
+TEST(ProgressPrinter, PlainLinesOffATerminalEndWithTheLastState) {
+  std::ostringstream out;
+  ProgressPrinter p(out, /*terminal=*/false, /*period_seconds=*/1000);
+  TuneProgress a;
+  a.trials_total = 10;
+  a.task_spec = "matmul(M=8)";
+  p.on_start(a);
+  a.trials_done = 3;
+  a.best_gflops = 12.5;
+  p.on_trial(a, MeasureResult{}); // within the period: not printed yet
+  p.on_finish(TuneResult{});
+  std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_NE(text.find("[ 3/10]"), std::string::npos) << text;
+  EXPECT_NE(text.find("12.50 GFLOPS"), std::string::npos) << text;
+}
+
+TEST(Tuner, CommitsOneRecordPerTrial) {
+  TempDb db;
+  CountingObserver obs;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 8), &obs);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.trials, 8u);
+  EXPECT_EQ(obs.trials, 8u);
+  EXPECT_EQ(obs.finished, 1u);
+  EXPECT_GE(obs.batches, 2u);
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(r.records_total, 8u);
+  const TaskResult& t = r.tasks[0];
+  EXPECT_EQ(t.spec, canonical_workload_spec(kSpec));
+  EXPECT_EQ(t.flops, 2.0 * 64 * 64 * 64);
+  EXPECT_LT(t.failed, 8u);
+  ASSERT_TRUE(std::isfinite(t.best_seconds));
+  EXPECT_GT(t.best_gflops(), 0);
+
+  auto d = Database::open(db.path);
+  std::vector<TuningRecord> recs = d->records(t.workload_id, r.target);
+  ASSERT_EQ(recs.size(), 8u);
+  std::set<std::string> traces;
+  size_t failed = 0;
+  for (const TuningRecord& rec : recs) {
+    traces.insert(rec.trace_json);
+    failed += rec.failed();
+    EXPECT_EQ(rec.args.size(), 3u);
+    EXPECT_FALSE(rec.plugins.empty());
+    EXPECT_EQ(rec.seed, 1u);
+    // Every record replays to a kernel of its workload.
+    EXPECT_NO_THROW(replay(rec, d->workload_function(t.workload_id)));
+  }
+  EXPECT_EQ(failed, t.failed);
+  EXPECT_EQ(traces.size(), 8u) << "a candidate was measured twice";
+  std::optional<TuningRecord> best = d->best(t.workload_id, r.target);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->id, t.best_record_id);
+  EXPECT_DOUBLE_EQ(best->mean_secs(), t.best_seconds);
+}
+
+TEST(Tuner, FailedTrialsAreCommittedWithTheirError) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 4);
+  // No candidate builds this fast (a run of a 64^3 matmul may: it can answer within the
+  // measurer's first poll): every trial fails, and each is still a record.
+  o.measure.build_timeout_s = 1e-6;
+  CountingObserver obs;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o, &obs);
+  EXPECT_EQ(r.trials, 4u);
+  EXPECT_EQ(obs.failed, 4u);
+  EXPECT_EQ(r.tasks[0].failed, 4u);
+  EXPECT_FALSE(std::isfinite(r.tasks[0].best_seconds));
+  EXPECT_EQ(r.best_gflops(), 0);
+  auto d = Database::open(db.path);
+  std::vector<TuningRecord> recs = d->records(r.tasks[0].workload_id);
+  ASSERT_EQ(recs.size(), 4u);
+  for (const TuningRecord& rec : recs) {
+    EXPECT_TRUE(rec.failed());
+    EXPECT_FALSE(rec.error.empty());
+  }
+}
+
+TEST(Tuner, ResumesToTheBudgetAndWarmStarts) {
+  TempDb db;
+  TuneResult first = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 6));
+  EXPECT_EQ(first.trials, 6u);
+  // The same budget again: nothing left to do.
+  TuneResult again = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 6));
+  EXPECT_EQ(again.trials, 0u);
+  EXPECT_EQ(again.tasks[0].prior_records, 6u);
+  EXPECT_EQ(again.tasks[0].best_seconds, first.tasks[0].best_seconds);
+  // A larger budget: only the difference, and never a candidate measured before.
+  TuneResult more = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 11));
+  EXPECT_EQ(more.trials, 5u);
+  EXPECT_EQ(more.records_total, 11u);
+  EXPECT_LE(more.tasks[0].best_seconds, first.tasks[0].best_seconds);
+  auto d = Database::open(db.path);
+  std::set<std::string> traces;
+  for (const TuningRecord& rec : d->records(more.tasks[0].workload_id))
+    traces.insert(rec.trace_json);
+  EXPECT_EQ(traces.size(), 11u) << "a warm-started run re-measured a record";
+}
+
+TEST(Tuner, PerTaskCapCountsStoredRecords) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 100);
+  o.per_task_cap = 3;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}, {"matmul(M=32,N=32,K=32)", {}, 2}}, o);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].trials, 3u);
+  EXPECT_EQ(r.tasks[1].trials, 3u);
+  EXPECT_EQ(r.trials, 6u);
+  // Weighted latency of the set: the second task counts twice.
+  EXPECT_DOUBLE_EQ(r.best_seconds(), r.tasks[0].best_seconds + 2 * r.tasks[1].best_seconds);
+  o.per_task_cap = 4;
+  TuneResult r2 = tune(host(), {{kSpec, {}, 1}, {"matmul(M=32,N=32,K=32)", {}, 2}}, o);
+  EXPECT_EQ(r2.tasks[0].trials, 1u);
+  EXPECT_EQ(r2.tasks[1].trials, 1u);
+}
+
+TEST(Tuner, StopFlagEndsCleanlyKeepingRecords) {
+  TempDb db;
+  std::atomic<bool> stop{false};
+  CountingObserver obs;
+  obs.stop = &stop;
+  obs.stop_after = 2;
+  TuneOptions o = quick_options(db.path, 200);
+  o.batch_size = 64;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o, &obs, &stop);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_GE(r.trials, 2u);
+  EXPECT_LT(r.trials, 200u);
+  EXPECT_EQ(r.records_total, r.trials);
+  EXPECT_EQ(obs.finished, 1u);
+  auto d = Database::open(db.path);
+  EXPECT_EQ(d->record_count(r.tasks[0].workload_id), r.trials);
+}
+
+TEST(Tuner, EverySampleRefusedEndsWithTheSearchDiagnosis) {
+  // A real postprocessor that refuses every candidate of a CPU workload: VerifyGPUCode with a
+  // limit of 0 threads per block (a CPU kernel runs as one "thread").
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 8);
+  o.postprocs = {"std.VerifyGPUCode{\"max_threads_per_block\": 0}"};
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    tune(host(), {{kSpec, {}, 1}}, o);
+    FAIL() << "no TuneError";
+  } catch (const TuneError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("every sample was refused"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("postproc std.VerifyGPUCode"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("threads per block (limit 0)"), std::string::npos) << msg;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
+  EXPECT_EQ(Database::open(db.path)->record_count(), 0u);
+  // An unknown postprocessor is a bad option, named in the message.
+  o.postprocs = {"std.NoSuchPostproc"};
+  try {
+    tune(host(), {{kSpec, {}, 1}}, o);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("std.NoSuchPostproc"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tuner, RejectsBadOptions) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 4);
+  o.strategy = "annealing";
+  EXPECT_THROW(tune(host(), {{kSpec, {}, 1}}, o), std::invalid_argument);
+  o = quick_options("", 4);
+  EXPECT_THROW(tune(host(), {{kSpec, {}, 1}}, o), std::invalid_argument);
+  o = quick_options(db.path, 4);
+  EXPECT_THROW(tune(host(), {{"matmul(Q=1)", {}, 1}}, o), std::invalid_argument);
+}
+
+} // namespace
+} // namespace mt
