@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include <poll.h>
@@ -57,44 +58,30 @@ std::vector<NDArray*> pointers(std::vector<NDArray>& v) {
   return p;
 }
 
-std::string run_comparison(const PluginTarget& ta, const Function& a, const PluginTarget& tb,
-                           const Function& b, const CompareOptions& o) {
-  std::unique_ptr<PluginModule> ma, mb;
+// In the worker: builds one implementation, runs it once (warm-up: code paths, caches, thread
+// pools) and times it. Answers "ok N s1 ... sN" or an error text.
+std::string time_one(const PluginTarget& target, const Function& f, int repeats,
+                     const CompareOptions& o) {
+  std::unique_ptr<PluginModule> m;
   try {
-    ma = ta.build(a.lowered ? a : lower(a));
+    m = target.build(f.lowered ? f : lower(f));
   } catch (const std::exception& e) {
-    return std::string("error building the first implementation: ") + e.what();
+    return std::string("error building: ") + e.what();
   }
+  std::vector<NDArray> args = make_args(f, o.seed);
+  std::vector<NDArray*> p = pointers(args);
+  std::vector<double> secs;
   try {
-    mb = tb.build(b.lowered ? b : lower(b));
-  } catch (const std::exception& e) {
-    return std::string("error building the second implementation: ") + e.what();
-  }
-  std::vector<NDArray> args_a = make_args(a, o.seed), args_b = make_args(b, o.seed);
-  std::vector<NDArray*> pa = pointers(args_a), pb = pointers(args_b);
-  std::vector<double> sa, sb;
-  try {
-    ma->run(pa); // warm-up: code paths, caches, the libraries' thread pools
-    mb->run(pb);
-    for (int i = 0; i < std::max(1, o.repeats); ++i) {
-      // A B, then B A: a slow drift of the machine's state favours neither side.
-      bool a_first = i % 2 == 0;
-      for (int k = 0; k < 2; ++k) {
-        if ((k == 0) == a_first)
-          sa.push_back(ma->time(pa, 1, o.min_repeat_seconds).at(0));
-        else
-          sb.push_back(mb->time(pb, 1, o.min_repeat_seconds).at(0));
-      }
-    }
+    m->run(p);
+    for (int i = 0; i < repeats; ++i)
+      secs.push_back(m->time(p, 1, o.min_repeat_seconds).at(0));
   } catch (const std::exception& e) {
     return std::string("error running: ") + e.what();
   }
   std::ostringstream os;
   os.precision(17);
-  os << "ok " << sa.size();
-  for (double s : sa)
-    os << ' ' << s;
-  for (double s : sb)
+  os << "ok " << secs.size();
+  for (double s : secs)
     os << ' ' << s;
   return os.str();
 }
@@ -108,22 +95,24 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-CompareResult compare_interleaved(const PluginTarget& target_a, const Function& a,
-                                  const PluginTarget& target_b, const Function& b,
-                                  const CompareOptions& options) {
-  CompareResult r;
+namespace {
+
+// Runs `job` in a forked worker and returns its answer; on a timeout or a death by signal
+// returns "" with *error set.
+std::string run_in_worker(const std::function<std::string()>& job, double timeout_s,
+                          std::string* error) {
   int fds[2];
   if (::pipe(fds) != 0) {
-    r.error = std::string("pipe: ") + std::strerror(errno);
-    return r;
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return {};
   }
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
-    r.error = std::string("fork: ") + std::strerror(errno);
+    *error = std::string("fork: ") + std::strerror(errno);
     ::close(fds[0]);
     ::close(fds[1]);
-    return r;
+    return {};
   }
   if (pid == 0) {
     ::close(fds[0]);
@@ -138,7 +127,7 @@ CompareResult compare_interleaved(const PluginTarget& target_a, const Function& 
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     std::string answer;
     try {
-      answer = run_comparison(target_a, a, target_b, b, options);
+      answer = job();
     } catch (...) {
       answer = "error: unknown exception";
     }
@@ -148,9 +137,8 @@ CompareResult compare_interleaved(const PluginTarget& target_a, const Function& 
   ::close(fds[1]);
 
   std::string text;
-  const Clock::time_point deadline =
-      Clock::now() +
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_s));
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(timeout_s));
   bool timed_out = false;
   for (;;) {
     double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -174,32 +162,68 @@ CompareResult compare_interleaved(const PluginTarget& target_a, const Function& 
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    r.error = "timed out after " + std::to_string(options.timeout_s) + " s";
-    return r;
+    *error = "timed out after " + std::to_string(timeout_s) + " s";
+    return {};
   }
   if (WIFSIGNALED(status) && text.empty()) {
-    r.error = std::string("the worker died from signal ") + std::to_string(WTERMSIG(status)) +
-              " (" + ::strsignal(WTERMSIG(status)) + ")";
-    return r;
+    *error = std::string("the worker died from signal ") + std::to_string(WTERMSIG(status)) + " (" +
+             ::strsignal(WTERMSIG(status)) + ")";
+    return {};
   }
+  return text;
+}
+
+// Parses "ok N s1 ... sN" into *secs; false (with *error) otherwise.
+bool parse_times(const std::string& text, std::vector<double>* secs, std::string* error) {
   std::istringstream is(text);
   std::string word;
   is >> word;
   if (word != "ok") {
-    r.error = text.empty() ? "the worker gave no answer" : text;
-    return r;
+    *error = text.empty() ? "the worker gave no answer" : text;
+    return false;
   }
   size_t n = 0;
   is >> n;
-  r.a_secs.resize(n);
-  r.b_secs.resize(n);
-  for (double& s : r.a_secs)
+  for (size_t i = 0; i < n; ++i) {
+    double s = 0;
     is >> s;
-  for (double& s : r.b_secs)
-    is >> s;
+    secs->push_back(s);
+  }
   if (!is || n == 0) {
-    r.error = "malformed answer from the worker: " + text;
-    return r;
+    *error = "malformed answer from the worker: " + text;
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+CompareResult compare_interleaved(const PluginTarget& target_a, const Function& a,
+                                  const PluginTarget& target_b, const Function& b,
+                                  const CompareOptions& options) {
+  CompareResult r;
+  const Clock::time_point start = Clock::now();
+  const int rounds = std::max(1, options.repeats);
+  for (int i = 0; i < rounds; ++i) {
+    // A B, then B A: a slow drift of the machine's state favours neither side.
+    for (int k = 0; k < 2; ++k) {
+      bool do_a = (k == 0) == (i % 2 == 0);
+      double left = options.timeout_s - std::chrono::duration<double>(Clock::now() - start).count();
+      if (left <= 0) {
+        r.error = "timed out after " + std::to_string(options.timeout_s) + " s";
+        return r;
+      }
+      std::string error;
+      std::string text = run_in_worker(
+          [&] {
+            return do_a ? time_one(target_a, a, 1, options) : time_one(target_b, b, 1, options);
+          },
+          left, &error);
+      if (!error.empty() || !parse_times(text, do_a ? &r.a_secs : &r.b_secs, &error)) {
+        r.error = std::string(do_a ? "first" : "second") + " implementation: " + error;
+        return r;
+      }
+    }
   }
   r.a_median = median_of(r.a_secs);
   r.b_median = median_of(r.b_secs);

@@ -1,11 +1,13 @@
 // Side-by-side timing of two implementations of one workload (the best tuned kernel and a
-// library's, e.g. oneDNN): both are built and timed in one worker process, alternately
-// (A B, B A, A B, ...), and each side's median is reported. Measured apart, at different
-// moments of a long tuning run, two kernels see different machine load; interleaved in one
-// process they see the same. The kernels are not checked here (the tuning run already
-// checked both against the reference).
+// library's, e.g. oneDNN): rounds of A then B (then B then A, ...), each timing in a fresh
+// worker process of its own, and each side's median reported. Measured apart, at different
+// moments of a long tuning run, two kernels see different machine load; alternated round by
+// round they see the same. Each in its own process because two runtimes in one process
+// disturb each other: oneDNN's OpenMP threads spin after every call and take the cores from
+// the kernel timed next (measured: a matmul at 0.66 of oneDNN together, 0.86 apart). The
+// kernels are not checked here (the tuning run already checked both against the reference).
 //
-// Why a forked worker and not the calling process: oneDNN runs on GNU OpenMP, which is not
+// Why forked workers and not the calling process: oneDNN runs on GNU OpenMP, which is not
 // fork-safe -- once a process has run a multi-threaded OpenMP region, an OpenMP region in any
 // child forked from it hangs. The measurer forks a worker for every candidate, so the tuning
 // process itself must never run a library kernel.
@@ -36,8 +38,8 @@ struct CompareResult {
   double b_median = std::numeric_limits<double>::infinity();
 };
 
-// Builds `a` for `target_a` and `b` for `target_b` (each lowered first if it is not) in one
-// forked worker and times them alternately on the same random inputs. Never throws for a
+// Builds and times `a` for `target_a` and `b` for `target_b` (each lowered first if it is
+// not), alternately, each repeat in a forked worker of its own, on the same random inputs. Never throws for a
 // failing build or run: the result says what failed.
 CompareResult compare_interleaved(const PluginTarget& target_a, const Function& a,
                                   const PluginTarget& target_b, const Function& b,
