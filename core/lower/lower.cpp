@@ -68,7 +68,7 @@ void check_buffers_declared(const Function& f) {
 
 } // namespace
 
-Function lower(const Function& f) {
+Function lower(const Function& f, const LowerOptions& options) {
   if (f.lowered) return f;
   if (!f.body) throw std::invalid_argument("lower(" + f.name + "): function has no body");
   Function out;
@@ -84,6 +84,7 @@ Function lower(const Function& f) {
   body = compact_buffers(body);
   body = simplify(body);
   out.body = fold_constant_branches(body);
+  if (options.partition_loops && out.body) out.body = partition_loops(out.body);
   if (!out.body) out.body = make_seq({});
   out.lowered = true;
   return out;

@@ -16,6 +16,11 @@
 //    and every index i becomes i - min. A dimension that cannot be bounded stays whole.
 // 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
 //    branches whose condition became a constant are resolved.
+// 5. partition_loops (optional, LowerOptions): a loop whose first (or last) iterations provably satisfy a guard below
+//    it (an imperfect split's bound, a reduction's `k == 0` init) gets its body duplicated
+//    under `if (v < t)`, each copy simplified for its part of the range, so the guard is not
+//    evaluated in the hot inner loops (at most a few partitions per function; vectorized and
+//    thread-bound loops are never split).
 //
 // For kinds, thread tags and annotations are kept. The lowered Function keeps its params; its
 // `buffers` is empty: every intermediate is declared by an Allocate node of the body.
@@ -27,11 +32,18 @@
 
 namespace mt {
 
-Function lower(const Function& f);
+struct LowerOptions {
+  // Pass 5. Off by default: analyses that recognise or count statements (features, the
+  // oneDNN target's pattern matching) read the program as written; code generators ask for
+  // it (the host API's program_partition_loops, ABI 1.2).
+  bool partition_loops = false;
+};
+Function lower(const Function& f, const LowerOptions& options = {});
 
 // The individual passes, in pipeline order (exposed for tests and for targets that want a
 // different pipeline). Each takes and returns a function body.
 Stmt lower_blocks(const Stmt& body);
 Stmt place_allocations(const Stmt& body, const std::vector<Buffer>& intermediates);
 Stmt compact_buffers(const Stmt& body);
+Stmt partition_loops(const Stmt& body);
 } // namespace mt

@@ -1,6 +1,7 @@
 // The read-only program part of the host API table: libclang-style accessors over core's
 // statement, expression and buffer nodes. The handles are the nodes themselves; accessors
 // never fail and answer 0 / NULL / "" for a NULL node or a field its kind does not have.
+#include "core/lower/lower.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/host_handles.h"
 
@@ -55,6 +56,17 @@ mt_str program_name(const mt_program* p) {
 }
 int32_t program_is_lowered(const mt_program* p) {
   return p && p->func.lowered ? 1 : 0;
+}
+mt_status program_partition_loops(const mt_program* p, mt_program** out) {
+  return guard("program_partition_loops", [&] {
+    require(p, "program");
+    require(out, "out");
+    if (!p->func.lowered)
+      throw std::invalid_argument("program '" + p->func.name + "' is not lowered");
+    Function f = p->func;
+    f.body = partition_loops(f.body);
+    *out = make_program_handle(std::move(f));
+  });
 }
 size_t program_num_params(const mt_program* p) {
   return p ? p->func.params.size() : 0;
@@ -270,6 +282,7 @@ mt_str buffer_scope(const mt_buffer* b) {
 } // namespace
 
 void fill_program_api(mt_host_api& t) {
+  t.program_partition_loops = program_partition_loops;
   t.program_retain = program_retain;
   t.program_release = program_release;
   t.program_name = program_name;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/ir/structural.h"
 #include "core/schedule/region.h"
 #include "core/schedule/schedule_impl.h"
 #include "core/schedule/transaction.h"
@@ -73,6 +74,46 @@ std::vector<int> write_dims(const char* prim, const std::string& subject, const 
       schedule_error(prim, subject,
                      "spatial iter var '" + b.iter_vars[i].var->name + "' is not a store index");
   return dim_iter;
+}
+
+// True when a producer's predicate only restates its own domain -- every conjunct is
+// `value_i < extent_i` for one of its iter vars, as an imperfect split of its loops leaves it --
+// and every dimension of `x` it stores at such an iter var is no larger than that extent. Then
+// the block writes every in-bounds point of its relaxed region of `x`, which is all a consumer
+// nest (guarded by its own bounds) reads.
+bool predicate_is_domain_bound(const BlockRealizeNode& br, const StmtPath& path, const Buffer& x) {
+  RangeMap ranges = path_ranges(path);
+  std::vector<Expr> conj;
+  std::vector<Expr> stack{br.predicate};
+  while (!stack.empty()) {
+    Expr e = stack.back();
+    stack.pop_back();
+    if (e->kind == ExprKind::And) {
+      stack.push_back(e->args[0]);
+      stack.push_back(e->args[1]);
+    } else {
+      conj.push_back(simplify(e, ranges));
+    }
+  }
+  const Block& b = *br.block;
+  for (const Expr& c : conj) {
+    int which = -1;
+    for (size_t i = 0; i < b.iter_vars.size() && which < 0; ++i)
+      if (structural_equal(c, simplify(br.iter_values[i] < int_imm(b.iter_vars[i].extent), ranges)))
+        which = static_cast<int>(i);
+    if (which < 0) return false;
+    bool ok = true;
+    visit_stmts(b.body, [&](const Stmt& s) {
+      if (s->kind != StmtKind::Store || as<StoreNode>(s)->buffer != x) return true;
+      auto& idx = as<StoreNode>(s)->indices;
+      for (size_t d = 0; d < idx.size(); ++d)
+        if (idx[d].same_as(b.iter_vars[which].var) && x->shape[d] > b.iter_vars[which].extent)
+          ok = false;
+      return true;
+    });
+    if (!ok) return false;
+  }
+  return true;
 }
 
 bool is_param(const Function& f, const Buffer& b) {
@@ -223,10 +264,10 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
           continue;
         }
         under = true;
-        if (br->predicate)
+        if (br->predicate && !predicate_is_domain_bound(*br, pp, x))
           schedule_error(prim, subject,
                          "producer block '" + br->block->name +
-                             "' is predicated (imperfect split): some iterations write nothing");
+                             "' is predicated beyond its own bounds: some iterations write nothing");
         for (size_t i = 0; i < br->iter_values.size(); ++i)
           if (br->block->iter_vars[i].kind == IterKind::Reduce)
             for (auto* v : outer_loops)

@@ -3,6 +3,8 @@
 // and their lifetimes, program accessors and tensor-expression construction.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cstring>
 #include <thread>
 
@@ -207,6 +209,35 @@ void count_via_api(const mt_stmt* s, int& fors, int& stores) {
   if (api().stmt_kind(s) == MT_STMT_STORE) ++stores;
   for (size_t i = 0; i < api().stmt_num_children(s); ++i)
     count_via_api(api().stmt_child(s, i), fors, stores);
+}
+
+// ABI 1.2: the loop-partitioned copy of a lowered program. A reduction with its init guarded
+// by `k == 0` loses the test; an unlowered program is refused with the reason.
+TEST(HostApi, ProgramPartitionLoopsRemovesTheInitTest) {
+  ASSERT_TRUE(MT_HAS_FIELD(&api(), mt_host_api, program_partition_loops));
+  Function f = make_workload("matmul(M=4,N=4,K=8)");
+  mt_program* unlowered = make_program_handle(f);
+  mt_program* out = nullptr;
+  EXPECT_EQ(api().program_partition_loops(unlowered, &out), MT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(api().last_error()).find("not lowered"), std::string::npos)
+      << api().last_error();
+  EXPECT_EQ(out, nullptr);
+  mt_program* p = make_program_handle(lower(f));
+  ASSERT_EQ(api().program_partition_loops(p, &out), MT_OK);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(api().program_is_lowered(out), 1);
+  std::function<int(const mt_stmt*)> ifs = [&](const mt_stmt* s) {
+    if (!s) return 0;
+    int n = api().stmt_kind(s) == MT_STMT_IF_THEN_ELSE;
+    for (size_t i = 0; i < api().stmt_num_children(s); ++i)
+      n += ifs(api().stmt_child(s, i));
+    return n;
+  };
+  EXPECT_EQ(ifs(api().program_body(p)), 1);
+  EXPECT_EQ(ifs(api().program_body(out)), 0);
+  api().program_release(out);
+  api().program_release(p);
+  api().program_release(unlowered);
 }
 
 TEST(HostApi, ProgramAccessorsWalkTheLoweredFunction) {

@@ -407,6 +407,82 @@ TEST(LowerPasses, UndeclaredBufferIsRejected) {
   }
 }
 
+// Largest depth of IfThenElse nodes below For loops of kind `k` (how deep a guard sits).
+bool guard_under_loop_kind(const Stmt& s, ForKind k, bool inside = false) {
+  if (!s) return false;
+  if (s->kind == StmtKind::IfThenElse && inside) return true;
+  bool in = inside || (s->kind == StmtKind::For && as<ForNode>(s)->for_kind == k);
+  for (const Stmt& c : children(s))
+    if (guard_under_loop_kind(c, k, in)) return true;
+  return false;
+}
+
+// The imperfect split of 10 rows into 3 x 4 guards every store with `io*4 + ii < 10`. After
+// partitioning, the first two row blocks run without any guard, the last keeps it, and the
+// numbers are those of the unpartitioned program.
+TEST(LowerPasses, PartitionLoopsTakesTheGuardOutOfFullTiles) {
+  const int64_t n = 10, factor = 4, outer = 3, m = 8;
+  Buffer A = make_buffer("A", DType::f32(), {n, m});
+  Buffer C = make_buffer("C", DType::f32(), {n, m});
+  Expr io = make_var("io"), ii = make_var("ii"), j = make_var("j"), vi = make_var("vi"),
+       vj = make_var("vj");
+  Expr idx = io * factor + ii;
+  Function f;
+  f.name = "split";
+  f.params = {A, C};
+  f.body = make_for(
+      io, outer,
+      make_for(ii, factor,
+               make_for(j, m,
+                        realize("C", {{vi, n, IterKind::Spatial}, {vj, m, IterKind::Spatial}},
+                                {idx, j}, make_store(C, {vi, vj}, ld(A, {vi, vj}) * 3.0 + 1.0),
+                                nullptr, idx < n),
+                        ForKind::Vectorized),
+               ForKind::Unrolled),
+      ForKind::Parallel);
+  Function plain = lower(f, LowerOptions{.partition_loops = false});
+  Function parted = lower(f, LowerOptions{.partition_loops = true});
+  // plain: one guard, inside the unrolled and vectorized loops. parted: the parallel loop
+  // branches on `io < 2`; the full tiles have no guard; in the last tile the unrolled row loop
+  // is split into the two rows that exist and the two that do not (empty): no guard left.
+  EXPECT_EQ(count_kind(plain.body, StmtKind::IfThenElse), 1);
+  EXPECT_TRUE(guard_under_loop_kind(plain.body, ForKind::Unrolled));
+  ASSERT_EQ(parted.body->kind, StmtKind::For);
+  EXPECT_EQ(as<ForNode>(parted.body)->for_kind, ForKind::Parallel);
+  const Stmt& top = as<ForNode>(parted.body)->body;
+  ASSERT_EQ(top->kind, StmtKind::IfThenElse);
+  EXPECT_EQ(count_kind(parted.body, StmtKind::IfThenElse), 1);
+  EXPECT_FALSE(guard_under_loop_kind(parted.body, ForKind::Unrolled));
+  EXPECT_EQ(count_kind(as<IfThenElseNode>(top)->else_case, StmtKind::Store), 1);
+  NDArray a(DType::f32(), {n, m}), c1(DType::f32(), {n, m}), c2(DType::f32(), {n, m});
+  a.fill_random(3);
+  c1.fill(NAN);
+  c2.fill(NAN);
+  interpret(plain, {&a, &c1});
+  interpret(parted, {&a, &c2});
+  for (int64_t x = 0; x < n * m; ++x)
+    ASSERT_EQ(c2.data_as<float>()[x], c1.data_as<float>()[x]) << "at " << x;
+}
+
+// A reduction without decompose_reduction guards its init with `k == 0`: the first k
+// iteration is peeled, the other iterations carry no test.
+TEST(LowerPasses, PartitionLoopsPeelsTheReductionInit) {
+  Function low = lower(matmul(2, 3, 4), LowerOptions{.partition_loops = true});
+  Function plain = lower(matmul(2, 3, 4), LowerOptions{.partition_loops = false});
+  EXPECT_EQ(count_kind(plain.body, StmtKind::IfThenElse), 1);
+  // k = 0 (init + update) and a loop over k = 1..3 (update): no test left.
+  EXPECT_EQ(count_kind(low.body, StmtKind::IfThenElse), 0);
+  EXPECT_EQ(count_kind(low.body, StmtKind::Store), 3);
+  NDArray a(DType::f32(), {2, 4}), b(DType::f32(), {4, 3}), c1(DType::f32(), {2, 3}),
+      c2(DType::f32(), {2, 3});
+  a.fill_random(1);
+  b.fill_random(2);
+  interpret(plain, {&a, &b, &c1});
+  interpret(low, {&a, &b, &c2});
+  for (int64_t x = 0; x < 6; ++x)
+    ASSERT_EQ(c2.data_as<float>()[x], c1.data_as<float>()[x]);
+}
+
 TEST(LowerPasses, LowerIsIdempotentOnLoweredFunctions) {
   Function low = lower(matmul(2, 3, 4));
   Function again = lower(low);

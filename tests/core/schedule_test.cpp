@@ -113,6 +113,48 @@ TEST(Schedule, ComputeAtAndInlineOnDenseGelu) {
   expect_same_numbers(f, sch.func());
 }
 
+// A register tile whose rows do not divide the extent (6 rows over 100): the accumulator
+// block is predicated by its own bound, so the write-back can still follow it per tile.
+TEST(Schedule, ReverseComputeAtFollowsAnImperfectSplit) {
+  Function f = make_workload("matmul(M=100,N=32,K=24)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  auto l = sch.get_loops(c);
+  auto i = sch.split(l[0], {int64_t(3), int64_t(6), int64_t(6)}); // 108 rows for 100
+  auto j = sch.split(l[1], {int64_t(-1), int64_t(16)});
+  sch.reorder({i[0], j[0], i[1], l[2], i[2], j[1]});
+  BlockRV cw = sch.cache_write(c, 0, "local");
+  sch.reverse_compute_at(cw, i[1]);
+  sch.decompose_reduction(c, l[2]);
+  sch.vectorize(j[1]);
+  sch.unroll(i[2]);
+  sch.parallel(i[0]);
+  expect_same_numbers(f, sch.func());
+}
+
+// Splitting a loop that came from an earlier perfect split guards the block with the inner
+// part only (`i1_0*6 + i1_1 < 32`), which does not bound the rows written per outer
+// iteration: following it would read rows nothing wrote.
+TEST(Schedule, ReverseComputeAtRefusesAGuardBeyondTheBlockDomain) {
+  Function f = make_workload("matmul(M=64,N=16,K=8)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  auto l = sch.get_loops(c);
+  auto i = sch.split(l[0], {int64_t(2), int64_t(32)});
+  auto ii = sch.split(i[1], {int64_t(6), int64_t(6)}); // 36 for 32
+  sch.reorder({i[0], ii[0], l[1], l[2], ii[1]});
+  BlockRV cw = sch.cache_write(c, 0, "local");
+  std::string before = print(sch.func());
+  try {
+    sch.reverse_compute_at(cw, ii[0]);
+    FAIL() << "accepted:\n" << print(sch.func());
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("predicated beyond its own bounds"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(print(sch.func()), before);
+}
+
 TEST(Schedule, CacheReadWriteDecomposeRfactor) {
   Function f = make_workload("matmul(M=8,N=8,K=16)");
   {

@@ -287,6 +287,18 @@ typedef struct mt_host_api {
   mt_status (*schedule_features)(mt_schedule* sch, const float** data, size_t* rows, size_t* cols);
 
   /* End of version 1.1 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.2: lowering services for code generators (check MT_HAS_FIELD) ----------
+   * A copy of a lowered program whose loops are partitioned around guards: where the first
+   * (or last) iterations of a loop provably satisfy an `if` condition below it -- the bound
+   * an imperfect split leaves, a reduction's `k == 0` init -- the loop is split in two, each
+   * part simplified for its range, so the test leaves the hot inner loops (a parallel loop
+   * keeps its iteration space and branches inside). Same results; more code. Analyses that
+   * recognise or count statements should read the program as lowered; code generators gain
+   * from this form. MT_ERROR_INVALID_ARGUMENT if the program is not lowered. */
+  mt_status (*program_partition_loops)(const mt_program* program, mt_program** out);
+
+  /* End of version 1.2 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -301,6 +313,8 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, te_build) / sizeof(void*) == 139, host_ap
 /* Version 1.1 is frozen likewise. */
 MT_STATIC_ASSERT(offsetof(mt_host_api, schedule_features) / sizeof(void*) == 140,
                  host_api_v1_1_features);
+MT_STATIC_ASSERT(offsetof(mt_host_api, program_partition_loops) / sizeof(void*) == 141,
+                 host_api_v1_2_lowering);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -251,6 +251,16 @@ public:
 
   std::string name() const { return to_string(api().program_name(get())); }
   bool lowered() const { return api().program_is_lowered(get()) != 0; }
+  // The lowered program with its loops partitioned around guards (host ABI 1.2; see
+  // program_partition_loops). Against an older host: this program, unchanged.
+  Program with_loops_partitioned() const {
+    if (!MT_HAS_FIELD(&api(), mt_host_api, program_partition_loops) ||
+        !api().program_partition_loops)
+      return *this;
+    mt_program* out = nullptr;
+    check(api().program_partition_loops(get(), &out));
+    return Program(handle<mt_program>::adopt(out));
+  }
   std::vector<BufferRef> params() const {
     std::vector<BufferRef> out;
     for (size_t i = 0, n = api().program_num_params(get()); i < n; ++i)
