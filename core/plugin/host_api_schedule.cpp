@@ -315,6 +315,13 @@ mt_status rfactor(mt_schedule* h, mt_loop_rv l, int32_t factor_axis, mt_block_rv
   });
 }
 
+mt_status transform_layout(mt_schedule* h, mt_block_rv b, int32_t index, const int64_t* perm,
+                           size_t ndim) {
+  return guard("transform_layout", [&] {
+    if (ndim) require(perm, "permutation");
+    sched(h).transform_layout(block(b), index, std::vector<int64_t>(perm, perm + ndim));
+  });
+}
 mt_status storage_align(mt_schedule* h, mt_block_rv b, int32_t index, int32_t axis, int32_t factor,
                         int32_t offset) {
   return guard("storage_align",
@@ -393,6 +400,7 @@ void fill_schedule_api(mt_host_api& t) {
   t.decompose_reduction = decompose_reduction;
   t.rfactor = rfactor;
   t.storage_align = storage_align;
+  t.transform_layout = transform_layout;
   t.get_int = get_int;
   t.block_name = block_name;
   t.block_is_valid = block_is_valid;

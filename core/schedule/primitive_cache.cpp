@@ -12,6 +12,14 @@ bool is_param(const Function& f, const Buffer& b) {
   return std::find(f.params.begin(), f.params.end(), b) != f.params.end();
 }
 
+// The buffer a block writes at `index` (primitives that act on "the block's output").
+Buffer written_buffer(const char* prim, const std::string& subject, const Block& b, int index) {
+  auto writes = block_writes(b);
+  if (index < 0 || index >= static_cast<int>(writes.size()))
+    schedule_error(prim, subject, "write buffer index out of range");
+  return writes[index];
+}
+
 // A block copying `src` to `dst` over the whole shape, in its own loop nest.
 Stmt copy_nest(const std::string& name, const Buffer& src, const Buffer& dst) {
   Block b;
@@ -142,10 +150,7 @@ void Schedule::set_scope(BlockRV block, int write_buffer_index, const std::strin
     auto* br = impl_->realize(bp);
     std::string subject = "block '" + br->block->name + "'";
     check_scope(prim, subject, scope);
-    auto writes = block_writes(*br->block);
-    if (write_buffer_index < 0 || write_buffer_index >= static_cast<int>(writes.size()))
-      schedule_error(prim, subject, "write buffer index out of range");
-    Buffer y = writes[write_buffer_index];
+    Buffer y = written_buffer(prim, subject, *br->block, write_buffer_index);
     if (is_param(func_, y))
       schedule_error(prim, subject, "cannot change the scope of function argument '" + y->name + "'");
     if (y->scope != scope) impl_->replace_buffer(y, with_scope(y, scope));
@@ -161,10 +166,7 @@ void Schedule::storage_align(BlockRV block, int write_buffer_index, int axis, in
     StmtPath bp = impl_->block_path(prim, block);
     auto* br = impl_->realize(bp);
     std::string subject = "block '" + br->block->name + "'";
-    auto writes = block_writes(*br->block);
-    if (write_buffer_index < 0 || write_buffer_index >= static_cast<int>(writes.size()))
-      schedule_error(prim, subject, "write buffer index out of range");
-    Buffer y = writes[write_buffer_index];
+    Buffer y = written_buffer(prim, subject, *br->block, write_buffer_index);
     if (axis < 0 || axis >= static_cast<int>(y->shape.size()))
       schedule_error(prim, subject, "axis " + std::to_string(axis) + " out of range");
     if (factor <= 0 || offset < 0 || offset >= factor)
@@ -178,6 +180,50 @@ void Schedule::storage_align(BlockRV block, int write_buffer_index, int axis, in
     impl_->record({prim, {Impl::ref(block)},
                    {int64_t(write_buffer_index), int64_t(axis), int64_t(factor), int64_t(offset)},
                    {}, std::nullopt});
+    return 0;
+  });
+}
+
+} // namespace mt
+
+namespace mt {
+
+void Schedule::transform_layout(BlockRV block, int write_buffer_index,
+                                const std::vector<int64_t>& permutation) {
+  transact(*impl_, [&] {
+    const char* prim = "transform_layout";
+    StmtPath bp = impl_->block_path(prim, block);
+    auto* br = impl_->realize(bp);
+    std::string subject = "block '" + br->block->name + "'";
+    Buffer y = written_buffer(prim, subject, *br->block, write_buffer_index);
+    if (is_param(func_, y))
+      schedule_error(prim, subject,
+                     "cannot change the layout of function argument '" + y->name +
+                         "': the caller owns it");
+    const size_t n = y->shape.size();
+    std::vector<bool> seen(n, false);
+    bool ok = permutation.size() == n;
+    for (int64_t p : permutation) {
+      if (!ok || p < 0 || p >= static_cast<int64_t>(n) || seen[p]) {
+        ok = false;
+        break;
+      }
+      seen[p] = true;
+    }
+    if (!ok)
+      schedule_error(prim, subject,
+                     "the permutation must list each of the " + std::to_string(n) +
+                         " dimensions of '" + y->name + "' once");
+    std::vector<int64_t> shape(n);
+    for (size_t d = 0; d < n; ++d) shape[d] = y->shape[permutation[d]];
+    Buffer ny = make_buffer(y->name, y->dtype, shape, y->scope);
+    impl_->replace_buffer(y, ny, [&](const std::vector<Expr>& idx) {
+      std::vector<Expr> out(n);
+      for (size_t d = 0; d < n; ++d) out[d] = idx[permutation[d]];
+      return out;
+    });
+    impl_->record({prim, {Impl::ref(block)}, {int64_t(write_buffer_index), permutation}, {},
+                   std::nullopt});
     return 0;
   });
 }

@@ -27,7 +27,7 @@ std::string try_one(Schedule& sch) {
       {"reverse_compute_at", 2}, {"sample_compute_location", 2}, {"cache_read", 1.5},
       {"cache_write", 1.5},  {"decompose_reduction", 1.5}, {"rfactor", 1.5},
       {"annotate", 0.5},     {"set_scope", 0.3},    {"storage_align", 0.3},
-      {"bind", 0.3}};
+      {"bind", 0.3},         {"transform_layout", 0.5}};
   std::vector<double> w;
   for (auto& k : kinds) w.push_back(k.second);
   std::string kind = kinds[static_cast<size_t>(r.categorical(w))].first;
@@ -104,6 +104,15 @@ std::string try_one(Schedule& sch) {
     sch.set_scope(b, 0, "cache");
   } else if (kind == "storage_align") {
     sch.storage_align(b, 0, 0, 16, static_cast<int>(r.uniform_int(0, 16)));
+  } else if (kind == "transform_layout") {
+    // A random permutation of the block's first write buffer (refused for arguments).
+    auto writes = block_writes(sch.get(b));
+    if (writes.empty()) throw ScheduleError(kind, "", "no writes");
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d < writes[0]->shape.size(); ++d) perm.push_back(static_cast<int64_t>(d));
+    for (size_t d = perm.size(); d > 1; --d)
+      std::swap(perm[d - 1], perm[static_cast<size_t>(r.uniform_int(0, static_cast<int64_t>(d)))]);
+    sch.transform_layout(b, 0, perm);
   } else if (kind == "decompose_reduction") {
     sch.decompose_reduction(b, any_loop());
   } else if (kind == "rfactor") {

@@ -189,10 +189,11 @@ void Schedule::Impl::normalize() {
   if (root()) root() = rec(root(), ranges);
 }
 
-void Schedule::Impl::replace_buffer(const Buffer& from, const Buffer& to) {
+void Schedule::Impl::replace_buffer(const Buffer& from, const Buffer& to, const IndexRemap& remap) {
   auto fix_expr = [&](const Expr& e) {
     return transform(e, [&](const Expr& x) {
-      if (x->kind == ExprKind::Load && x->buffer == from) return make_load(to, x->args);
+      if (x->kind == ExprKind::Load && x->buffer == from)
+        return make_load(to, remap ? remap(x->args) : x->args);
       return x;
     });
   };
@@ -202,7 +203,8 @@ void Schedule::Impl::replace_buffer(const Buffer& from, const Buffer& to) {
         auto* st = as<StoreNode>(x);
         std::vector<Expr> idx;
         for (auto& i : st->indices) idx.push_back(fix_expr(i));
-        return make_store(st->buffer == from ? to : st->buffer, idx, fix_expr(st->value));
+        if (st->buffer == from) return make_store(to, remap ? remap(idx) : idx, fix_expr(st->value));
+        return make_store(st->buffer, idx, fix_expr(st->value));
       }
       if (x->kind == StmtKind::IfThenElse) {
         auto* n = as<IfThenElseNode>(x);

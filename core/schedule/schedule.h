@@ -108,6 +108,12 @@ public:
   BlockRV decompose_reduction(BlockRV block, LoopRV loop);
   BlockRV rfactor(LoopRV loop, int factor_axis);
   void storage_align(BlockRV block, int write_buffer_index, int axis, int factor, int offset);
+  // Permutes the dimensions of an intermediate buffer the block writes: dimension d of the new
+  // layout is dimension permutation[d] of the old one, and every access follows. Used to pack
+  // a staged operand so that the vectorized axis is contiguous (dense weight[N, K] staged as
+  // [K, N]). Function arguments keep the caller's layout (refused).
+  void transform_layout(BlockRV block, int write_buffer_index,
+                        const std::vector<int64_t>& permutation);
 
   // ---- values of random variables ----
   int64_t get(ExprRV v) const;

@@ -2,6 +2,7 @@
 // tables of random variables, tree lookups, and the recording of instructions.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,10 @@ struct Schedule::Impl {
   // Simplifies block bindings and predicates everywhere (called after each primitive).
   void normalize();
   // Replaces every use of buffer `from` (loads, stores, function buffer lists) with `to`.
-  void replace_buffer(const Buffer& from, const Buffer& to);
+  // Every access of `from` becomes one of `to`; with `remap`, its indices become remap(indices)
+  // (a layout change).
+  using IndexRemap = std::function<std::vector<Expr>(const std::vector<Expr>&)>;
+  void replace_buffer(const Buffer& from, const Buffer& to, const IndexRemap& remap = {});
   // Checks that every pair of blocks that share a buffer (one writing it) keep their
   // relative program order between `before` and the current tree; throws otherwise.
   void check_order_preserved(const char* prim, const std::string& subject,

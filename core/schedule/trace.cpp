@@ -259,6 +259,12 @@ struct Replayer {
     } else if (k == "rfactor") {
       expect_inputs(1);
       bind_out(std::vector<BlockRV>{sch.rfactor(loop(0), static_cast<int>(attr_int(0)))});
+    } else if (k == "transform_layout") {
+      expect_inputs(1);
+      if (in.attrs.size() != 2 || !std::holds_alternative<std::vector<int64_t>>(in.attrs[1]))
+        fail("attributes must be [write_buffer_index, permutation]");
+      sch.transform_layout(block(0), static_cast<int>(attr_int(0)),
+                           std::get<std::vector<int64_t>>(in.attrs[1]));
     } else if (k == "storage_align") {
       expect_inputs(1);
       sch.storage_align(block(0), static_cast<int>(attr_int(0)), static_cast<int>(attr_int(1)),

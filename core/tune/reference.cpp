@@ -14,6 +14,7 @@
 
 #include "core/lower/interpreter.h"
 #include "core/tune/measure.h"
+#include "core/tune/reference_cache.h"
 
 namespace mt {
 
@@ -161,7 +162,7 @@ void interpret_sliced(const Function& f, std::vector<NDArray>& args, int threads
 
 } // namespace
 
-Reference Reference::compute(const Function& workload, uint64_t seed, int threads) {
+Reference reference_inputs(const Function& workload, uint64_t seed) {
   Reference ref;
   ref.is_output = workload.output_mask();
   for (size_t i = 0; i < workload.params.size(); ++i) {
@@ -172,6 +173,11 @@ Reference Reference::compute(const Function& workload, uint64_t seed, int thread
       // Distinct streams per (seed, param): seed 2 must not repeat seed 1 shifted by a param.
       ref.args.back().fill_random(seed * 0x9E3779B97F4A7C15ull + i);
   }
+  return ref;
+}
+
+Reference Reference::compute(const Function& workload, uint64_t seed, int threads) {
+  Reference ref = reference_inputs(workload, seed);
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   auto t0 = Clock::now();
   if (threads == 1 || workload.lowered) {

@@ -355,6 +355,18 @@ TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const Tune
     return p;
   };
 
+  // Loads or computes the task's reference (once); says which, for the log.
+  auto ensure_reference = [&](TaskState& t) -> std::string {
+    if (t.has_reference) return {};
+    ReferenceCacheInfo info;
+    t.reference =
+        load_or_compute_reference(t.workload, options.seed, options.reference_cache_dir, 0, &info);
+    t.has_reference = true;
+    if (info.from_cache)
+      return fmt::format("reference loaded from cache ({}) in {:.2f} s", info.file, info.seconds);
+    return fmt::format("reference computed in {:.2f} s", t.reference.compute_seconds);
+  };
+
   // The library implementations of a task not yet in the database: measured like any
   // candidate (own worker, output checked), committed under the library's key.
   std::vector<std::unique_ptr<Measurer>> lib_measurers(libs.size());
@@ -362,10 +374,8 @@ TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const Tune
     for (size_t l = 0; l < libs.size() && !stopped(); ++l) {
       if (t.library_stored[l]) continue;
       const LibraryTarget& lib = libs[l];
-      if (!t.has_reference) {
-        t.reference = Reference::compute(t.workload, options.seed);
-        t.has_reference = true;
-      }
+      if (std::string note = ensure_reference(t); !note.empty())
+        spdlog::info("{}: {}", t.result.spec, note);
       if (!lib_measurers[l])
         lib_measurers[l] = std::make_unique<Measurer>(*lib.target, options.measure);
       MeasureResult r = lib_measurers[l]->measure(t.reference, {t.workload}).at(0);
@@ -522,12 +532,11 @@ TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const Tune
 
     t.strategy = options.strategy == "replay" ? make_replay_trace_search(ctx)
                                               : make_evolutionary_search(ctx, options.evolutionary);
-    t.reference = Reference::compute(t.workload, options.seed);
-    t.has_reference = true;
+    std::string reference_note = ensure_reference(t);
     spdlog::info("{}: {} design space(s), {} record(s) in the database, {:.3g} GFLOP per call, "
-                 "reference computed in {:.2f} s",
+                 "{}",
                  t.result.spec, ctx.design_spaces.size(), t.result.prior_records,
-                 t.result.flops * 1e-9, t.reference.compute_seconds);
+                 t.result.flops * 1e-9, reference_note);
     measure_libraries(t);
   }
 

@@ -28,6 +28,7 @@
 
 #include "core/ir/function.h"
 #include "core/tune/measure.h"
+#include "core/tune/reference_cache.h"
 #include "core/tune/search_strategy.h"
 
 namespace mt {
@@ -76,6 +77,10 @@ struct TuneOptions {
   // measure.min_repeat_seconds, medians.
   bool compare = false;
   int compare_repeats = 5;
+  // Where each task's reference result is kept between runs (reference_cache.h), so that a
+  // resumed run, or the same workload tuned in another model, does not recompute it. Empty
+  // = no cache.
+  std::string reference_cache_dir = default_reference_cache_dir();
 };
 
 struct TaskResult {

@@ -1,7 +1,8 @@
 // `metatune replay --db FILE --record ID [--print-ir] [--json]`: rebuilds the kernel of a
 // record (its trace replayed on the stored workload), builds it for the record's target,
-// checks its output against the reference interpreter and measures it again. Exit status 0
-// when the kernel is correct and was timed, 1 otherwise.
+// checks its output against the reference interpreter (its result cached on disk, see
+// --reference-cache) and measures it again. Exit status 0 when the kernel is correct and was
+// timed, 1 otherwise.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "core/search/database.h"
 #include "core/tune/flop_count.h"
 #include "core/tune/measure.h"
+#include "core/tune/reference_cache.h"
 #include "core/tune/target_setup.h"
 #include "core/tune/tune_log.h"
 #include "hosts/cli/command.h"
@@ -36,6 +38,7 @@ struct ReplayOptions {
   double min_repeat_ms = 100;
   std::vector<std::string> plugin_paths;
   std::string log_level;
+  std::string reference_cache = default_reference_cache_dir(); // 'none' = no cache
 };
 
 int run_replay(const ReplayOptions& opt) {
@@ -67,7 +70,8 @@ int run_replay(const ReplayOptions& opt) {
   mo.repeats = opt.repeats;
   mo.min_repeat_seconds = opt.min_repeat_ms * 1e-3;
   Measurer measurer(*target.target, mo);
-  Reference ref = Reference::compute(workload, rec.seed);
+  Reference ref = load_or_compute_reference(
+      workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);
   MeasureResult r = measurer.measure(ref, {scheduled}).at(0);
 
   double flops = count_flops(workload);
@@ -123,6 +127,9 @@ RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
                   "Write the kernel as a shared library (when the target can; else a warning)");
   cmd->add_option("--repeats", opt->repeats, "Timed repeats")->capture_default_str();
   cmd->add_option("--min-repeat-ms", opt->min_repeat_ms, "Minimum time per repeat")
+      ->capture_default_str();
+  cmd->add_option("--reference-cache", opt->reference_cache,
+                  "Directory keeping the reference results between runs; 'none' = no cache")
       ->capture_default_str();
   cmd->add_option("--plugin-path", opt->plugin_paths, "Also load plugins from this directory");
   cmd->add_flag("--json", opt->json, "Print one JSON object");

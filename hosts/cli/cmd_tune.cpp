@@ -1,4 +1,5 @@
-// `metatune tune --workload SPEC [--workload SPEC]... --target llvm --trials N --db FILE`:
+// `metatune tune --workload SPEC [--workload SPEC]... | --model NAME|FILE --target llvm
+// --trials N --db FILE`:
 // tunes the workloads under one trial budget, committing every measured candidate to the
 // database as it is measured. Progress on stderr; a summary on stdout, and with --json the
 // last line of stdout is one JSON object. Exit status: 0 done (budget reached or search
@@ -25,6 +26,8 @@
 #include "core/tune/tune_log.h"
 #include "core/tune/tune_progress.h"
 #include "core/tune/tuner.h"
+#include "core/workload/library.h"
+#include "core/workload/model_tasks.h"
 #include "hosts/cli/command.h"
 
 namespace mt::cli {
@@ -33,6 +36,7 @@ namespace {
 
 struct TuneCliOptions {
   std::vector<std::string> workloads;
+  std::string model; // --model: a built-in model name or a model JSON file
   std::vector<std::string> plugin_paths;
   TuneOptions tune;
   bool json = false;
@@ -44,6 +48,11 @@ struct TuneCliOptions {
   bool no_compare = false;
   std::string postprocs; // --postprocs a,b{json},c
 };
+
+// --reference-cache: 'none' (or empty) = no cache.
+std::string reference_cache_option(const std::string& value) {
+  return value == "none" ? std::string() : value;
+}
 
 // "a,b{k: 1, l: 2},c" -> {"a", "b{...}", "c"}: commas inside braces belong to a
 // component's JSON configuration.
@@ -216,9 +225,24 @@ int run_tune(TuneCliOptions& opt) {
   PluginHost host;
   host.discover(search);
 
-  std::vector<TuneTask> tasks;
+  // The model's tasks (weights = calls per inference), then any --workload; a workload given
+  // twice is one task with the weights added.
+  ModelTasks all;
+  if (!opt.model.empty()) {
+    all = resolve_model(opt.model);
+    double calls = 0;
+    for (const auto& t : all.tasks)
+      calls += t.weight;
+    std::cerr << "model " << all.name << ": " << all.tasks.size() << " tasks, " << calls
+              << " operator calls per inference\n";
+  }
   for (const auto& w : opt.workloads)
-    tasks.push_back({w, {}, 1});
+    all.tasks.push_back({"", canonical_workload_spec(w), 1});
+  if (all.tasks.empty()) throw std::invalid_argument("tune: give --workload SPEC or --model NAME");
+  merge_duplicate_tasks(all);
+  std::vector<TuneTask> tasks;
+  for (const auto& t : all.tasks)
+    tasks.push_back({t.workload, {}, t.weight});
   if (opt.no_library) {
     opt.tune.library_targets.clear();
   } else if (!opt.libraries.empty()) {
@@ -230,6 +254,7 @@ int run_tune(TuneCliOptions& opt) {
   }
   opt.tune.compare = !opt.no_compare;
   opt.tune.postprocs = split_component_list(opt.postprocs);
+  opt.tune.reference_cache_dir = reference_cache_option(opt.tune.reference_cache_dir);
 
   install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;
@@ -251,8 +276,10 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
               "Ctrl-C stops cleanly (exit status 130); the same command again resumes up to "
               "the same --trials total.");
   cmd->add_option("-w,--workload", opt->workloads,
-                  "Workload spec, e.g. 'matmul(M=1024,N=1024,K=1024)' (repeatable)")
-      ->required();
+                  "Workload spec, e.g. 'matmul(M=1024,N=1024,K=1024)' (repeatable)");
+  cmd->add_option("--model", opt->model,
+                  "Tune every task of a model under the one budget: a built-in model "
+                  "(`metatune models`) or a JSON file of tasks (docs/tuning.md)");
   cmd->add_option("--target", t.target,
                   "Target: 'llvm', 'llvm -mcpu=... -mattr=...', or a "
                   "target component name")
@@ -303,6 +330,11 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--postprocs", opt->postprocs,
                   "Postprocessors instead of the target's: NAME or NAME{json config}, "
                   "comma-separated");
+  cmd->add_option("--reference-cache", t.reference_cache_dir,
+                  "Directory keeping the reference results between runs; 'none' = no cache "
+                  "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "
+                  "~/.cache/metatune; then /reference)")
+      ->capture_default_str();
   cmd->add_option("--plugin-path", opt->plugin_paths,
                   "Also load plugins from this directory (first; repeatable)");
   cmd->add_flag("--json", opt->json, "End the output with one line of JSON");

@@ -316,6 +316,34 @@ private:
     return out;
   }
 
+  // A packed copy is only worth its cost if the vectorized axis -- the block's innermost
+  // spatial iter var -- runs along the copy's last dimension: dense's weight[N, K] read along N
+  // is staged as [K, N], so that the register tile loads whole vectors instead of gathering
+  // (needs host ABI 1.2; without it, or when the axis is already last, the layout stays).
+  static void pack_vector_axis_last(Schedule& sch, BlockRV block, BlockRV cache) {
+    if (!sch.can_transform_layout()) return;
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    std::optional<sdk::ExprRef> lane;
+    for (const auto& iv : ivs)
+      if (iv.kind == sdk::IterKind::Spatial) lane = iv.var;
+    if (!lane) return;
+    sdk::BufferRef staged = sch.writes(cache).at(0).buffer;
+    for (const sdk::BufferAccess& a : sch.reads(block)) {
+      if (a.buffer != staged || a.indices.empty()) continue;
+      const auto& idx = a.indices[0];
+      std::vector<int64_t> uses;
+      for (size_t d = 0; d < idx.size(); ++d)
+        if (idx[d].uses(*lane)) uses.push_back(static_cast<int64_t>(d));
+      if (uses.size() != 1 || uses[0] == static_cast<int64_t>(idx.size()) - 1) return;
+      std::vector<int64_t> perm;
+      for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
+        if (d != uses[0]) perm.push_back(d);
+      perm.push_back(uses[0]);
+      sch.transform_layout(cache, 0, perm);
+      return;
+    }
+  }
+
   // True if at least one input was staged.
   bool stage_inputs(State& s, int64_t level) const {
     std::optional<LoopRV> at = level_loop(s, level);
@@ -327,6 +355,7 @@ private:
       Schedule attempt = s.sch.copy();
       try {
         BlockRV cache = attempt.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
+        if (opts_.read_reuse == Reuse::May) pack_vector_axis_last(attempt, s.block, cache);
         attempt.compute_at(cache, *at);
         if (!opts_.vector_load_lens.empty()) {
           std::vector<double> probs(opts_.vector_load_lens.size(),

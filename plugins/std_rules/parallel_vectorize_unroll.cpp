@@ -1,8 +1,8 @@
 // ParallelVectorizeUnroll: marks each root loop nest (on its first block that the rule visits)
 // with what RewriteParallelVectorizeUnroll should do to it:
 //   meta_schedule.parallel       = max_jobs_per_core x num_cores (CPU): parallel extent budget;
-//   meta_schedule.vectorize      = the widest vector, in elements of the block's output type
-//                                  (vector_bytes of the target, else 64) (CPU);
+//   meta_schedule.vectorize      = the longest loop to vectorize, in elements: 64 as in
+//                                  MetaSchedule, or the target's vector if wider (CPU);
 //   meta_schedule.unroll_explicit = an unroll depth sampled uniformly from {0, 16, 64, 512}
 //                                  ({..., 1024} on GPU) (unroll_implicit if so configured).
 // The parallel budget is also a sampled value, with all probability on the full budget and
@@ -10,7 +10,7 @@
 // MetaSchedule's, and MutateParallel can move the decision (see sampled_annotation.hpp).
 //
 // Configuration: {"max_jobs_per_core": 16 (GPU: -1 = none), "max_vectorize_extent": -1
-// (= from the target; 0 = none), "unroll_max_steps": [...], "unroll_explicit": true}.
+// (= max(64, the target's lanes); 0 = none), "unroll_max_steps": [...], "unroll_explicit": true}.
 #include <algorithm>
 
 #include "annotation_keys.hpp"
@@ -95,10 +95,14 @@ private:
   int64_t vector_lanes(const Schedule& sch, BlockRV block) const {
     if (max_vectorize_extent_ == 0) return 0;
     if (max_vectorize_extent_ > 0) return max_vectorize_extent_;
-    if (target_.vector_bytes <= 0) return 64; // MetaSchedule's default when the target is silent
+    // MetaSchedule's 64 lanes, or the target's vector if wider. Not the hardware vector
+    // width: a 16-lane loop over f32 on AVX2 becomes two ymm registers per operation, which
+    // is what a 4 x 16 or 6 x 16 register tile needs (one vector per row caps the tile at
+    // 8 x 8 with eight accumulators).
     std::vector<sdk::BufferAccess> writes = sch.writes(block);
     int bytes = writes.empty() ? 4 : writes[0].buffer.dtype().bytes();
-    return std::max<int64_t>(1, target_.vector_bytes / std::max(1, bytes));
+    int64_t hw = target_.vector_bytes > 0 ? target_.vector_bytes / std::max(1, bytes) : 0;
+    return std::max<int64_t>(64, hw);
   }
 
   Config config_;

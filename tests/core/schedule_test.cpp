@@ -155,6 +155,32 @@ TEST(Schedule, ReverseComputeAtRefusesAGuardBeyondTheBlockDomain) {
   EXPECT_EQ(print(sch.func()), before);
 }
 
+// The staged copy of dense's weight transposed to [K, N]: same numbers, the trace replays
+// to the same function, and a function argument's layout is refused.
+TEST(Schedule, TransformLayoutPermutesAStagedBuffer) {
+  Function f = make_workload("dense(M=8,N=16,K=12,bias=0,act=none)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  BlockRV w = sch.cache_read(c, 1, "global");
+  sch.transform_layout(w, 0, {1, 0});
+  sch.compute_at(w, sch.get_loops(c)[0]);
+  Buffer staged;
+  for (const Buffer& b : sch.func().buffers)
+    if (b->name == "weight_global") staged = b;
+  ASSERT_TRUE(staged);
+  EXPECT_EQ(staged->shape, (std::vector<int64_t>{12, 16}));
+  expect_same_numbers(f, sch.func());
+  Schedule again(f);
+  Trace::from_json(sch.trace().to_json()).apply_to(again);
+  EXPECT_TRUE(structural_equal(again.func(), sch.func()));
+
+  std::string before = print(sch.func());
+  EXPECT_THROW(sch.transform_layout(c, 0, {1, 0}), ScheduleError); // writes the argument
+  EXPECT_THROW(sch.transform_layout(w, 0, {0, 0}), ScheduleError);
+  EXPECT_THROW(sch.transform_layout(w, 0, {1}), ScheduleError);
+  EXPECT_EQ(print(sch.func()), before);
+}
+
 TEST(Schedule, CacheReadWriteDecomposeRfactor) {
   Function f = make_workload("matmul(M=8,N=8,K=16)");
   {

@@ -355,6 +355,43 @@ TEST(TuneCli, EverySampleRefusedExitsWithStatus1NamingThePostproc) {
   EXPECT_NE(r.err.find("std.VerifyGPUCode"), std::string::npos) << r.err;
 }
 
+// A model file's tasks share one budget, each with its weight; a --workload that is also in
+// the model is one task. `metatune models` lists the built-in models and a model's tasks.
+TEST(TuneCli, ModelTasksShareTheBudgetWithTheirWeights) {
+  TempDir d;
+  std::string model = d.file("m.json");
+  std::ofstream(model) << R"JSON({"name": "tiny", "tasks": [
+      {"workload": "matmul(M=32,N=32,K=32)", "weight": 3, "name": "proj"},
+      {"workload": "dense(M=16,N=32,K=16,bias=1,act=relu)", "weight": 2}]})JSON";
+  std::vector<std::string> args = tune_args(d.file("t.db"), "matmul(M=32, N=32, K=32)", 8);
+  args.push_back("--model");
+  args.push_back(model);
+  CliRun r = run_cli(d, args, "tune");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("model tiny: 2 tasks"), std::string::npos) << r.err;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  EXPECT_EQ(j["tasks"][0]["weight"], 4); // 3 from the model + 1 from --workload
+  EXPECT_EQ(j["tasks"][1]["weight"], 2);
+  EXPECT_EQ(count_records(d.file("t.db")), 8u);
+
+  CliRun list = run_cli(d, {"models"}, "models");
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("bert-base:"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("resnet-50:"), std::string::npos) << list.out;
+  CliRun one = run_cli(d, {"models", "resnet-50"}, "resnet");
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.out.find("conv2d(N=1,C=64,H=56,W=56,F=64,KH=3,KW=3"), std::string::npos)
+      << one.out;
+
+  CliRun none = run_cli(d, {"tune", "--db", d.file("n.db")}, "none");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("--workload SPEC or --model NAME"), std::string::npos) << none.err;
+  CliRun typo = run_cli(d, {"tune", "--db", d.file("n.db"), "--model", "resnet50"}, "typo");
+  EXPECT_EQ(typo.status, 1);
+  EXPECT_NE(typo.err.find("did you mean 'resnet-50'"), std::string::npos) << typo.err;
+}
+
 TEST(TuneCli, UnknownWorkloadIsAnError) {
   TempDir d;
   CliRun r = run_cli(d, tune_args(d.file("t.db"), "matmull(M=4)", 4), "bad");

@@ -288,7 +288,8 @@ typedef struct mt_host_api {
 
   /* End of version 1.1 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 
-  /* ---- version 1.2: lowering services for code generators (check MT_HAS_FIELD) ----------
+  /* ---- version 1.2: loop partitioning for code generators, transform_layout (check
+   * MT_HAS_FIELD before use) ------------------------------------------------------------
    * A copy of a lowered program whose loops are partitioned around guards: where the first
    * (or last) iterations of a loop provably satisfy an `if` condition below it -- the bound
    * an imperfect split leaves, a reduction's `k == 0` init -- the loop is split in two, each
@@ -297,6 +298,11 @@ typedef struct mt_host_api {
    * recognise or count statements should read the program as lowered; code generators gain
    * from this form. MT_ERROR_INVALID_ARGUMENT if the program is not lowered. */
   mt_status (*program_partition_loops)(const mt_program* program, mt_program** out);
+  /* Schedule primitive transform_layout: dimension d of the intermediate buffer the block
+   * writes (write_buffer_index) becomes its dimension permutation[d]; every access follows.
+   * Function arguments are refused. Recorded in the trace like every primitive. */
+  mt_status (*transform_layout)(mt_schedule* sch, mt_block_rv block, int32_t write_buffer_index,
+                                const int64_t* permutation, size_t ndim);
 
   /* End of version 1.2 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
@@ -315,6 +321,8 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, schedule_features) / sizeof(void*) == 140
                  host_api_v1_1_features);
 MT_STATIC_ASSERT(offsetof(mt_host_api, program_partition_loops) / sizeof(void*) == 141,
                  host_api_v1_2_lowering);
+MT_STATIC_ASSERT(offsetof(mt_host_api, transform_layout) / sizeof(void*) == 142,
+                 host_api_v1_2_transform_layout);
 
 #ifdef __cplusplus
 } /* extern "C" */

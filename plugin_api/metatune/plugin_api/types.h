@@ -17,7 +17,7 @@ extern "C" {
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
 #define MT_PLUGIN_ABI_VERSION_MINOR 2 /* 1.1: schedule_features, cost-model save/load;
-                                       1.2: program_partition_loops */
+                                       1.2: program_partition_loops, transform_layout */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)

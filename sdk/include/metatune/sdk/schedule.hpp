@@ -339,6 +339,17 @@ public:
   void storage_align(BlockRV block, int write_buffer_index, int axis, int factor, int offset) {
     check(api().storage_align(get(), {block.id}, write_buffer_index, axis, factor, offset));
   }
+  // Host ABI 1.2: permute the dimensions of an intermediate buffer (see the host API).
+  bool can_transform_layout() const {
+    return MT_HAS_FIELD(&api(), mt_host_api, transform_layout) && api().transform_layout;
+  }
+  void transform_layout(BlockRV block, int write_buffer_index,
+                        const std::vector<int64_t>& permutation) {
+    if (!can_transform_layout())
+      throw Error(MT_ERROR_UNSUPPORTED, "transform_layout needs a host with plugin ABI 1.2");
+    check(api().transform_layout(get(), {block.id}, write_buffer_index, permutation.data(),
+                                 permutation.size()));
+  }
 
   // ---- values of random variables ----
   int64_t get(ExprRV v) const {
