@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/search/database.h"
 #include "core/tune/flop_count.h"
@@ -52,20 +53,9 @@ public:
 };
 
 std::vector<mt::NDArray> random_args(const mt::Function& f) {
-  std::vector<mt::NDArray> args;
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    args.back().fill_random(11 + i);
-  }
-  return args;
+  return mt::make_arguments(f, {.seed = 11, .poison_outputs = false});
 }
 
-std::vector<mt::NDArray*> ptrs(std::vector<mt::NDArray>& a) {
-  std::vector<mt::NDArray*> p;
-  for (auto& x : a)
-    p.push_back(&x);
-  return p;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -158,7 +148,7 @@ int main(int argc, char** argv) try {
   }
   auto time_dnnl = [&](int reps) {
     if (!dnnl_mod) return;
-    for (double s : dnnl_mod->time(ptrs(args), reps, 0.1))
+    for (double s : dnnl_mod->time(mt::pointers(args), reps, 0.1))
       dnnl_secs.push_back(s);
   };
   time_dnnl(5);
@@ -204,8 +194,8 @@ int main(int argc, char** argv) try {
     auto mod = target->build(best);
     std::vector<double> ms, ds;
     for (int i = 0; i < 7; ++i) {
-      ms.push_back(mod->time(ptrs(args), 1, 0.1)[0]);
-      if (dnnl_mod) ds.push_back(dnnl_mod->time(ptrs(args), 1, 0.1)[0]);
+      ms.push_back(mod->time(mt::pointers(args), 1, 0.1)[0]);
+      if (dnnl_mod) ds.push_back(dnnl_mod->time(mt::pointers(args), 1, 0.1)[0]);
     }
     final_gflops = flops / median(ms) * 1e-9;
     if (!ds.empty()) {

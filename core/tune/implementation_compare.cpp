@@ -22,6 +22,7 @@
 
 #include "core/lower/lower.h"
 #include "core/plugin/plugin_components.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 
 namespace mt {
@@ -42,20 +43,7 @@ void write_all(int fd, const std::string& s) {
 
 // Inputs random (deterministic in the seed), outputs zero.
 std::vector<NDArray> make_args(const Function& f, uint64_t seed) {
-  std::vector<NDArray> args;
-  std::vector<bool> is_output = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (!is_output[i]) args.back().fill_random(seed * 0x9E3779B97F4A7C15ull + i);
-  }
-  return args;
-}
-
-std::vector<NDArray*> pointers(std::vector<NDArray>& v) {
-  std::vector<NDArray*> p;
-  for (auto& a : v)
-    p.push_back(&a);
-  return p;
+  return make_arguments(f, {.seed = seed, .poison_outputs = false});
 }
 
 // In the worker: builds one implementation, runs it once (warm-up: code paths, caches, thread

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/lower/interpreter.h"
+#include "core/runtime/arguments.h"
 #include "core/tune/measure.h"
 #include "core/tune/reference_cache.h"
 
@@ -22,9 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void fill_unwritten(NDArray& a) {
-  a.fill(a.dtype().is_float() ? NAN : -77);
-}
 
 bool is_exactly(const Expr& e, const Expr& var) {
   return e && e.same_as(var);
@@ -165,14 +163,7 @@ void interpret_sliced(const Function& f, std::vector<NDArray>& args, int threads
 Reference reference_inputs(const Function& workload, uint64_t seed) {
   Reference ref;
   ref.is_output = workload.output_mask();
-  for (size_t i = 0; i < workload.params.size(); ++i) {
-    ref.args.emplace_back(workload.params[i]->dtype, workload.params[i]->shape);
-    if (ref.is_output[i])
-      fill_unwritten(ref.args.back());
-    else
-      // Distinct streams per (seed, param): seed 2 must not repeat seed 1 shifted by a param.
-      ref.args.back().fill_random(seed * 0x9E3779B97F4A7C15ull + i);
-  }
+  ref.args = make_arguments(workload, {.seed = seed});
   return ref;
 }
 
@@ -198,7 +189,7 @@ std::vector<NDArray> Reference::fresh_args() const {
   for (size_t i = 0; i < args.size(); ++i) {
     if (is_output[i]) {
       out.emplace_back(args[i].dtype(), args[i].shape());
-      fill_unwritten(out.back());
+      poison(out.back());
     } else {
       out.push_back(args[i]);
     }

@@ -9,6 +9,7 @@
 #include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/random_schedule.h"
 #include "core/schedule/trace.h"
@@ -25,16 +26,8 @@ struct DemoOptions {
 };
 
 std::vector<mt::NDArray> run(const mt::Function& f) {
-  std::vector<mt::NDArray> args;
-  auto outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i]) args.back().fill(NAN);
-    else args.back().fill_random(100 + i);
-  }
-  std::vector<mt::NDArray*> ptrs;
-  for (auto& a : args) ptrs.push_back(&a);
-  mt::interpret(f, ptrs);
+  std::vector<mt::NDArray> args = mt::make_arguments(f, {.seed = 100});
+  mt::interpret(f, mt::pointers(args));
   return args;
 }
 

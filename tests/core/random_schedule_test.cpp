@@ -8,6 +8,7 @@
 #include "core/ir/printer.h"
 #include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/random_schedule.h"
 #include "core/schedule/trace.h"
@@ -21,16 +22,8 @@ constexpr int kSchedulesPerWorkload = 200;
 constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
 std::vector<NDArray> run(const Function& f) {
-  std::vector<NDArray> args;
-  auto outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i]) args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
-    else args.back().fill_random(1000 + i, 0.1, 1.0);
-  }
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args) ptrs.push_back(&a);
-  interpret(f, ptrs);
+  std::vector<NDArray> args = make_arguments(f, {.seed = 1000, .lo = 0.1, .hi = 1.0});
+  interpret(f, pointers(args));
   return args;
 }
 

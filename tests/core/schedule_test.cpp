@@ -7,6 +7,7 @@
 #include "core/ir/printer.h"
 #include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
@@ -17,16 +18,8 @@ namespace {
 
 // Runs `f` on deterministic random inputs; outputs start as NaN so unwritten elements show.
 std::vector<NDArray> run(const Function& f, uint64_t seed = 7) {
-  std::vector<NDArray> args;
-  auto outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i]) args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
-    else args.back().fill_random(seed + i);
-  }
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args) ptrs.push_back(&a);
-  interpret(f, ptrs);
+  std::vector<NDArray> args = make_arguments(f, {.seed = seed});
+  interpret(f, pointers(args));
   return args;
 }
 

@@ -9,6 +9,7 @@
 #include "core/ir/printer.h"
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
+#include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/random_schedule.h"
 #include "core/schedule/trace.h"
@@ -23,16 +24,7 @@ constexpr int kSchedulesPerWorkload = 12;
 constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
 std::vector<NDArray> make_args(const Function& f) {
-  std::vector<NDArray> args;
-  auto outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i])
-      args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
-    else
-      args.back().fill_random(1000 + i, 0.1, 1.0);
-  }
-  return args;
+  return make_arguments(f, {.seed = 1000, .lo = 0.1, .hi = 1.0});
 }
 
 std::vector<NDArray> interpret_ref(const Function& f) {
