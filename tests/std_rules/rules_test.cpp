@@ -203,7 +203,9 @@ TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
         EXPECT_EQ(b->shape, (std::vector<int64_t>{8, 32})); // [K, N], was [N, K]
         ++packed;
       }
-      if (b->name == "data_global") EXPECT_EQ(b->shape, (std::vector<int64_t>{16, 8}));
+      if (b->name == "data_global") {
+        EXPECT_EQ(b->shape, (std::vector<int64_t>{16, 8}));
+      }
     }
     size_t layouts = 0;
     for (const auto& inst : sp->trace().instructions())
