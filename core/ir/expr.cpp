@@ -300,6 +300,23 @@ void post_order_visit(const Expr& e, const std::function<void(const Expr&)>& f) 
   f(e);
 }
 
+std::vector<Expr> conjuncts(const Expr& e) {
+  std::vector<Expr> out;
+  std::vector<Expr> stack;
+  if (e) stack.push_back(e);
+  while (!stack.empty()) {
+    Expr x = stack.back();
+    stack.pop_back();
+    if (x->kind == ExprKind::And) {
+      stack.push_back(x->args[1]);
+      stack.push_back(x->args[0]);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
 bool uses_var(const Expr& e, const ExprNode* var) {
   bool found = false;
   post_order_visit(e, [&](const Expr& x) { found = found || x.get() == var; });

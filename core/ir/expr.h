@@ -159,6 +159,8 @@ void post_order_visit(const Expr& e, const std::function<void(const Expr&)>& f);
 // replacement (or the node itself).
 Expr transform(const Expr& e, const std::function<Expr(const Expr&)>& f);
 bool uses_var(const Expr& e, const ExprNode* var);
+// The operands of a chain of `&&` (a null expression has none).
+std::vector<Expr> conjuncts(const Expr& e);
 bool uses_buffer(const Expr& e, const BufferNode* buf);
 
 } // namespace mt

@@ -8,8 +8,6 @@
 
 namespace mt {
 
-namespace {
-
 // After simplification, guards such as the init condition of a reduction over a single value
 // become constants; the branch they select replaces them.
 Stmt fold_constant_branches(const Stmt& body) {
@@ -22,6 +20,8 @@ Stmt fold_constant_branches(const Stmt& body) {
     return n->else_case ? n->else_case : make_seq({});
   });
 }
+
+namespace {
 
 // Every buffer the body touches needs storage: a parameter or an intermediate.
 void check_buffers_declared(const Function& f) {

@@ -45,5 +45,7 @@ Function lower(const Function& f, const LowerOptions& options = {});
 Stmt lower_blocks(const Stmt& body);
 Stmt place_allocations(const Stmt& body, const std::vector<Buffer>& intermediates);
 Stmt compact_buffers(const Stmt& body);
+// `if` statements whose condition is a constant replaced by the branch it selects (after 4).
+Stmt fold_constant_branches(const Stmt& body);
 Stmt partition_loops(const Stmt& body);
 } // namespace mt

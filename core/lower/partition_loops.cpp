@@ -20,15 +20,6 @@ namespace {
 // statements below the partitioned loop, and code size costs compile time in tuning.
 constexpr int kMaxPartitions = 6;
 
-void split_conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e->kind == ExprKind::And) {
-    split_conjuncts(e->args[0], out);
-    split_conjuncts(e->args[1], out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 struct Cut {
   int64_t t = 0;
 };
@@ -118,14 +109,14 @@ private:
     std::vector<Stmt> parts;
     for (const Segment& s : segs) {
       if (s.hi - s.lo == 1) {
-        parts.push_back(
-            fold(simplify(substitute(s.body, {{f.loop_var.get(), int_imm(s.lo)}}), ranges)));
+        parts.push_back(fold_constant_branches(
+            simplify(substitute(s.body, {{f.loop_var.get(), int_imm(s.lo)}}), ranges)));
         continue;
       }
       Expr w = make_var(f.loop_var->name, f.loop_var->dtype);
       ranges[w.get()] = IntBound::range(0, s.hi - s.lo);
-      Stmt body =
-          fold(simplify(substitute(s.body, {{f.loop_var.get(), w + int_imm(s.lo)}}), ranges));
+      Stmt body = fold_constant_branches(
+          simplify(substitute(s.body, {{f.loop_var.get(), w + int_imm(s.lo)}}), ranges));
       ranges.erase(w.get());
       auto n = std::make_shared<ForNode>(f);
       n->loop_var = w;
@@ -136,21 +127,10 @@ private:
     return make_seq(std::move(parts));
   }
 
-  static Stmt fold(const Stmt& s) {
-    return transform_stmts(s, [](const Stmt& x) -> Stmt {
-      if (x->kind != StmtKind::IfThenElse) return x;
-      auto* n = as<IfThenElseNode>(x);
-      int64_t c;
-      if (!is_const_int(n->condition, &c)) return x;
-      if (c != 0) return n->then_case;
-      return n->else_case ? n->else_case : make_seq({});
-    });
-  }
-
   // The body simplified for v in [lo, hi): guards decided by that range fold away.
   static Stmt refine(const Stmt& body, const Expr& v, int64_t lo, int64_t hi, RangeMap ranges) {
     ranges[v.get()] = IntBound{lo, hi - 1};
-    return fold(simplify(body, ranges));
+    return fold_constant_branches(simplify(body, ranges));
   }
 
   // The two copies are siblings; fresh loop variables keep every variable bound by one loop.
@@ -196,9 +176,7 @@ private:
       }
       case StmtKind::IfThenElse: {
         auto* n = as<IfThenElseNode>(s);
-        std::vector<Expr> conj;
-        split_conjuncts(n->condition, conj);
-        for (const Expr& c : conj) {
+        for (const Expr& c : conjuncts(n->condition)) {
           if (found) break;
           if (uses_var(c, v.get())) found = cut_for(c, v, lo, hi, ranges);
         }

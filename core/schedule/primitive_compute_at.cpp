@@ -83,20 +83,9 @@ std::vector<int> write_dims(const char* prim, const std::string& subject, const 
 // nest (guarded by its own bounds) reads.
 bool predicate_is_domain_bound(const BlockRealizeNode& br, const StmtPath& path, const Buffer& x) {
   RangeMap ranges = path_ranges(path);
-  std::vector<Expr> conj;
-  std::vector<Expr> stack{br.predicate};
-  while (!stack.empty()) {
-    Expr e = stack.back();
-    stack.pop_back();
-    if (e->kind == ExprKind::And) {
-      stack.push_back(e->args[0]);
-      stack.push_back(e->args[1]);
-    } else {
-      conj.push_back(simplify(e, ranges));
-    }
-  }
   const Block& b = *br.block;
-  for (const Expr& c : conj) {
+  for (const Expr& term : conjuncts(br.predicate)) {
+    Expr c = simplify(term, ranges);
     int which = -1;
     for (size_t i = 0; i < b.iter_vars.size() && which < 0; ++i)
       if (structural_equal(c, simplify(br.iter_values[i] < int_imm(b.iter_vars[i].extent), ranges)))

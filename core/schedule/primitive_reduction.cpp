@@ -13,16 +13,6 @@ bool any_uses(const std::vector<Expr>& es, const ExprNode* v) {
   return std::any_of(es.begin(), es.end(), [&](const Expr& e) { return uses_var(e, v); });
 }
 
-void split_conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (!e) return;
-  if (e->kind == ExprKind::And) {
-    split_conjuncts(e->args[0], out);
-    split_conjuncts(e->args[1], out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 struct ReductionParts {
   const StoreNode* store;
   ExprKind combiner;  // Add, Max or Min
@@ -113,10 +103,8 @@ BlockRV Schedule::decompose_reduction(BlockRV block, LoopRV loop) {
     std::set<const ExprNode*> below;
     for (size_t k = depth; k + 1 < bp.nodes.size(); ++k)
       if (bp.nodes[k]->kind == StmtKind::For) below.insert(as<ForNode>(bp.nodes[k])->loop_var.get());
-    std::vector<Expr> conj;
-    split_conjuncts(br->predicate, conj);
     Expr pred;
-    for (auto& c : conj) {
+    for (auto& c : conjuncts(br->predicate)) {
       bool ok = true;
       for (auto* v : below)
         if (uses_var(c, v) && !loop_map.count(v)) ok = false;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/lower/lower.h"
+#include "core/runtime/arguments.h"
 
 namespace mt::measure_detail {
 
@@ -29,14 +30,6 @@ void flush_caches() {
     p[i] = static_cast<unsigned char>(round + i);
   // Keeps the stores from being dropped as dead (the buffer is never read otherwise).
   asm volatile("" : : "r"(p) : "memory");
-}
-
-std::vector<NDArray*> pointers(std::vector<NDArray>& args) {
-  std::vector<NDArray*> out;
-  out.reserve(args.size());
-  for (auto& a : args)
-    out.push_back(&a);
-  return out;
 }
 
 } // namespace

@@ -29,10 +29,7 @@ std::vector<NDArray> make_args(const Function& f) {
 
 std::vector<NDArray> interpret_ref(const Function& f) {
   auto args = make_args(f);
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args)
-    ptrs.push_back(&a);
-  interpret(f, ptrs);
+  interpret(f, pointers(args));
   return args;
 }
 
