@@ -59,6 +59,10 @@ struct Options {
   Reuse read_reuse = Reuse::None;
   std::vector<int64_t> read_levels;
   std::string read_scope = "shared";
+  // "levels": each input staged under the loops of read_levels (one design space per level);
+  // "sampled": each input staged at a location drawn by sample_compute_location (root, inline
+  // = not staged, or any loop of the tile), which the search mutates like any decision.
+  std::string read_location = "levels";
   std::vector<int64_t> vector_load_lens;
 };
 
@@ -76,7 +80,7 @@ public:
   explicit MultiLevelTiling(std::string_view text) : config_("std.MultiLevelTiling", text) {
     config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
                         "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
-                        "vector_load_lens"});
+                        "read_location", "vector_load_lens"});
     std::string target = config_.get_string("target", "");
     if (!target.empty() && target != "cpu" && target != "gpu")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -126,6 +130,10 @@ private:
       o.read_reuse = Reuse::May;
       o.read_levels = {2};
       o.read_scope = "global";
+      // Where a packed copy pays depends on the operand: dense's weight panel once per column
+      // block (outer level), the rows of A rarely. One sampled location per input lets the
+      // search find that per operand, instead of one level for all inputs.
+      o.read_location = "sampled";
     }
     o.structure = config_.get_string("structure", o.structure);
     o.max_innermost_factor =
@@ -138,6 +146,7 @@ private:
     if (config_.has("read_reuse")) o.read_reuse = parse_reuse(config_.get_string("read_reuse", ""));
     o.read_levels = config_.get_ints("read_levels", o.read_levels);
     o.read_scope = config_.get_string("read_scope", o.read_scope);
+    o.read_location = config_.get_string("read_location", o.read_location);
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
     validate(o);
     opts_ = std::move(o);
@@ -151,6 +160,8 @@ private:
         o.structure.find('S') == std::string::npos)
       bad("structure must be a non-empty string of 'S' and 'R' with at least one 'S'");
     if (o.tile_binds.size() > o.structure.size()) bad("more tile_binds than structure levels");
+    if (o.read_location != "levels" && o.read_location != "sampled")
+      bad("read_location must be \"levels\" or \"sampled\", not \"" + o.read_location + "\"");
     for (size_t i = 0; i < o.tile_binds.size(); ++i)
       if (o.structure[i] != 'S') bad("tile_binds may only bind spatial ('S') levels");
     for (const auto* levels : {&o.write_levels, &o.read_levels})
@@ -308,6 +319,11 @@ private:
       std::vector<int64_t> levels = opts_.read_levels;
       if (opts_.read_reuse == Reuse::Must) levels.resize(1);
       else out.push_back(s.fork());
+      if (opts_.read_reuse == Reuse::May && opts_.read_location == "sampled") {
+        State v = s.fork();
+        if (stage_inputs_sampled(v)) out.push_back(std::move(v));
+        continue;
+      }
       for (int64_t level : levels) {
         State v = s.fork();
         if (stage_inputs(v, level) || opts_.read_reuse == Reuse::Must) out.push_back(std::move(v));
@@ -342,6 +358,37 @@ private:
       sch.transform_layout(cache, 0, perm);
       return;
     }
+  }
+
+  // Every input staged at its own sampled location; true if at least one was.
+  bool stage_inputs_sampled(State& s) const {
+    bool staged = false;
+    size_t n = s.sch.reads(s.block).size();
+    for (size_t i = 0; i < n; ++i) {
+      Schedule origin = s.sch.copy();
+      BlockRV cache;
+      try {
+        cache = origin.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
+        pack_vector_axis_last(origin, s.block, cache);
+      } catch (const sdk::ScheduleError&) {
+        continue;
+      }
+      // A drawn location the schedule refuses is drawn again (each draw from a fresh copy:
+      // copies of one schedule draw alike), so that the space keeps the staged input.
+      for (int attempt = 0; attempt < 8; ++attempt) {
+        origin = origin.copy();
+        Schedule t = origin.copy();
+        try {
+          LoopRV at = t.sample_compute_location(cache);
+          t.compute_at(cache, at);
+          s.sch = t;
+          staged = true;
+          break;
+        } catch (const sdk::ScheduleError&) {
+        }
+      }
+    }
+    return staged;
   }
 
   // True if at least one input was staged.

@@ -48,9 +48,13 @@ public:
     int root = tree.root_item_of(name);
     if (root < 0 || tree.loops_of(name).empty()) return {sch};
     // One set of annotations per root nest: skip if a block of the nest already has them.
+    // The other blocks are looked up on a throw-away copy: a recorded get_block of a block
+    // whose existence depends on a sampled decision (a staged copy that a re-sampled compute
+    // location inlines) would make the trace fail to replay.
     for (const std::string& other : tree.blocks_in(tree.root_items()[static_cast<size_t>(root)])) {
       if (other == name) continue;
-      sdk::Annotations anns = sch.annotations(sch.get_block(other));
+      Schedule probe = sch.copy();
+      sdk::Annotations anns = probe.annotations(probe.get_block(other));
       if (has_pvu_annotation(anns)) return {sch};
     }
     if (has_pvu_annotation(sch.annotations(block))) return {sch};
