@@ -564,6 +564,35 @@ int64_t Database::commit_record(const TuningRecord& record) {
   return impl_->insert_record(record, trace);
 }
 
+TuningRecord Database::append_run_secs(int64_t record_id, const std::vector<double>& run_secs) {
+  for (double t : run_secs)
+    if (!std::isfinite(t) || t <= 0)
+      throw DatabaseError(path() + ": record " + std::to_string(record_id) +
+                          ": cannot add the run time " + std::to_string(t) +
+                          " (must be finite and positive)");
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  // Read and rewrite in one write transaction: another process appending at the same time
+  // waits, and neither loses the other's times.
+  Transaction txn(*impl_, true);
+  TuningRecord r;
+  {
+    Statement st(*impl_, std::string("SELECT ") + kRecordColumns + " FROM records WHERE id = ?1");
+    st.bind(1, record_id);
+    if (!st.step("reading a record"))
+      throw DatabaseError(path() + ": no record " + std::to_string(record_id));
+    r = impl_->read_record(st);
+  }
+  if (r.failed())
+    throw DatabaseError(path() + ": record " + std::to_string(record_id) +
+                        " is a failed trial; run times are only added to successful ones");
+  r.run_secs.insert(r.run_secs.end(), run_secs.begin(), run_secs.end());
+  Statement up(*impl_, "UPDATE records SET run_secs = ?1, mean_secs = ?2 WHERE id = ?3");
+  up.bind(1, json(r.run_secs).dump()).bind(2, r.mean_secs()).bind(3, record_id);
+  up.step("adding run times to a record");
+  txn.commit();
+  return r;
+}
+
 std::vector<TuningRecord> Database::Impl::query_records(const std::string& where,
                                                         const std::vector<std::string>& text_args,
                                                         int64_t workload_id, size_t limit) const {

@@ -141,6 +141,11 @@ public:
   // Stores a record in its own transaction and returns its id; `workload_id` must exist and
   // `trace_json` must be a trace (Trace::from_json). Durable once this returns.
   int64_t commit_record(const TuningRecord& record);
+  // Adds run times measured again later (the tuner re-measures its best candidates) to a
+  // successful record; its mean becomes the mean over all of them. Returns the updated record.
+  // The times already stored are kept. Throws DatabaseError for a missing or failed record or
+  // a time that is not finite and positive.
+  TuningRecord append_run_secs(int64_t record_id, const std::vector<double>& run_secs);
   // Successful records of a workload on `target`, fastest first (ties: oldest first), at most
   // `k`. Rows that cannot be decoded are skipped and reported through take_problems().
   std::vector<TuningRecord> top_k(int64_t workload_id, const std::string& target, size_t k) const;

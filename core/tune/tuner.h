@@ -30,6 +30,7 @@
 #include "core/tune/measure.h"
 #include "core/tune/reference_cache.h"
 #include "core/tune/search_strategy.h"
+#include "core/tune/verify_best.h"
 
 namespace mt {
 
@@ -77,6 +78,11 @@ struct TuneOptions {
   // measure.min_repeat_seconds, medians.
   bool compare = false;
   int compare_repeats = 5;
+  // At the end of a run that was not interrupted, each task's fastest records are measured
+  // again in fresh workers, the times appended to the records, and the best is the one with
+  // the lowest mean after that (verify_best.h): a single measurement of the best of hundreds
+  // is a lucky one. `verify.top` = 0 turns it off.
+  VerifyOptions verify;
   // Where each task's reference result is kept between runs (reference_cache.h), so that a
   // resumed run, or the same workload tuned in another model, does not recompute it. Empty
   // = no cache.
@@ -93,6 +99,12 @@ struct TaskResult {
   size_t failed = 0;        // of those, failed
   double best_seconds = std::numeric_limits<double>::infinity(); // database included
   int64_t best_record_id = 0;
+  // How best_seconds was found: with verified > 0, that many of the fastest records were
+  // measured again (best_seconds is the winner's mean over all its times, and
+  // recorded_best_seconds the fastest record's mean before that); else the fastest record's
+  // mean as measured in its trial.
+  size_t verified = 0;
+  double recorded_best_seconds = std::numeric_limits<double>::infinity();
   bool exhausted = false;     // its search could propose nothing more
   std::string diagnosis;      // why the search refused candidates (when exhausted)
   double best_gflops() const; // 0 when nothing succeeded

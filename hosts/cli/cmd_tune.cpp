@@ -130,6 +130,8 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
     tj["best_seconds"] = number_or_null(t.best_seconds);
     tj["best_gflops"] = t.best_gflops();
     tj["best_record_id"] = t.best_record_id;
+    tj["verified_records"] = t.verified;
+    if (t.verified) tj["recorded_best_seconds"] = number_or_null(t.recorded_best_seconds);
     tj["exhausted"] = t.exhausted;
     if (!t.diagnosis.empty()) tj["diagnosis"] = t.diagnosis;
     tj["implementation"] = t.chosen.empty() ? nlohmann::json() : nlohmann::json(t.chosen);
@@ -175,6 +177,10 @@ void print_summary(const TuneResult& r) {
       std::cout << "best " << t.best_seconds * 1e3 << " ms";
       std::cout.precision(2);
       std::cout << " = " << t.best_gflops() << " GFLOPS (record " << t.best_record_id << ")";
+      if (t.verified)
+        std::cout << "\n    (the " << t.verified << " fastest records measured again in fresh "
+                  << "workers; before that the fastest measured "
+                  << t.flops / t.recorded_best_seconds * 1e-9 << " GFLOPS)";
     } else {
       std::cout << "no successful candidate";
     }
@@ -327,6 +333,14 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--compare-repeats", t.compare_repeats,
                   "Alternating timed repeats of each implementation in the comparison")
       ->capture_default_str();
+  cmd->add_option("--verify-top", t.verify.top,
+                  "At the end, measure this many of the fastest records again (fresh workers) "
+                  "and report the one with the best median; 0 = trust the single measurements")
+      ->capture_default_str();
+  cmd->add_option("--verify-rounds", t.verify.rounds,
+                  "Fresh-worker measurements of each record in that re-measurement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--postprocs", opt->postprocs,
                   "Postprocessors instead of the target's: NAME or NAME{json config}, "
                   "comma-separated");

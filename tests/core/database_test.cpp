@@ -198,6 +198,33 @@ TEST_F(DatabaseTest, FailedTrialsAreStoredButNeverBest) {
   EXPECT_TRUE(all[2].failed());
 }
 
+// Times measured again later are appended: the old ones stay, the mean (and so the ranking)
+// follows all of them; failed or missing records and bad times are refused without a change.
+TEST_F(DatabaseTest, AppendedRunTimesKeepTheOldOnesAndReRank) {
+  auto db = Database::open(path());
+  Function f = make_workload(kSpec);
+  int64_t wid = db->commit_workload(f);
+  int64_t lucky = db->commit_record(make_record(f, wid, "llvm", {1e-3}, 2));
+  int64_t steady = db->commit_record(make_record(f, wid, "llvm", {1.5e-3}, 4));
+  TuningRecord failed = make_record(f, wid, "llvm", {}, 8);
+  failed.error = "SIGSEGV";
+  int64_t bad = db->commit_record(failed);
+  ASSERT_EQ(db->best(wid, "llvm")->id, lucky);
+
+  TuningRecord r = db->append_run_secs(lucky, {2e-3, 3e-3});
+  EXPECT_EQ(r.run_secs, (std::vector<double>{1e-3, 2e-3, 3e-3}));
+  EXPECT_DOUBLE_EQ(r.mean_secs(), 2e-3);
+  EXPECT_EQ(db->record(lucky).run_secs, r.run_secs);
+  EXPECT_EQ(db->best(wid, "llvm")->id, steady);
+
+  EXPECT_THROW(db->append_run_secs(bad, {1e-3}), DatabaseError);
+  EXPECT_TRUE(db->record(bad).run_secs.empty());
+  EXPECT_THROW(db->append_run_secs(12345, {1e-3}), DatabaseError);
+  EXPECT_THROW(db->append_run_secs(steady, {std::nan("")}), DatabaseError);
+  EXPECT_THROW(db->append_run_secs(steady, {-1.0}), DatabaseError);
+  EXPECT_EQ(db->record(steady).run_secs, (std::vector<double>{1.5e-3}));
+}
+
 TEST_F(DatabaseTest, RejectsRecordsThatCannotBeUsed) {
   auto db = Database::open(path());
   Function f = make_workload(kSpec);
