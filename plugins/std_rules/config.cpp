@@ -47,11 +47,13 @@ std::string Config::get_string(const char* key, const std::string& fallback) con
   return v.get<std::string>();
 }
 
-std::vector<int64_t> Config::get_ints(const char* key, const std::vector<int64_t>& fallback) const {
+std::vector<int64_t> Config::get_ints(const char* key, const std::vector<int64_t>& fallback,
+                                      bool allow_empty) const {
   if (!json_.contains(key)) return fallback;
   const nlohmann::json& v = json_[key];
-  if (!v.is_array() || v.empty())
-    fail(std::string("'") + key + "' must be a non-empty array of integers");
+  if (!v.is_array() || (v.empty() && !allow_empty))
+    fail(std::string("'") + key + "' must be a " + (allow_empty ? "" : "non-empty ") +
+         "array of integers");
   std::vector<int64_t> out;
   for (const auto& e : v) {
     if (!e.is_number_integer()) fail(std::string("'") + key + "' must hold integers only");

@@ -21,7 +21,9 @@ public:
   double get_double(const char* key, double fallback) const;
   bool get_bool(const char* key, bool fallback) const;
   std::string get_string(const char* key, const std::string& fallback) const;
-  std::vector<int64_t> get_ints(const char* key, const std::vector<int64_t>& fallback) const;
+  // `allow_empty`: [] is a valid value (e.g. "none of these"), not a mistake.
+  std::vector<int64_t> get_ints(const char* key, const std::vector<int64_t>& fallback,
+                                bool allow_empty = false) const;
   std::vector<double> get_doubles(const char* key, const std::vector<double>& fallback) const;
   std::vector<std::string> get_strings(const char* key,
                                        const std::vector<std::string>& fallback) const;

@@ -109,7 +109,8 @@ TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
 
 TEST(StdRulesMultiLevelTiling, CpuForksWriteCacheLevelsAndTilesSSRSRS) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
+                                    R"({"read_reuse": "none", "padded_inner_factors": []})"));
   ASSERT_EQ(spaces.size(), 3u) << "no cache, cache at level 1, cache at level 2";
   std::vector<NDArray> ref = run(f);
   std::string block = block_names(f)[0];
@@ -170,7 +171,8 @@ TEST(StdRulesMultiLevelTiling, BlocksWithoutReuseAreLeftAlone) {
 
 TEST(StdRulesMultiLevelTiling, CpuMayStageInputsIntoPackedCaches) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
+                                    R"({"read_location": "levels", "padded_inner_factors": []})"));
   // Each of the 3 write-reuse spaces without and with both inputs staged at level 2.
   ASSERT_EQ(spaces.size(), 6u);
   std::vector<NDArray> ref = run(f);
@@ -187,12 +189,77 @@ TEST(StdRulesMultiLevelTiling, CpuMayStageInputsIntoPackedCaches) {
   EXPECT_EQ(staged, 3u);
 }
 
+// The CPU default: each staged input at its own sampled location, so a sample of the space
+// may put A and B at different levels (or at the root, or not stage one: inline). Whatever
+// is drawn computes the same numbers.
+TEST(StdRulesMultiLevelTiling, CpuStagedInputsGoWhereTheirSampledLocationSays) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces =
+      apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"padded_inner_factors": []})"));
+  ASSERT_EQ(spaces.size(), 6u) << "3 write-reuse spaces, each without and with staging";
+  std::vector<NDArray> ref = run(f);
+  size_t sampled_spaces = 0;
+  std::set<std::vector<int64_t>> placements;
+  for (const auto& sp : spaces) {
+    size_t sites = 0;
+    for (const auto& inst : sp->trace().instructions())
+      sites += inst.kind == "sample_compute_location";
+    if (sites == 0) continue;
+    ++sampled_spaces;
+    EXPECT_EQ(sites, 2u) << "one location per input";
+    // Replayed with fresh draws: the locations vary, the numbers do not.
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      Schedule again(f, seed);
+      try {
+        sp->trace().apply_to(again, /*use_decisions=*/false);
+      } catch (const ScheduleError&) {
+        continue; // a draw the schedule refuses costs that sample only
+      }
+      std::vector<int64_t> where;
+      for (const auto& inst : again.trace().instructions())
+        if (inst.kind == "sample_compute_location") where.push_back(inst.decision->at(0));
+      placements.insert(where);
+      EXPECT_EQ(compare(ref, again.func()), "") << "seed " << seed;
+    }
+  }
+  EXPECT_EQ(sampled_spaces, 3u);
+  EXPECT_GT(placements.size(), 3u) << "the draws hardly differ";
+}
+
+// A row loop whose extent 6 does not divide also gets a space with a 6-row innermost tile
+// (AVX2's 6 x 16 register tile): the loop is padded to a multiple of 6, the block guards the
+// edge, and the numbers stay those of the reference.
+TEST(StdRulesMultiLevelTiling, CpuPadsTheRowLoopForASixRowRegisterTile) {
+  Function f = make_workload("matmul(M=32,N=24,K=16)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
+  ASSERT_EQ(spaces.size(), 6u) << "perfect and padded tiling, each with 3 write-reuse choices";
+  std::vector<NDArray> ref = run(f);
+  std::string block = block_names(f)[0];
+  size_t padded = 0;
+  for (const auto& sp : spaces) {
+    const Function& g = sp->func();
+    EXPECT_EQ(compare(ref, g), "");
+    auto loops = enclosing_loops(g, block);
+    ASSERT_EQ(loops.size(), 10u);
+    // Levels: i0 j0 i1 j1 k0 i2 j2 k1 i3 j3; the row loop's pieces are i0, i1, i2, i3.
+    int64_t rows = loops[0]->extent * loops[2]->extent * loops[5]->extent * loops[8]->extent;
+    if (loops[8]->extent == 6) {
+      ++padded;
+      EXPECT_EQ(rows, 36) << "32 rows padded to 6 x 6";
+    } else {
+      EXPECT_EQ(rows, 32);
+    }
+  }
+  EXPECT_EQ(padded, 3u);
+}
+
 // dense reads weight[N, K] along N, the vectorized axis: the staged copy is transposed to
 // [K, N] so that the register tile loads contiguous vectors; data[M, K] does not vary with N
 // and keeps its layout. Every space still computes the same numbers.
 TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
   Function f = make_workload("dense(M=16,N=32,K=8,bias=0,act=none)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  auto spaces =
+      apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"padded_inner_factors": []})"));
   std::vector<NDArray> ref = run(f);
   size_t packed = 0;
   for (const auto& sp : spaces) {
@@ -221,8 +288,18 @@ TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"strucutre": "SRS"})"),
                PluginError);
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", "not json"), PluginError);
-  auto custom = host().create_schedule_rule("std.MultiLevelTiling",
-                                            R"({"structure": "SRS", "write_reuse": "none", "read_reuse": "none"})");
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling",
+                                           R"({"padded_inner_factors": [1]})"),
+               PluginError);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling",
+                                           R"({"padded_inner_factors": [1000]})"),
+               PluginError);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"read_location": "x"})"),
+               PluginError);
+  auto custom = host().create_schedule_rule(
+      "std.MultiLevelTiling",
+      R"({"structure": "SRS", "write_reuse": "none", "read_reuse": "none",
+          "padded_inner_factors": []})");
   Function f = make_workload("matmul(M=8,N=8,K=8)");
   auto spaces = apply_rule(f, *custom);
   ASSERT_EQ(spaces.size(), 1u);
