@@ -26,13 +26,13 @@ namespace mt {
 class Database;
 
 struct VerifyOptions {
-  size_t top = 5;  // records re-measured (the fastest successful ones); 0 = none
-  int rounds = 3;  // fresh-worker measurements of each
+  size_t top = 5; // records re-measured (the fastest successful ones); 0 = none
+  int rounds = 3; // fresh-worker measurements of each
 };
 
 struct VerifiedRecord {
   int64_t record_id = 0;
-  double recorded_seconds = 0; // the record's mean before this re-measurement
+  double recorded_seconds = 0;       // the record's mean before this re-measurement
   std::vector<double> round_seconds; // per successful round: the mean of its repeats
   // The record's mean over all its times after this; +inf if every round failed (then nothing
   // was appended and the record cannot be the best).

@@ -63,6 +63,11 @@ struct Options {
   // "sampled": each input staged at a location drawn by sample_compute_location (root, inline
   // = not staged, or any loop of the tile), which the search mutates like any decision.
   std::string read_location = "levels";
+  // Which inputs are staged: "all", or "vector": only those the vectorized axis (the block's
+  // innermost spatial iter var) indexes -- the ones the register tile loads as whole vectors,
+  // where a contiguous panel pays; an input it does not index is read one broadcast scalar per
+  // row, and a copy of it mostly costs.
+  std::string read_inputs = "all";
   std::vector<int64_t> vector_load_lens;
   // Innermost factors the row loop (the last spatial loop before the vectorized one) may also
   // take when they do not divide its extent: one more design space each, the rest of the loop
@@ -84,7 +89,8 @@ public:
   explicit MultiLevelTiling(std::string_view text) : config_("std.MultiLevelTiling", text) {
     config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
                         "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
-                        "read_location", "vector_load_lens", "padded_inner_factors"});
+                        "read_location", "read_inputs", "vector_load_lens",
+                        "padded_inner_factors"});
     std::string target = config_.get_string("target", "");
     if (!target.empty() && target != "cpu" && target != "gpu")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -142,12 +148,13 @@ private:
       o.write_levels = {1, 2};
       o.write_scope = "global";
       o.read_reuse = Reuse::May;
-      o.read_levels = {2};
+      // The vector-loaded operand (matmul's B, dense's weight) packed once per column block
+      // (level 1: a K x NR panel reused by every row tile of the block) or per tile (level 2).
+      // The packed B panel at level 1 with a 6 x 16 tile is the structure of the fastest
+      // kernels found (bench/matmul_trace, ~0.9-1.0 of oneDNN).
+      o.read_levels = {1, 2};
       o.read_scope = "global";
-      // Where a packed copy pays depends on the operand: dense's weight panel once per column
-      // block (outer level), the rows of A rarely. One sampled location per input lets the
-      // search find that per operand, instead of one level for all inputs.
-      o.read_location = "sampled";
+      o.read_inputs = "vector";
       // A register tile of 6 rows x 2 vectors keeps 12 accumulators in the 16 vector
       // registers of AVX2 (BLIS's Haswell kernel); 1024 rows are no multiple of 6, and
       // sample_perfect_tile only ever draws divisors, so without this the best tiles of
@@ -167,6 +174,7 @@ private:
     o.read_levels = config_.get_ints("read_levels", o.read_levels);
     o.read_scope = config_.get_string("read_scope", o.read_scope);
     o.read_location = config_.get_string("read_location", o.read_location);
+    o.read_inputs = config_.get_string("read_inputs", o.read_inputs);
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
     o.padded_inner_factors = config_.get_ints("padded_inner_factors", o.padded_inner_factors, true);
     validate(o);
@@ -183,6 +191,8 @@ private:
     if (o.tile_binds.size() > o.structure.size()) bad("more tile_binds than structure levels");
     if (o.read_location != "levels" && o.read_location != "sampled")
       bad("read_location must be \"levels\" or \"sampled\", not \"" + o.read_location + "\"");
+    if (o.read_inputs != "all" && o.read_inputs != "vector")
+      bad("read_inputs must be \"all\" or \"vector\", not \"" + o.read_inputs + "\"");
     for (size_t i = 0; i < o.tile_binds.size(); ++i)
       if (o.structure[i] != 'S') bad("tile_binds may only bind spatial ('S') levels");
     for (int64_t f : o.padded_inner_factors)
@@ -377,8 +387,10 @@ private:
     std::vector<State> out;
     for (State& s : states) {
       std::vector<int64_t> levels = opts_.read_levels;
-      if (opts_.read_reuse == Reuse::Must) levels.resize(1);
-      else out.push_back(s.fork());
+      if (opts_.read_reuse == Reuse::Must)
+        levels.resize(1);
+      else
+        out.push_back(s.fork());
       if (opts_.read_reuse == Reuse::May && opts_.read_location == "sampled") {
         State v = s.fork();
         if (stage_inputs_sampled(v)) out.push_back(std::move(v));
@@ -420,11 +432,27 @@ private:
     }
   }
 
+  // Whether read `i` of the block is one to stage under read_inputs.
+  bool wanted_input(const Schedule& sch, BlockRV block, size_t i) const {
+    if (opts_.read_inputs == "all") return true;
+    std::optional<sdk::ExprRef> lane;
+    for (const auto& iv : sch.iter_vars(block))
+      if (iv.kind == sdk::IterKind::Spatial) lane = iv.var;
+    if (!lane) return false;
+    std::vector<sdk::BufferAccess> reads = sch.reads(block);
+    if (i >= reads.size()) return false;
+    for (const auto& tuple : reads[i].indices)
+      for (const sdk::ExprRef& e : tuple)
+        if (e.uses(*lane)) return true;
+    return false;
+  }
+
   // Every input staged at its own sampled location; true if at least one was.
   bool stage_inputs_sampled(State& s) const {
     bool staged = false;
     size_t n = s.sch.reads(s.block).size();
     for (size_t i = 0; i < n; ++i) {
+      if (!wanted_input(s.sch, s.block, i)) continue;
       Schedule origin = s.sch.copy();
       BlockRV cache;
       try {
@@ -458,6 +486,7 @@ private:
     bool staged = false;
     size_t n = s.sch.reads(s.block).size();
     for (size_t i = 0; i < n; ++i) {
+      if (!wanted_input(s.sch, s.block, i)) continue;
       // Each input on its own copy, so that one refusal does not leave a cache at the root.
       Schedule attempt = s.sch.copy();
       try {
@@ -467,8 +496,7 @@ private:
         if (!opts_.vector_load_lens.empty()) {
           std::vector<double> probs(opts_.vector_load_lens.size(),
                                     1.0 / static_cast<double>(opts_.vector_load_lens.size()));
-          annotate_sampled(attempt, cache, keys::kCooperativeFetch, opts_.vector_load_lens,
-                           probs);
+          annotate_sampled(attempt, cache, keys::kCooperativeFetch, opts_.vector_load_lens, probs);
         } else if (opts_.read_reuse == Reuse::Must) {
           attempt.annotate(cache, keys::kCooperativeFetch, int64_t{1});
         }
