@@ -256,7 +256,42 @@ private:
     for (size_t i = 0; i < loops.size(); ++i)
       if (!roles[i].reduce && probe.extent(loops[i]) > 1) spatial.push_back(i);
     if (spatial.size() < 2) return std::nullopt;
+    // The row loop: preferably one that no vector-loaded input depends on, so that the
+    // register tile's rows reuse the same vector loads (matmul's i for B; a convolution's
+    // output channels for its input window -- not its output rows, which each load their own
+    // input row).
+    std::vector<sdk::IterVarInfo> ivs = probe.iter_vars(block);
+    std::vector<sdk::BufferAccess> reads = probe.reads(block);
+    // Buffer indices use the block's iteration variables; the nest binds one to each loop.
+    auto iter_var_of = [&](LoopRV l) -> std::optional<sdk::ExprRef> {
+      sdk::ExprRef v = probe.loop_var(l);
+      for (const auto& iv : ivs)
+        if (iv.value && iv.value.get() == v.get()) return iv.var;
+      return std::nullopt;
+    };
+    std::optional<sdk::ExprRef> lane_var = iter_var_of(loops[spatial.back()]);
+    if (!lane_var) return std::nullopt;
+    sdk::ExprRef lane = *lane_var;
+    auto used_by_vector_inputs = [&](const sdk::ExprRef& var) {
+      for (const sdk::BufferAccess& r : reads) {
+        bool vector = false, uses = false;
+        for (const auto& tuple : r.indices)
+          for (const sdk::ExprRef& e : tuple) {
+            vector = vector || e.uses(lane);
+            uses = uses || e.uses(var);
+          }
+        if (vector && uses) return true;
+      }
+      return false;
+    };
     size_t row = spatial[spatial.size() - 2];
+    for (size_t k = spatial.size() - 1; k-- > 0;) {
+      std::optional<sdk::ExprRef> v = iter_var_of(loops[spatial[k]]);
+      if (v && !used_by_vector_inputs(*v)) {
+        row = spatial[k];
+        break;
+      }
+    }
     int64_t extent = probe.extent(loops[row]);
     if (extent <= f || extent % f == 0) return std::nullopt;
     return tile(original, block, std::make_pair(row, f));

@@ -311,6 +311,36 @@ TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
   EXPECT_EQ(data_staged, 0u) << "data[M, K] does not vary with N: read by broadcast, not staged";
 }
 
+// In a convolution the vectorized x indexes the input window, and so does y: six output rows
+// would each load their own input vectors. The padded row loop is therefore the output
+// channels f, which only the (broadcast) weights depend on: 6 channels x 16 columns share
+// every input load.
+TEST(StdRulesMultiLevelTiling, CpuPadsTheLoopTheVectorLoadsDoNotDependOn) {
+  Function f = make_workload("conv2d(N=1,C=4,H=8,W=8,F=10,KH=3,KW=3,stride=1,padding=1)");
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
+  std::vector<NDArray> ref = run(f);
+  size_t padded = 0;
+  for (const auto& sp : spaces) {
+    const Function& g = sp->func();
+    EXPECT_EQ(compare(ref, g), "");
+    for (const std::string& n : block_names(g)) {
+      auto loops = enclosing_loops(g, n);
+      if (loops.size() != 22) continue; // the tiled conv: 4 spatial x 4 + 3 reduction x 2
+      // Levels: [n f y x] [n f y x] [c kh kw] [n f y x] [c kh kw] [n f y x].
+      int64_t f_product =
+          loops[1]->extent * loops[5]->extent * loops[12]->extent * loops[19]->extent;
+      if (loops[19]->extent == 6) {
+        ++padded;
+        EXPECT_EQ(f_product, 12) << "10 output channels padded to 2 x 6";
+        EXPECT_NE(loops[20]->extent, 6) << "y is not the padded loop";
+      } else {
+        EXPECT_EQ(f_product, 10);
+      }
+    }
+  }
+  EXPECT_EQ(padded, 3u) << "one padded space per write-reuse choice";
+}
+
 TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"structure": "SXS"})"),
                PluginError);
