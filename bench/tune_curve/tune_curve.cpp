@@ -19,7 +19,8 @@
 //
 // Writes OUT.csv (trial, minutes, best_gflops as measured while tuning, picked_gflops and
 // picked_ratio re-measured, onednn_gflops), OUT.svg and one JSON summary line on stdout:
-// trials and minutes to reach 0.8 / 0.9 of oneDNN (re-measured) and 0.9 of the final best.
+// trials and minutes to reach 0.8 / 0.9 of oneDNN and 0.9 of the final kernel's ratio, on the
+// re-measured picks (the as-measured-while-tuning figures are given too, marked so).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -324,13 +325,15 @@ int main(int argc, char** argv) try {
               "\"onednn_gflops\": %.2f, \"reach_0.8_onednn\": %s, \"reach_0.9_onednn\": %s, "
               "\"reach_0.8_onednn_as_measured_while_tuning\": %s, "
               "\"reach_0.9_onednn_as_measured_while_tuning\": %s, "
-              "\"reach_0.9_final_best\": %s, \"final_gflops\": %.2f, \"final_onednn_gflops\": "
+              "\"reach_0.9_final_best\": %s, \"reach_0.9_final_best_as_measured_while_tuning\": "
+              "%s, \"final_gflops\": %.2f, \"final_onednn_gflops\": "
               "%.2f, \"final_ratio\": %.3f, \"csv\": \"%s.csv\", \"svg\": \"%s.svg\"}\n",
               spec.c_str(), cost_model.c_str(), r.trials, r.tuning_seconds / 60, best_curve,
               dnnl_gflops, reach(first_picked_reaching(curve.points, 0.8)).c_str(),
               reach(first_picked_reaching(curve.points, 0.9)).c_str(),
               reach(first_reaching(curve.points, 0.8 * dnnl_gflops)).c_str(),
               reach(first_reaching(curve.points, 0.9 * dnnl_gflops)).c_str(),
+              reach(first_picked_reaching(curve.points, 0.9 * final_ratio)).c_str(),
               reach(first_reaching(curve.points, 0.9 * best_curve)).c_str(), final_gflops,
               final_dnnl, final_ratio, out.c_str(), out.c_str());
   return 0;
