@@ -48,10 +48,7 @@ std::vector<LibraryTarget> open_library_targets(const PluginHost& host,
 }
 
 bool is_unsupported(const MeasureResult& r) {
-  // The host's PluginError says "<operation> failed (<status name>)".
-  static const std::string marker =
-      std::string("failed (") + mt_status_name(MT_ERROR_UNSUPPORTED) + ")";
-  return r.status == MeasureStatus::BuildError && r.error.find(marker) != std::string::npos;
+  return r.status == MeasureStatus::Unsupported;
 }
 
 TuningRecord library_record(const LibraryTarget& lib, int64_t workload_id, const Function& workload,

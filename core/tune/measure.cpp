@@ -50,6 +50,8 @@ const char* to_string(MeasureStatus s) {
     return "RunTimeout";
   case MeasureStatus::WrongResult:
     return "WrongResult";
+  case MeasureStatus::Unsupported:
+    return "Unsupported";
   }
   return "?";
 }
@@ -97,11 +99,7 @@ bool send_all(int fd, const std::string& bytes) {
 
     Built b = build_candidate(target, candidate);
     if (!b.module) {
-      MeasureResult r;
-      r.status = MeasureStatus::BuildError;
-      r.error = b.error;
-      r.build_seconds = b.seconds;
-      send_all(fd, encode_result(r));
+      send_all(fd, encode_result(build_failure(b)));
       ::_exit(0);
     }
     if (!send_all(fd, encode_built(b.seconds))) ::_exit(0);
@@ -410,8 +408,7 @@ Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
     Built b = build_candidate(impl_->target, candidates[i]);
     MeasureResult r;
     if (!b.module) {
-      r.status = MeasureStatus::BuildError;
-      r.error = b.error;
+      r = build_failure(b);
     } else {
       r = run_candidate(*b.module, ref, impl_->options);
     }

@@ -58,6 +58,10 @@ enum class MeasureStatus {
   Crashed,  // the worker died from a signal (SIGSEGV, SIGFPE, ...)
   RunTimeout,
   WrongResult, // ran, but its output differs from the reference
+  // The target does not implement this function at all (a library target asked for a
+  // workload it has no primitive for: its build returned MT_ERROR_UNSUPPORTED). Not a bug of
+  // the candidate; callers such as library_candidate skip it instead of recording a failure.
+  Unsupported,
 };
 const char* to_string(MeasureStatus s);
 

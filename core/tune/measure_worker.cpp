@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/lower/lower.h"
+#include "core/plugin/plugin_error.h"
 #include "core/runtime/arguments.h"
 
 namespace mt::measure_detail {
@@ -40,6 +41,10 @@ Built build_candidate(const PluginTarget& target, const Function& candidate) {
   try {
     Function lowered = candidate.lowered ? candidate : lower(candidate);
     b.module = target.build(lowered);
+  } catch (const PluginError& e) {
+    b.module.reset();
+    b.error = e.what();
+    b.unsupported = e.status() == MT_ERROR_UNSUPPORTED;
   } catch (const std::exception& e) {
     b.module.reset();
     b.error = e.what();
@@ -49,6 +54,14 @@ Built build_candidate(const PluginTarget& target, const Function& candidate) {
   }
   b.seconds = seconds_since(t0);
   return b;
+}
+
+MeasureResult build_failure(const Built& b) {
+  MeasureResult r;
+  r.status = b.unsupported ? MeasureStatus::Unsupported : MeasureStatus::BuildError;
+  r.error = b.error;
+  r.build_seconds = b.seconds;
+  return r;
 }
 
 MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
@@ -189,7 +202,7 @@ MeasureResult decode_result(const std::string& payload) {
   size_t pos = 0;
   MeasureResult r;
   int32_t status = get<int32_t>(payload, pos);
-  if (status < 0 || status > static_cast<int32_t>(MeasureStatus::WrongResult))
+  if (status < 0 || status > static_cast<int32_t>(MeasureStatus::Unsupported))
     throw std::runtime_error("measurement worker: bad status " + std::to_string(status));
   r.status = static_cast<MeasureStatus>(status);
   r.build_seconds = get<double>(payload, pos);

@@ -18,7 +18,11 @@ struct Built {
   std::unique_ptr<PluginModule> module; // null when the build failed
   double seconds = 0;                   // lowering + target build
   std::string error;                    // why the build failed
+  bool unsupported = false;             // the target refused with MT_ERROR_UNSUPPORTED
 };
+
+// The result of a failed build: BuildError, or Unsupported when the target said so.
+MeasureResult build_failure(const Built& b);
 
 // Lowers (if needed) and builds `candidate`; never throws.
 Built build_candidate(const PluginTarget& target, const Function& candidate);
