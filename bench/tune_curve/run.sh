@@ -20,7 +20,7 @@ run() { # name workload cost-model [extra...]
   shift 3
   "$BIN" --workload "$workload" --cost-model "$cm" --repeats 2 --min-repeat-ms 50 \
     --out "$OUT/$name" "$@" |
-    tee -a "$OUT/summary.jsonl"
+    grep --line-buffered '^{' | tee -a "$OUT/summary.jsonl" # the JSON lines, not the log
 }
 run matmul 'matmul(M=1024,N=1024,K=1024)' cost.XGBoost --trials "$TRIALS"
 run matmul_random 'matmul(M=1024,N=1024,K=1024)' cost.Random --trials "$TRIALS"

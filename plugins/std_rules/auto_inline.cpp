@@ -3,10 +3,20 @@
 // output -- into their producer with reverse_compute_inline. Reductions are never inlined, and
 // a block writing a function output is only ever reverse-inlined.
 //
-// Configuration: {"into_consumer": true, "into_producer": true}.
+// A block whose value is chosen by a condition -- padding: `cond ? data[...] : 0` -- is not
+// inlined into its consumer on CPU ("disallow_if_then_else", MetaSchedule's CPU default): in a
+// convolution every load of the input window would carry the guard, which keeps the register
+// tile from vectorizing; computed on its own, the padded copy is made once and read without
+// guards. GPU default: inlined (registers are cheap there, an extra pass over memory is not).
+//
+// Configuration: {"into_consumer": true, "into_producer": true,
+//                 "disallow_if_then_else": true on CPU, false on GPU}.
+#include <optional>
+
 #include "block_analysis.hpp"
 #include "config.hpp"
 #include "std_components.hpp"
+#include "target_info.hpp"
 
 namespace mt::std_rules {
 
@@ -16,9 +26,15 @@ class AutoInline : public sdk::ScheduleRule {
 public:
   explicit AutoInline(std::string_view text) {
     Config cfg("std.AutoInline", text);
-    cfg.allow_only({"into_consumer", "into_producer"});
+    cfg.allow_only({"into_consumer", "into_producer", "disallow_if_then_else"});
     into_consumer_ = cfg.get_bool("into_consumer", true);
     into_producer_ = cfg.get_bool("into_producer", true);
+    if (cfg.has("disallow_if_then_else"))
+      disallow_if_then_else_ = cfg.get_bool("disallow_if_then_else", true);
+  }
+
+  void initialize(const sdk::TuneContext& ctx) override {
+    if (!disallow_if_then_else_) disallow_if_then_else_ = !TargetInfo::from(ctx).gpu;
   }
 
   std::vector<sdk::Schedule> apply(sdk::Schedule& sch, sdk::BlockRV block) override {
@@ -28,7 +44,8 @@ public:
     if (init || !body || body.kind() != sdk::StmtKind::Store) return {sch};
     if (sch.writes(block).size() != 1) return {sch};
     // Each primitive is all-or-nothing: a refusal leaves the schedule as it was.
-    if (into_consumer_ && !writes_param(sch, block)) {
+    bool conditional = disallow_if_then_else_.value_or(true) && has_select(body.value());
+    if (into_consumer_ && !writes_param(sch, block) && !conditional) {
       try {
         sch.compute_inline(block);
         return {sch};
@@ -46,8 +63,18 @@ public:
   }
 
 private:
+  static bool has_select(const sdk::ExprRef& e) {
+    if (!e) return false;
+    if (e.kind() == sdk::ExprKind::Select) return true;
+    for (size_t i = 0, n = e.num_args(); i < n; ++i)
+      if (has_select(e.arg(i))) return true;
+    return false;
+  }
+
   bool into_consumer_ = true;
   bool into_producer_ = true;
+  // Unset until configured or initialized from the target; unset = disallow (CPU behaviour).
+  std::optional<bool> disallow_if_then_else_;
 };
 
 } // namespace

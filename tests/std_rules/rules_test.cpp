@@ -81,22 +81,38 @@ TEST(StdRulesAutoInline, ElementwiseChainCollapsesIntoTheOutput) {
   EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
 }
 
+// GPU (and CPU when configured so): the padding is inlined into the convolution; every block
+// left is a reduction or writes an output.
 TEST(StdRulesAutoInline, PaddingIsInlinedAndReductionsStay) {
+  Function f = make_workload("conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)");
+  for (auto [target, config] : {std::pair<const TuneAttributes*, const char*>{&kGpu, ""},
+                                {&kCpu, R"({"disallow_if_then_else": false})"}}) {
+    auto spaces = apply_rule(f, *rule("std.AutoInline", *target, config));
+    ASSERT_EQ(spaces.size(), 1u);
+    std::vector<std::string> names = block_names(spaces[0]->func());
+    std::vector<bool> outs = spaces[0]->func().output_mask();
+    for (const std::string& n : names) {
+      const Block* b = find(spaces[0]->func(), n);
+      bool writes_output = false;
+      for (size_t i = 0; i < f.params.size(); ++i)
+        writes_output = writes_output || (outs[i] && block_writes_buffer(*b, f.params[i].get()));
+      EXPECT_TRUE(is_reduction_block(*b) || writes_output) << n;
+    }
+    EXPECT_LT(names.size(), block_names(f).size());
+    EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+  }
+}
+
+// CPU default (MetaSchedule's disallow_if_then_else): the padding, a conditional value, stays
+// a block of its own, so that the convolution reads a padded copy without guards.
+TEST(StdRulesAutoInline, CpuKeepsConditionalPaddingApart) {
   Function f = make_workload("conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)");
   auto spaces = apply_rule(f, *rule("std.AutoInline", kCpu));
   ASSERT_EQ(spaces.size(), 1u);
-  std::vector<std::string> names = block_names(spaces[0]->func());
-  // Every block left is a reduction or writes an output.
-  std::vector<bool> outs = spaces[0]->func().output_mask();
-  for (const std::string& n : names) {
-    const Block* b = find(spaces[0]->func(), n);
-    bool writes_output = false;
-    for (size_t i = 0; i < f.params.size(); ++i)
-      writes_output = writes_output || (outs[i] && block_writes_buffer(*b, f.params[i].get()));
-    EXPECT_TRUE(is_reduction_block(*b) || writes_output) << n;
-  }
-  EXPECT_LT(names.size(), block_names(f).size());
+  EXPECT_EQ(block_names(spaces[0]->func()), block_names(f));
   EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+  EXPECT_THROW(host().create_schedule_rule("std.AutoInline", R"({"disallow_if_then_else": 3})"),
+               PluginError);
 }
 
 TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
