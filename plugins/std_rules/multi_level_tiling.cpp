@@ -75,6 +75,23 @@ struct Options {
   std::vector<int64_t> padded_inner_factors;
 };
 
+// The block's innermost spatial iteration variable: the axis ParallelVectorizeUnroll
+// vectorizes (the register tile's lanes).
+std::optional<sdk::ExprRef> vector_axis(const Schedule& sch, BlockRV block) {
+  std::optional<sdk::ExprRef> lane;
+  for (const auto& iv : sch.iter_vars(block))
+    if (iv.kind == sdk::IterKind::Spatial) lane = iv.var;
+  return lane;
+}
+
+// Whether any index of the access uses `var`.
+bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
+  for (const auto& tuple : a.indices)
+    for (const sdk::ExprRef& e : tuple)
+      if (e.uses(var)) return true;
+  return false;
+}
+
 // A design space in the making: the schedule, the block, and its loops per structure position.
 struct State {
   Schedule sch;
@@ -232,11 +249,7 @@ private:
     for (const sdk::BufferAccess& r : reads) {
       for (const auto& iv : ivs) {
         if (iv.kind != sdk::IterKind::Spatial || iv.extent <= 1) continue;
-        bool used = false;
-        for (const auto& tuple : r.indices)
-          for (const sdk::ExprRef& e : tuple)
-            used = used || e.uses(iv.var);
-        if (!used) return true;
+        if (!access_uses(r, iv.var)) return true;
       }
     }
     return false;
@@ -273,15 +286,8 @@ private:
     if (!lane_var) return std::nullopt;
     sdk::ExprRef lane = *lane_var;
     auto used_by_vector_inputs = [&](const sdk::ExprRef& var) {
-      for (const sdk::BufferAccess& r : reads) {
-        bool vector = false, uses = false;
-        for (const auto& tuple : r.indices)
-          for (const sdk::ExprRef& e : tuple) {
-            vector = vector || e.uses(lane);
-            uses = uses || e.uses(var);
-          }
-        if (vector && uses) return true;
-      }
+      for (const sdk::BufferAccess& r : reads)
+        if (access_uses(r, lane) && access_uses(r, var)) return true;
       return false;
     };
     size_t row = spatial[spatial.size() - 2];
@@ -445,10 +451,7 @@ private:
   // (needs host ABI 1.2; without it, or when the axis is already last, the layout stays).
   static void pack_vector_axis_last(Schedule& sch, BlockRV block, BlockRV cache) {
     if (!sch.can_transform_layout()) return;
-    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-    std::optional<sdk::ExprRef> lane;
-    for (const auto& iv : ivs)
-      if (iv.kind == sdk::IterKind::Spatial) lane = iv.var;
+    std::optional<sdk::ExprRef> lane = vector_axis(sch, block);
     if (!lane) return;
     sdk::BufferRef staged = sch.writes(cache).at(0).buffer;
     for (const sdk::BufferAccess& a : sch.reads(block)) {
@@ -470,16 +473,9 @@ private:
   // Whether read `i` of the block is one to stage under read_inputs.
   bool wanted_input(const Schedule& sch, BlockRV block, size_t i) const {
     if (opts_.read_inputs == "all") return true;
-    std::optional<sdk::ExprRef> lane;
-    for (const auto& iv : sch.iter_vars(block))
-      if (iv.kind == sdk::IterKind::Spatial) lane = iv.var;
-    if (!lane) return false;
+    std::optional<sdk::ExprRef> lane = vector_axis(sch, block);
     std::vector<sdk::BufferAccess> reads = sch.reads(block);
-    if (i >= reads.size()) return false;
-    for (const auto& tuple : reads[i].indices)
-      for (const sdk::ExprRef& e : tuple)
-        if (e.uses(*lane)) return true;
-    return false;
+    return lane && i < reads.size() && access_uses(reads[i], *lane);
   }
 
   // Every input staged at its own sampled location; true if at least one was.
