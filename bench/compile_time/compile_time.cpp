@@ -27,8 +27,8 @@
 
 #include "core/lower/lower.h"
 #include "core/plugin/plugin_host.h"
-#include "core/tune/design_space.h"
-#include "core/tune/measure.h"
+#include "core/search/design_space.h"
+#include "core/measure/measure.h"
 #include "core/workload/library.h"
 
 namespace {

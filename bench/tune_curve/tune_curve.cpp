@@ -36,9 +36,9 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
-#include "core/search/database.h"
-#include "core/tune/flop_count.h"
-#include "core/tune/tuner.h"
+#include "core/database/database.h"
+#include "core/workload/flop_count.h"
+#include "core/tuner/tuner.h"
 #include "core/workload/library.h"
 #include "svg_chart.h"
 

@@ -1,9 +1,9 @@
 // The feature part of the host API table (ABI 1.1): core's per-store features
-// (core/search/features.h) of a schedule's current function, computed once per version of
+// (core/features/features.h) of a schedule's current function, computed once per version of
 // the function and cached on the schedule handle, for cost-model plugins.
 #include "core/plugin/host_api.h"
 #include "core/plugin/host_handles.h"
-#include "core/search/features.h"
+#include "core/features/features.h"
 
 namespace mt::plugin_detail {
 

@@ -1,4 +1,5 @@
 #include "core/plugin/plugin_components.h"
+#include "core/plugin/search_backend.h"
 
 #include "core/lower/lower.h"
 #include "core/plugin/host_api.h"
@@ -266,6 +267,54 @@ void PluginSearchStrategy::notify(const std::vector<std::shared_ptr<Schedule>>& 
   mt_status st = call_plugin(
       [&] { return vt->notify(self(), h.handles.data(), h.handles.size(), run_seconds.data()); });
   if (st != MT_OK) fail("notify", st);
+}
+
+bool PluginSearchStrategy::uses_search_context() const {
+  const mt_search_strategy_vtable* vt = registration().desc->vtable.search_strategy;
+  return MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify_measured) && vt->start &&
+         vt->next_batch && vt->notify_measured;
+}
+
+void PluginSearchStrategy::start(mt_search_context* ctx) const {
+  if (!uses_search_context())
+    throw PluginError(info().plugin_path, describe(), "start", MT_ERROR_UNSUPPORTED,
+                      "the strategy has no search-context entries (ABI 1.3)");
+  mt_status st = call_plugin([&] {
+    return registration().desc->vtable.search_strategy->start(self(), ctx);
+  });
+  if (st != MT_OK) fail("start", st);
+}
+
+std::vector<CandidatePtr> PluginSearchStrategy::next_batch(size_t n) const {
+  mt_candidate_list_s list;
+  mt_status st = call_plugin([&] {
+    return registration().desc->vtable.search_strategy->next_batch(self(), n, &list);
+  });
+  if (st != MT_OK) fail("next_batch", st);
+  if (list.items.size() > n)
+    throw PluginError(info().plugin_path, describe(), "next_batch", MT_ERROR_PLUGIN,
+                      "returned " + std::to_string(list.items.size()) + " candidates, at most " +
+                          std::to_string(n) + " were asked for");
+  return std::move(list.items);
+}
+
+void PluginSearchStrategy::notify_measured(const std::vector<CandidatePtr>& measured,
+                                           const std::vector<double>& run_seconds) const {
+  if (measured.size() != run_seconds.size())
+    throw std::logic_error("PluginSearchStrategy::notify_measured: one run time per candidate "
+                           "needed (a bug in metatune)");
+  std::vector<mt_candidate_s> handles;
+  handles.reserve(measured.size());
+  for (const CandidatePtr& c : measured)
+    handles.emplace_back(c);
+  std::vector<const mt_candidate*> ptrs;
+  for (const mt_candidate_s& h : handles)
+    ptrs.push_back(&h);
+  mt_status st = call_plugin([&] {
+    return registration().desc->vtable.search_strategy->notify_measured(
+        self(), ptrs.data(), ptrs.size(), run_seconds.data());
+  });
+  if (st != MT_OK) fail("notify_measured", st);
 }
 
 // ---- targets and modules ----------------------------------------------------------------------

@@ -117,6 +117,14 @@ public:
            size_t max_candidates) const;
   void notify(const std::vector<std::shared_ptr<Schedule>>& measured,
               const std::vector<double>& run_seconds) const;
+
+  // ABI 1.3: the strategy searches through a search context (start/next_batch/
+  // notify_measured) instead of generate/notify. `ctx` must outlive this object.
+  bool uses_search_context() const;
+  void start(mt_search_context* ctx) const;
+  std::vector<std::shared_ptr<const struct SearchCandidate>> next_batch(size_t n) const;
+  void notify_measured(const std::vector<std::shared_ptr<const struct SearchCandidate>>& measured,
+                       const std::vector<double>& run_seconds) const;
 };
 
 // A program compiled by a target plugin.

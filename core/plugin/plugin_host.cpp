@@ -124,8 +124,12 @@ std::string table_problem(const mt_component_desc& d) {
   }
   case MT_COMPONENT_SEARCH_STRATEGY: {
     auto* vt = d.vtable.search_strategy;
-    return check(vt, vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify) && vt->generate &&
-                         vt->notify);
+    // Version 1 (generate/notify on bare design spaces) or 1.3 (a search context).
+    bool v1 = vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify) && vt->generate &&
+              vt->notify;
+    bool v1_3 = vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify_measured) &&
+                vt->start && vt->next_batch && vt->notify_measured;
+    return check(vt, v1 || v1_3);
   }
   case MT_COMPONENT_TARGET: {
     auto* vt = d.vtable.target;

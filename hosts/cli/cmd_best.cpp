@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/search/database.h"
-#include "core/tune/flop_count.h"
-#include "core/tune/target_setup.h"
-#include "core/tune/tune_log.h"
+#include "core/database/database.h"
+#include "core/workload/flop_count.h"
+#include "core/tuner/target_setup.h"
+#include "core/tuner/tune_log.h"
 #include "core/workload/library.h"
 #include "hosts/cli/command.h"
 

@@ -15,12 +15,12 @@
 
 #include "core/ir/printer.h"
 #include "core/plugin/plugin_host.h"
-#include "core/search/database.h"
-#include "core/tune/flop_count.h"
-#include "core/tune/measure.h"
-#include "core/tune/reference_cache.h"
-#include "core/tune/target_setup.h"
-#include "core/tune/tune_log.h"
+#include "core/database/database.h"
+#include "core/workload/flop_count.h"
+#include "core/measure/measure.h"
+#include "core/measure/reference_cache.h"
+#include "core/tuner/target_setup.h"
+#include "core/tuner/tune_log.h"
 #include "hosts/cli/command.h"
 
 namespace mt::cli {

@@ -22,10 +22,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plugin/plugin_host.h"
-#include "core/tune/target_setup.h"
-#include "core/tune/tune_log.h"
-#include "core/tune/tune_progress.h"
-#include "core/tune/tuner.h"
+#include "core/tuner/target_setup.h"
+#include "core/tuner/tune_log.h"
+#include "core/tuner/tune_progress.h"
+#include "core/tuner/tuner.h"
 #include "core/workload/library.h"
 #include "core/workload/model_tasks.h"
 #include "hosts/cli/command.h"
@@ -296,7 +296,10 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   cmd->add_option("--db", t.db_path, "Tuning database (SQLite file)")->capture_default_str();
   cmd->add_option("--seed", t.seed, "Random seed")->capture_default_str();
-  cmd->add_option("--strategy", t.strategy, "Search strategy: evolutionary or replay")
+  cmd->add_option("--strategy", t.strategy,
+                  "Search strategy component: search.Evolutionary, search.ReplayTrace or a "
+                  "plugin's (`metatune plugins` lists them; 'evolutionary' and 'replay' are "
+                  "short names); NAME{json} configures it")
       ->capture_default_str();
   cmd->add_option("--scheduler", t.scheduler, "Task scheduler: gradient or round-robin")
       ->capture_default_str();

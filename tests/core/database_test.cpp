@@ -20,7 +20,7 @@
 #include "core/ir/structural.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
-#include "core/search/database.h"
+#include "core/database/database.h"
 #include "core/workload/library.h"
 
 namespace mt {

@@ -14,7 +14,7 @@
 #include "core/schedule/random_schedule.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
-#include "core/search/features.h"
+#include "core/features/features.h"
 #include "core/workload/library.h"
 
 namespace mt {

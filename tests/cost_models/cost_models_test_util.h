@@ -19,7 +19,7 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
-#include "core/tune/design_space.h"
+#include "core/search/design_space.h"
 #include "core/workload/library.h"
 
 namespace mt::cost_models_test {

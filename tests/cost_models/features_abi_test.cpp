@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/plugin/host_api.h"
-#include "core/search/features.h"
+#include "core/features/features.h"
 #include "cost_models_test_util.h"
 
 namespace mt::cost_models_test {

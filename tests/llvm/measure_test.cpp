@@ -1,4 +1,4 @@
-// The measurer (core/tune/measure.h) with the real LLVM CPU target: kernels that segfault,
+// The measurer (core/measure/measure.h) with the real LLVM CPU target: kernels that segfault,
 // divide by zero or never end each cost one failed trial with the right reason while the
 // other candidates of the batch are still measured; wrong kernels get no time; builds time
 // out; candidates sampled from the standard rules measure Ok. Also the target's defaults.
@@ -17,8 +17,8 @@
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
 #include "core/plugin/plugin_host.h"
-#include "core/tune/design_space.h"
-#include "core/tune/measure.h"
+#include "core/search/design_space.h"
+#include "core/measure/measure.h"
 #include "core/workload/library.h"
 
 #if defined(METATUNE_LLVM_CPU_PLUGIN) && defined(METATUNE_STD_RULES_PLUGIN)

@@ -17,7 +17,7 @@
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
-#include "core/tune/design_space.h"
+#include "core/search/design_space.h"
 
 namespace mt::std_rules_test {
 
@@ -54,6 +54,11 @@ inline PluginHost& host() {
     auto* p = new PluginHost();
     const PluginRecord& r = p->load(MT_STD_RULES_PLUGIN);
     if (!r.loaded()) throw std::runtime_error("std_rules plugin refused: " + r.message);
+#ifdef MT_SEARCH_STRATEGIES_PLUGIN
+    // The built-in strategies, for the tests that search (tests/tune).
+    const PluginRecord& s = p->load(MT_SEARCH_STRATEGIES_PLUGIN);
+    if (!s.loaded()) throw std::runtime_error("search_strategies plugin refused: " + s.message);
+#endif
     return p;
   }();
   return *h;
@@ -82,7 +87,7 @@ inline Instances instantiate(const ComponentSet& set) {
   return in;
 }
 
-// Design-space generation and sampling are core's (core/tune/design_space.h).
+// Design-space generation and sampling are core's (core/search/design_space.h).
 using mt::generate_design_spaces;
 using mt::SampleOutcome;
 

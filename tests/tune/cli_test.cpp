@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/search/database.h"
+#include "core/database/database.h"
 #include "core/workload/library.h"
 
 namespace mt {

@@ -12,10 +12,10 @@
 
 #include "core/plugin/plugin_host.h"
 #include "core/schedule/schedule.h"
-#include "core/search/database.h"
-#include "core/tune/library_candidate.h"
-#include "core/tune/measure.h"
-#include "core/tune/tuner.h"
+#include "core/database/database.h"
+#include "core/measure/library_candidate.h"
+#include "core/measure/measure.h"
+#include "core/tuner/tuner.h"
 #include "core/workload/library.h"
 #include "tune_test_util.h"
 

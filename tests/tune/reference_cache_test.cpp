@@ -1,4 +1,4 @@
-// The on-disk reference cache (core/tune/reference_cache.h) with the real interpreter: a second
+// The on-disk reference cache (core/measure/reference_cache.h) with the real interpreter: a second
 // call loads what the first stored, bit-identical to Reference::compute; the key separates
 // seeds and ignores names; a truncated, corrupted, foreign-shaped or foreign-input file is
 // reported, recomputed and rewritten; a disabled or unwritable cache still gives the right
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/ir/structural.h"
-#include "core/tune/reference_cache.h"
-#include "core/tune/tune_log.h"
-#include "core/tune/tuner.h"
+#include "core/measure/reference_cache.h"
+#include "core/tuner/tune_log.h"
+#include "core/tuner/tuner.h"
 #include "core/workload/library.h"
 #include "tune_test_util.h"
 

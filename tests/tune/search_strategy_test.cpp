@@ -16,8 +16,8 @@
 #include "../std_rules/std_rules_test_util.h"
 #include "core/ir/stmt.h"
 #include "core/ir/structural.h"
-#include "core/tune/candidate_sampler.h"
-#include "core/tune/search_strategy.h"
+#include "core/search/candidate_sampler.h"
+#include "core/search/search_strategy.h"
 #include "core/workload/library.h"
 
 namespace mt {
@@ -98,7 +98,7 @@ void check_workload(const std::string& spec) {
   SearchContext ctx = cpu_context(spec, 3);
   ASSERT_FALSE(ctx.design_spaces.empty());
   std::vector<NDArray> reference = run(ctx.workload);
-  auto search = make_evolutionary_search(ctx, small_options());
+  auto search = make_evolutionary_search(host(), ctx, small_options());
   std::set<uint64_t> seen;
   for (int round = 0; round < 2; ++round) {
     std::vector<std::shared_ptr<Schedule>> batch = search->next_batch(8);
@@ -126,7 +126,7 @@ TEST(EvolutionarySearch, DeterministicForASeed) {
   std::vector<std::vector<uint64_t>> runs;
   for (int r = 0; r < 2; ++r) {
     SearchContext ctx = cpu_context(kMatmul, 7);
-    auto search = make_evolutionary_search(ctx, small_options());
+    auto search = make_evolutionary_search(host(), ctx, small_options());
     std::vector<uint64_t> all;
     for (int round = 0; round < 2; ++round) {
       auto batch = search->next_batch(6);
@@ -143,7 +143,7 @@ TEST(EvolutionarySearch, DeterministicForASeed) {
   EXPECT_EQ(runs[0], runs[1]);
   // Another seed explores elsewhere.
   SearchContext ctx = cpu_context(kMatmul, 8);
-  auto other = make_evolutionary_search(ctx, small_options());
+  auto other = make_evolutionary_search(host(), ctx, small_options());
   EXPECT_NE(hashes(other->next_batch(6)),
             std::vector<uint64_t>(runs[0].begin(), runs[0].begin() + 6));
 }
@@ -156,7 +156,7 @@ TEST(EvolutionarySearch, MeasuredTracesAreNeverProposedAgain) {
   std::vector<std::pair<std::string, double>> records;
   {
     SearchContext ctx = cpu_context(kMatmul, 11);
-    auto search = make_evolutionary_search(ctx, small_options());
+    auto search = make_evolutionary_search(host(), ctx, small_options());
     auto batch = search->next_batch(12);
     ASSERT_EQ(batch.size(), 12u);
     std::vector<double> secs;
@@ -176,7 +176,7 @@ TEST(EvolutionarySearch, MeasuredTracesAreNeverProposedAgain) {
     ctx.measured_seconds.push_back(s);
   }
   std::vector<NDArray> reference = run(ctx.workload);
-  auto search = make_evolutionary_search(ctx, small_options());
+  auto search = make_evolutionary_search(host(), ctx, small_options());
   std::set<uint64_t> seen = measured;
   for (int round = 0; round < 3; ++round) {
     auto batch = search->next_batch(12);
@@ -229,7 +229,7 @@ TEST(EvolutionarySearch, RefusingPostprocEndsEmptyWithDiagnosis) {
       host().create_postproc("std.VerifyGPUCode", R"({"max_threads_per_block": 0})"));
   EvolutionaryOptions o = small_options();
   o.max_sample_attempts = 100;
-  auto search = make_evolutionary_search(ctx, o);
+  auto search = make_evolutionary_search(host(), ctx, o);
   auto t0 = std::chrono::steady_clock::now();
   auto batch = search->next_batch(8);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -248,7 +248,7 @@ TEST(EvolutionarySearch, RefusingPostprocEndsEmptyWithDiagnosis) {
   // Nothing to sample from at all: said so, at once.
   SearchContext none = cpu_context(kMatmul, 5);
   none.design_spaces.clear();
-  auto empty = make_evolutionary_search(none, o);
+  auto empty = make_evolutionary_search(host(), none, o);
   EXPECT_TRUE(empty->next_batch(8).empty());
   EXPECT_EQ(empty->stats().sampled, 0u);
   EXPECT_NE(empty->stats().diagnosis().find("no design space"), std::string::npos)
@@ -261,7 +261,7 @@ TEST(EvolutionarySearch, SmallSpaceRunsDryWithoutRepeats) {
   std::vector<NDArray> reference = run(ctx.workload);
   EvolutionaryOptions o = small_options();
   o.max_sample_attempts = 200;
-  auto search = make_evolutionary_search(ctx, o);
+  auto search = make_evolutionary_search(host(), ctx, o);
   std::set<uint64_t> seen;
   size_t empty_batches = 0;
   for (int round = 0; round < 12 && empty_batches == 0; ++round) {
@@ -281,7 +281,7 @@ TEST(ReplayTraceSearch, BatchesAreDistinctCorrectAndDeterministic) {
   for (int r = 0; r < 2; ++r) {
     SearchContext ctx = cpu_context(kConv, 4);
     std::vector<NDArray> reference = run(ctx.workload);
-    auto search = make_replay_trace_search(ctx);
+    auto search = make_replay_trace_search(host(), ctx);
     std::set<uint64_t> seen;
     std::vector<uint64_t> all;
     for (int round = 0; round < 2; ++round) {
@@ -299,7 +299,7 @@ TEST(ReplayTraceSearch, BatchesAreDistinctCorrectAndDeterministic) {
 
 TEST(ReplayTraceSearch, SkipsMeasuredAndReportsRefusals) {
   SearchContext first = cpu_context(kMatmul, 6);
-  auto a = make_replay_trace_search(first);
+  auto a = make_replay_trace_search(host(), first);
   auto batch = a->next_batch(10);
   ASSERT_EQ(batch.size(), 10u);
   SearchContext ctx = cpu_context(kMatmul, 6); // same seed: same samples but for the records
@@ -307,7 +307,7 @@ TEST(ReplayTraceSearch, SkipsMeasuredAndReportsRefusals) {
     ctx.measured_traces.push_back(s->trace());
     ctx.measured_seconds.push_back(1e-3);
   }
-  auto b = make_replay_trace_search(ctx);
+  auto b = make_replay_trace_search(host(), ctx);
   std::vector<uint64_t> first_hashes = hashes(batch);
   std::set<uint64_t> old(first_hashes.begin(), first_hashes.end());
   for (uint64_t h : hashes(b->next_batch(10)))
@@ -317,7 +317,7 @@ TEST(ReplayTraceSearch, SkipsMeasuredAndReportsRefusals) {
   SearchContext refusing = cpu_context(kMatmul, 6);
   refusing.postprocs.push_back(
       host().create_postproc("std.VerifyGPUCode", R"({"max_threads_per_block": 0})"));
-  auto c = make_replay_trace_search(refusing);
+  auto c = make_replay_trace_search(host(), refusing);
   EXPECT_TRUE(c->next_batch(4).empty());
   EXPECT_NE(c->stats().diagnosis().find("std.VerifyGPUCode"), std::string::npos);
 }
@@ -334,7 +334,7 @@ TEST(EvolutionarySearch, UsesAndTrainsTheXGBoostCostModel) {
       host().create_cost_model("cost.XGBoost", R"({"min_train_samples": 8, "num_rounds": 10})");
   ctx.cost_model->initialize(cpu_set().attrs);
   std::vector<NDArray> reference = run(ctx.workload);
-  auto search = make_evolutionary_search(ctx, small_options());
+  auto search = make_evolutionary_search(host(), ctx, small_options());
   std::set<uint64_t> seen;
   for (int round = 0; round < 3; ++round) {
     auto batch = search->next_batch(8);
@@ -363,7 +363,7 @@ TEST(EvolutionarySearch, BenchMatmul1024) {
     ctx.cost_model->initialize(cpu_set().attrs);
     warm_batches = 2;
   }
-  auto search = make_evolutionary_search(ctx, EvolutionaryOptions{});
+  auto search = make_evolutionary_search(host(), ctx, EvolutionaryOptions{});
   for (int b = 0;; ++b) {
     SearchStats before = search->stats();
     auto t0 = std::chrono::steady_clock::now();

@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "core/tune/task_scheduler.h"
+#include "core/scheduler/task_scheduler.h"
 
 namespace mt {
 namespace {

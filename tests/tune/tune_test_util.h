@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/plugin/plugin_host.h"
-#include "core/tune/tuner.h"
+#include "core/tuner/tuner.h"
 
 namespace mt::tune_test {
 

@@ -15,11 +15,11 @@
 #include <string>
 
 #include "core/plugin/plugin_host.h"
-#include "core/search/database.h"
-#include "core/tune/flop_count.h"
-#include "core/tune/target_setup.h"
-#include "core/tune/tune_progress.h"
-#include "core/tune/tuner.h"
+#include "core/database/database.h"
+#include "core/workload/flop_count.h"
+#include "core/tuner/target_setup.h"
+#include "core/tuner/tune_progress.h"
+#include "core/tuner/tuner.h"
 #include "core/workload/library.h"
 #include "tune_test_util.h"
 

@@ -79,7 +79,12 @@ MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, update) / sizeof(void*) == 4, co
 MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, save) / sizeof(void*) == 5, cost_model_v1_1_save);
 MT_STATIC_ASSERT(offsetof(mt_cost_model_vtable, load) / sizeof(void*) == 6, cost_model_v1_1_load);
 
-/* A search strategy: proposes candidates from the design spaces and learns from results. */
+/* A search strategy: proposes candidates from the design spaces and learns from results.
+ * Version 1 hands the strategy bare design-space schedules (generate/notify). Version 1.3
+ * gives it the task's search context instead, through which it samples, mutates and scores
+ * (host_api.h): start once per task, then next_batch / notify_measured in turn. A strategy
+ * that has start must have next_batch and notify_measured; the host then never calls
+ * generate/notify (which may be NULL). */
 typedef struct mt_search_strategy_vtable {
   uint32_t struct_size;
   uint32_t struct_version;
@@ -90,9 +95,21 @@ typedef struct mt_search_strategy_vtable {
   mt_status (*notify)(void* self, mt_schedule* const* measured, size_t n,
                       const double* run_seconds);
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.3. `ctx` stays valid until release. next_batch pushes at most `n` candidates,
+   * none measured or proposed before; fewer (or none) when the space is exhausted.
+   * notify_measured gets the candidates of the last batch that were measured, with their
+   * run times (+inf: failed). */
+  mt_status (*start)(void* self, mt_search_context* ctx);
+  mt_status (*next_batch)(void* self, size_t n, mt_candidate_list* out);
+  mt_status (*notify_measured)(void* self, const mt_candidate* const* measured, size_t n,
+                               const double* run_seconds);
+  /* End of version 1.3 - DO NOT MODIFY ABOVE */
 } mt_search_strategy_vtable;
 MT_STATIC_ASSERT(offsetof(mt_search_strategy_vtable, notify) / sizeof(void*) == 4,
                  search_strategy_v1);
+MT_STATIC_ASSERT(offsetof(mt_search_strategy_vtable, notify_measured) / sizeof(void*) == 7,
+                 search_strategy_v1_3);
 
 /* A compiled program made by a target. The module owns itself: `release` frees it. */
 typedef struct mt_module {

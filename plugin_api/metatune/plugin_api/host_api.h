@@ -305,6 +305,58 @@ typedef struct mt_host_api {
                                 const int64_t* permutation, size_t ndim);
 
   /* End of version 1.2 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.3: the search context of search strategies (check MT_HAS_FIELD) ---------
+   * A strategy (components.h, start/next_batch/notify_measured) searches one task through
+   * these. Sampling calls take n jobs and fill out[0..n) in job order; the host may run the
+   * jobs on several threads, each job seeded only by its own seed, so results do not depend
+   * on the thread count. A job the host refuses (a primitive failed on replay, a
+   * postprocessor rejected, a mutator had nothing to change) gives NULL in its slot and is
+   * counted, with its reason, in the task's search statistics. Candidates are owned by the
+   * caller (candidate_release). */
+  size_t (*search_num_design_spaces)(const mt_search_context* ctx);
+  size_t (*search_num_mutators)(const mt_search_context* ctx);
+  /* The mutator's selection probability, normalised over the task's mutators. */
+  double (*search_mutator_probability)(const mt_search_context* ctx, size_t mutator);
+  int32_t (*search_has_cost_model)(const mt_search_context* ctx);
+  /* The task's seed: a strategy's own random choices start from it. */
+  uint64_t (*search_seed)(const mt_search_context* ctx);
+  /* Records of the task measured before the strategy started (database, earlier runs), best
+   * first: their traces (borrowed, valid as long as ctx) and mean seconds (+inf: failed). */
+  size_t (*search_num_measured)(const mt_search_context* ctx);
+  mt_status (*search_measured)(const mt_search_context* ctx, size_t index, const mt_trace** trace,
+                               double* seconds);
+  /* Fresh samples: a design space drawn by the job's seed, every decision re-sampled. */
+  mt_status (*search_sample)(mt_search_context* ctx, const uint64_t* seeds, size_t n,
+                             mt_candidate** out);
+  /* Traces replayed with their decisions (postprocessor instructions a record carries at the
+   * end are dropped first: they are derived again). */
+  mt_status (*search_replay)(mt_search_context* ctx, const mt_trace* const* traces,
+                             const uint64_t* seeds, size_t n, mt_candidate** out);
+  /* Mutator mutators[i] applied to parents[i]'s trace, the result replayed. */
+  mt_status (*search_mutate)(mt_search_context* ctx, const mt_candidate* const* parents,
+                             const size_t* mutators, const uint64_t* seeds, size_t n,
+                             mt_candidate** out);
+  /* The task's cost model: scores (higher = predicted faster), and training on measured
+   * candidates (+inf = failed). MT_ERROR_UNSUPPORTED without a model. */
+  mt_status (*search_predict)(mt_search_context* ctx, const mt_candidate* const* candidates,
+                              size_t n, double* scores);
+  mt_status (*search_update_cost_model)(mt_search_context* ctx,
+                                        const mt_candidate* const* candidates, size_t n,
+                                        const double* run_seconds);
+  /* Adds to a statistic of the search shown in progress and diagnoses: "duplicates",
+   * "mutated", or a refusal (`source` as "mutator X", `message` its reason). */
+  void (*search_count)(mt_search_context* ctx, mt_str statistic, size_t n);
+  void (*search_count_refusal)(mt_search_context* ctx, mt_str source, mt_str message);
+  /* Candidates. The trace is the one before postprocessing (what mutators change). */
+  uint64_t (*candidate_hash)(const mt_candidate* c);
+  const mt_trace* (*candidate_trace)(const mt_candidate* c);
+  mt_candidate* (*candidate_retain)(const mt_candidate* c);
+  void (*candidate_release)(mt_candidate* c);
+  /* Appends a reference to `c` to a strategy's output. */
+  mt_status (*candidate_list_push)(mt_candidate_list* list, const mt_candidate* c);
+
+  /* End of version 1.3 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -323,6 +375,10 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, program_partition_loops) / sizeof(void*) 
                  host_api_v1_2_lowering);
 MT_STATIC_ASSERT(offsetof(mt_host_api, transform_layout) / sizeof(void*) == 142,
                  host_api_v1_2_transform_layout);
+MT_STATIC_ASSERT(offsetof(mt_host_api, search_num_design_spaces) / sizeof(void*) == 143,
+                 host_api_v1_3_search_start);
+MT_STATIC_ASSERT(offsetof(mt_host_api, candidate_list_push) / sizeof(void*) == 161,
+                 host_api_v1_3_search_end);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -16,8 +16,9 @@ extern "C" {
  * plugin built for the same major and a minor no newer than its own: structs and tables only
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
-#define MT_PLUGIN_ABI_VERSION_MINOR 2 /* 1.1: schedule_features, cost-model save/load;
-                                       1.2: program_partition_loops, transform_layout */
+#define MT_PLUGIN_ABI_VERSION_MINOR 3 /* 1.1: schedule_features, cost-model save/load;
+                                       1.2: program_partition_loops, transform_layout;
+                                       1.3: search strategies on a search context */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
@@ -123,6 +124,12 @@ typedef struct mt_buffer_s mt_buffer;               /* buffer node, borrowed */
 typedef struct mt_te_builder_s mt_te_builder;       /* arena for tensor-expression building */
 typedef struct mt_te_tensor_s mt_te_tensor;         /* a tensor of a te_builder, borrowed */
 typedef struct mt_tune_context_s mt_tune_context;   /* target attributes for initialisation */
+/* 1.3: what a search strategy searches with (one task's design spaces, postprocessors,
+ * mutators, cost model, measured records), owned by the host; and a candidate it sampled: a
+ * post-processed schedule with the trace it came from and its structural hash. */
+typedef struct mt_search_context_s mt_search_context;
+typedef struct mt_candidate_s mt_candidate;           /* reference counted (candidate_retain) */
+typedef struct mt_candidate_list_s mt_candidate_list; /* output of a strategy's next_batch */
 
 /* ---- schedule random variables ---------------------------------------------------------------
  * Ids into a schedule's symbol table; valid in the schedule and in every copy made after them. */

@@ -16,6 +16,7 @@
 
 #include "metatune/sdk/components.hpp"
 #include "metatune/sdk/error.hpp"
+#include "metatune/sdk/search.hpp"
 
 namespace mt::sdk {
 
@@ -157,6 +158,29 @@ mt_status search_notify(void* self, mt_schedule* const* m, size_t n, const doubl
       [&] { object<T>(self).notify(borrow_all(m, n), std::vector<double>(secs, secs + n)); });
 }
 
+template <typename T> mt_status search_start(void* self, mt_search_context* ctx) {
+  return guard([&] { object<T>(self).start(SearchContext(ctx)); });
+}
+
+template <typename T> mt_status search_next_batch(void* self, size_t n, mt_candidate_list* out) {
+  return guard([&] {
+    std::vector<Candidate> batch = object<T>(self).next_batch(n);
+    for (const Candidate& c : batch)
+      if (c) check(api().candidate_list_push(out, c.get()));
+  });
+}
+
+template <typename T>
+mt_status search_notify_measured(void* self, const mt_candidate* const* m, size_t n,
+                                 const double* secs) {
+  return guard([&] {
+    std::vector<Candidate> cs;
+    for (size_t i = 0; i < n; ++i)
+      cs.push_back(Candidate::borrow(m[i]));
+    object<T>(self).notify_measured(cs, std::vector<double>(secs, secs + n));
+  });
+}
+
 // Modules made by SDK targets.
 struct ModuleBox {
   std::unique_ptr<Module> module;
@@ -254,6 +278,16 @@ inline const mt_search_strategy_vtable kSearchTable = {sizeof(mt_search_strategy
                                                        search_generate<T>,
                                                        search_notify<T>};
 template <typename T>
+inline const mt_search_strategy_vtable kContextSearchTable = {sizeof(mt_search_strategy_vtable),
+                                                              1,
+                                                              release<T>,
+                                                              initialize<T>,
+                                                              nullptr,
+                                                              nullptr,
+                                                              search_start<T>,
+                                                              search_next_batch<T>,
+                                                              search_notify_measured<T>};
+template <typename T>
 inline const mt_target_vtable kTargetTable = {
     sizeof(mt_target_vtable), 1, release<T>, target_describe<T>, target_defaults<T>,
     target_build<T>};
@@ -286,6 +320,9 @@ public:
     } else if constexpr (std::is_base_of_v<CostModel, T>) {
       d.kind = MT_COMPONENT_COST_MODEL;
       d.vtable.cost_model = &detail::kCostModelTable<T>;
+    } else if constexpr (std::is_base_of_v<SearchContextStrategy, T>) {
+      d.kind = MT_COMPONENT_SEARCH_STRATEGY;
+      d.vtable.search_strategy = &detail::kContextSearchTable<T>;
     } else if constexpr (std::is_base_of_v<SearchStrategy, T>) {
       d.kind = MT_COMPONENT_SEARCH_STRATEGY;
       d.vtable.search_strategy = &detail::kSearchTable<T>;

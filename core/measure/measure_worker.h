@@ -1,0 +1,52 @@
+// The work of one measurement worker, shared by the isolated (forked) and the in-process
+// measurer: lowering + building a candidate, and running it (warm-up, check against the
+// reference, timed repeats). Also the wire format in which a forked worker sends its answers
+// back. Internal to core/measure (measure.cpp is the only user).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plugin/plugin_components.h"
+#include "core/measure/measure.h"
+
+namespace mt::measure_detail {
+
+struct Built {
+  std::unique_ptr<PluginModule> module; // null when the build failed
+  double seconds = 0;                   // lowering + target build
+  std::string error;                    // why the build failed
+  bool unsupported = false;             // the target refused with MT_ERROR_UNSUPPORTED
+};
+
+// The result of a failed build: BuildError, or Unsupported when the target said so.
+MeasureResult build_failure(const Built& b);
+
+// Lowers (if needed) and builds `candidate`; never throws.
+Built build_candidate(const PluginTarget& target, const Function& candidate);
+
+// Warm-up run(s) on fresh arguments, comparison of the outputs with the reference, then the
+// timed repeats. Never throws: a failing run is RunError, a mismatch WrongResult.
+MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
+                            const MeasureOptions& options);
+
+// "SIGSEGV", "SIGFPE", ... ("signal 42" for one without a name here).
+std::string signal_name(int sig);
+
+// ---- wire format: frames of [u8 tag][u32 length][payload] ------------------------------------
+inline constexpr char kTagBuilt = 'B';  // payload: f64 build seconds
+inline constexpr char kTagResult = 'R'; // payload: encode_result()
+inline constexpr char kGo = 'g';        // the parent's one-byte "measure now"
+
+std::string encode_frame(char tag, const std::string& payload);
+std::string encode_built(double build_seconds);
+std::string encode_result(const MeasureResult& r);
+// Removes and returns the first complete frame of `buffer` (tag, payload), if there is one.
+std::optional<std::pair<char, std::string>> take_frame(std::string& buffer);
+double decode_built(const std::string& payload);
+// Throws std::runtime_error for a malformed payload.
+MeasureResult decode_result(const std::string& payload);
+
+} // namespace mt::measure_detail

@@ -1,0 +1,116 @@
+// Re-measuring the fastest records (see verify_best.h).
+#include "core/measure/verify_best.h"
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "core/database/database.h"
+
+namespace mt {
+
+namespace {
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v)
+    s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+} // namespace
+
+namespace {
+
+// Measures `records` again (rounds in fresh workers) and appends the times; fills `out`.
+void remeasure(Database& db, Measurer& measurer, const Reference& ref, const Function& workload,
+               const std::vector<TuningRecord>& records, int rounds,
+               const std::function<bool()>& stopped, std::vector<VerifiedRecord>& out) {
+  std::vector<Function> funcs;
+  std::vector<VerifiedRecord> verified;
+  for (const TuningRecord& r : records) {
+    VerifiedRecord v;
+    v.record_id = r.id;
+    v.recorded_seconds = r.mean_secs();
+    try {
+      funcs.push_back(replay(r, workload));
+    } catch (const std::exception& e) {
+      // A record that no longer replays cannot be trusted either; say so and go on.
+      spdlog::warn("record {} does not replay on its workload, not measured again: {}", r.id,
+                   e.what());
+      continue;
+    }
+    verified.push_back(std::move(v));
+  }
+  std::vector<std::vector<double>> new_secs(funcs.size());
+  for (int round = 0; round < rounds && !funcs.empty() && !stopped(); ++round) {
+    std::vector<size_t> order(funcs.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = round % 2 ? order.size() - 1 - i : i;
+    std::vector<Function> batch;
+    for (size_t i : order)
+      batch.push_back(funcs[i]);
+    std::vector<MeasureResult> results = measurer.measure(ref, batch);
+    for (size_t k = 0; k < results.size(); ++k) {
+      VerifiedRecord& v = verified[order[k]];
+      const MeasureResult& r = results[k];
+      if (!r.ok() || r.run_secs.empty()) {
+        if (!stopped())
+          v.error = std::string(to_string(r.status)) + (r.error.empty() ? "" : ": " + r.error);
+        continue;
+      }
+      v.round_seconds.push_back(mean(r.run_secs));
+      new_secs[order[k]].insert(new_secs[order[k]].end(), r.run_secs.begin(), r.run_secs.end());
+    }
+  }
+  for (size_t i = 0; i < verified.size(); ++i) {
+    VerifiedRecord& v = verified[i];
+    if (!v.error.empty())
+      spdlog::warn("record {} failed when measured again: {}", v.record_id, v.error);
+    if (!v.round_seconds.empty()) {
+      try {
+        v.mean_seconds = db.append_run_secs(v.record_id, new_secs[i]).mean_secs();
+      } catch (const std::exception& e) {
+        spdlog::warn("the new run times of record {} could not be stored: {}", v.record_id,
+                     e.what());
+      }
+    }
+    out.push_back(std::move(v));
+  }
+}
+
+} // namespace
+
+VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
+                         const Function& workload, int64_t workload_id, const std::string& target,
+                         const VerifyOptions& options, const std::atomic<bool>* stop) {
+  VerifyResult out;
+  if (options.top == 0 || options.rounds <= 0) return out;
+  std::function<bool()> stopped = [&] { return stop && stop->load(); };
+  // Measured again, a lucky record falls back and an unmeasured one may become the fastest
+  // by its single lucky time: passes go on until the `top` fastest have all been measured
+  // again (at most a few passes; each measures only the newcomers).
+  std::set<int64_t> done;
+  for (int pass = 0; pass < 4 && !stopped(); ++pass) {
+    std::vector<TuningRecord> fresh;
+    for (TuningRecord& r : db.top_k(workload_id, target, options.top))
+      if (!done.count(r.id)) fresh.push_back(std::move(r));
+    if (fresh.empty()) break;
+    for (const TuningRecord& r : fresh)
+      done.insert(r.id);
+    remeasure(db, measurer, ref, workload, fresh, options.rounds, stopped, out.records);
+  }
+  out.interrupted = stopped();
+  // The best: the database's fastest, if it was measured again (it is, unless stopped).
+  std::vector<TuningRecord> best = db.top_k(workload_id, target, 1);
+  for (const VerifiedRecord& v : out.records)
+    if (!best.empty() && v.record_id == best[0].id && std::isfinite(v.mean_seconds)) {
+      out.best_record_id = v.record_id;
+      out.best_seconds = best[0].mean_secs();
+    }
+  return out;
+}
+
+} // namespace mt

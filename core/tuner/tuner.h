@@ -1,0 +1,187 @@
+// The tuning loop: one or more workloads (tasks) tuned for one target under one trial
+// budget. Per task it files the workload in the database, builds the target's default
+// components, generates design spaces, warm-starts the search and the cost model from the
+// records already in the database, and computes the reference result once. Then, until the
+// budget is spent: the task scheduler picks a task, its search strategy proposes a batch, the
+// measurer builds and times it, and every result -- failed ones too -- is committed to the
+// database the moment it is known, so that a killed run loses at most the trial in flight.
+//
+// Budget (resume semantics): `trials` is the number of records a task set should have in the
+// database for this target, counting the records already there when the run starts. The same
+// command run again after an interruption continues to the same total; to tune further, ask
+// for a larger budget. Per-task caps count the same way. Full description: docs/tuning.md.
+//
+// Library candidates: a library target (default "onednn.cpu", when registered) that builds a
+// task's workload has its implementation measured once per workload through the same measurer
+// and filed under its own target key; it is not a trial of the run (it does not count toward
+// the budget, which counts the tuning target's records). Each task then reports which
+// implementation is faster, and with `compare` both are timed again side by side at the end.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/measure/measure.h"
+#include "core/measure/reference_cache.h"
+#include "core/search/search_strategy.h"
+#include "core/measure/verify_best.h"
+
+namespace mt {
+
+class PluginHost;
+
+// The run could not tune at all: no target, no design space, or every candidate refused (the
+// message carries the search's diagnosis).
+class TuneError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TuneTask {
+  std::string spec;  // workload spec ("matmul(M=64,N=64,K=64)"); stored canonicalised
+  Function workload; // built from `spec` when its body is null
+  double weight = 1; // how often the task runs in its model (task scheduler)
+};
+
+struct TuneOptions {
+  std::string target = "llvm";           // see setup_target (target_setup.h)
+  size_t trials = 1000;                  // records wanted in the database, all tasks together
+  size_t per_task_cap = 0;               // records wanted per task at most; 0 = no cap
+  size_t batch_size = 64;                // candidates per scheduler turn
+  // Search strategy component (search_strategy.h): "search.Evolutionary" (the default,
+  // configured by `evolutionary`), "search.ReplayTrace", a plugin's, or the short names
+  // "evolutionary" / "replay"; "NAME{json}" configures it, as does `strategy_config`.
+  std::string strategy = "search.Evolutionary";
+  std::string strategy_config;
+  std::string scheduler = "gradient";    // or "round-robin"
+  // Cost model component; "none" = candidates in random order. When the component is absent
+  // the run falls back to "cost.Random" (with a warning), then to none.
+  std::string cost_model = "cost.XGBoost";
+  // Loaded at the start when the file exists, saved after every batch. With several tasks
+  // each task's model is its own file: "<path>.<task index>".
+  std::string cost_model_path;
+  std::string db_path; // required
+  uint64_t seed = 1;
+  MeasureOptions measure;
+  EvolutionaryOptions evolutionary;
+  // Library targets whose implementations compete with the tuned kernels
+  // (library_candidate.h). Names not registered by a loaded plugin are skipped; empty = none.
+  std::vector<std::string> library_targets{"onednn.cpu"};
+  // Postprocessors to use instead of the target's defaults, in order: "NAME" or
+  // "NAME{json configuration}". Empty = the target's defaults.
+  std::vector<std::string> postprocs;
+  // At the end of a run that was not interrupted, re-measure each task's best tuned kernel and
+  // its best library implementation alternately in one worker process
+  // (implementation_compare.h): `compare_repeats` repeats each of
+  // measure.min_repeat_seconds, medians.
+  bool compare = false;
+  int compare_repeats = 5;
+  // At the end of a run that was not interrupted, each task's fastest records are measured
+  // again in fresh workers, the times appended to the records, and the best is the one with
+  // the lowest mean after that (verify_best.h): a single measurement of the best of hundreds
+  // is a lucky one. `verify.top` = 0 turns it off.
+  VerifyOptions verify;
+  // Where each task's reference result is kept between runs (reference_cache.h), so that a
+  // resumed run, or the same workload tuned in another model, does not recompute it. Empty
+  // = no cache.
+  std::string reference_cache_dir = default_reference_cache_dir();
+};
+
+struct TaskResult {
+  std::string spec;
+  int64_t workload_id = 0;
+  double weight = 1;
+  double flops = 0;         // per call (count_flops)
+  size_t prior_records = 0; // in the database for this target when the run started
+  size_t trials = 0;        // measured in this run
+  size_t failed = 0;        // of those, failed
+  double best_seconds = std::numeric_limits<double>::infinity(); // database included
+  int64_t best_record_id = 0;
+  // How best_seconds was found: with verified > 0, that many of the fastest records were
+  // measured again (best_seconds is the winner's mean over all its times, and
+  // recorded_best_seconds the fastest record's mean before that); else the fastest record's
+  // mean as measured in its trial.
+  size_t verified = 0;
+  double recorded_best_seconds = std::numeric_limits<double>::infinity();
+  bool exhausted = false;     // its search could propose nothing more
+  std::string diagnosis;      // why the search refused candidates (when exhausted)
+  double best_gflops() const; // 0 when nothing succeeded
+
+  // The fastest successful library implementation of the workload (database included), or
+  // none: library_target empty when no library target implements it (or none is in use).
+  std::string library_target;    // its database key ("onednn.cpu")
+  std::string library_component; // its target component
+  double library_seconds = std::numeric_limits<double>::infinity();
+  int64_t library_record_id = 0;
+  size_t library_measured = 0; // library implementations measured (and recorded) in this run
+  // The side-by-side re-measurement (TuneOptions::compare): medians; +inf when not compared.
+  double compare_tuned_seconds = std::numeric_limits<double>::infinity();
+  double compare_library_seconds = std::numeric_limits<double>::infinity();
+  std::string compare_error; // why the comparison failed, when it was attempted
+  // Component of the faster implementation: the tuning target's or library_component; empty
+  // when neither has a successful measurement. Decided on the side-by-side figures when the
+  // comparison was made, else on the database records.
+  std::string chosen;
+  bool compared() const;
+  bool library_chosen() const { return !chosen.empty() && chosen == library_component; }
+  double library_gflops() const; // on the figures `chosen` was decided on; 0 if none
+  double tuned_gflops() const;   // likewise (best_gflops() is always the records')
+  // tuned GFLOPS / library GFLOPS on those figures; 0 when either is missing.
+  double ratio_to_library() const;
+  // The time of the chosen implementation, on the figures it was chosen on: what a model
+  // using it takes.
+  double chosen_seconds() const;
+};
+
+struct TuneResult {
+  std::string target; // database key of the target
+  std::string target_component;
+  std::vector<TaskResult> tasks;
+  size_t trials = 0;        // measured in this run, all tasks
+  size_t records_total = 0; // in the database for these tasks and target at the end
+  double tuning_seconds = 0;
+  bool interrupted = false; // stopped by the stop flag
+  // Weighted sum of the tasks' best times (the model's latency; +inf if a task has none).
+  double best_seconds() const;
+  double best_gflops() const; // weighted flops / best_seconds()
+  // Like best_seconds(), with each task at its chosen implementation (tuned or library).
+  double chosen_seconds() const;
+  double chosen_gflops() const;
+};
+
+// Progress of a run, passed to the observer.
+struct TuneProgress {
+  size_t trials_done = 0;  // records counted toward the budget (database + this run)
+  size_t trials_total = 0; // the budget
+  size_t trials_run = 0;   // measured in this run
+  size_t failed_run = 0;
+  double best_gflops = 0; // of the task set (TuneResult::best_gflops so far)
+  double elapsed_seconds = 0;
+  int task = -1; // task of the last event
+  std::string task_spec;
+};
+
+class TuneObserver {
+public:
+  virtual ~TuneObserver() = default;
+  virtual void on_start(const TuneProgress&) {}
+  // After each trial has been committed (ok or failed).
+  virtual void on_trial(const TuneProgress&, const MeasureResult&) {}
+  virtual void on_batch(const TuneProgress&) {}
+  virtual void on_finish(const TuneResult&) {}
+};
+
+// Tunes `tasks` (see the file comment). `stop`, when given, is checked between trials: once
+// set, the run ends after the trial in flight, keeping everything measured, and the result has
+// `interrupted` set. Throws TuneError when nothing could be tuned, std::invalid_argument for
+// bad options, DatabaseError for database trouble.
+TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const TuneOptions& options,
+                TuneObserver* observer = nullptr, const std::atomic<bool>* stop = nullptr);
+
+} // namespace mt
