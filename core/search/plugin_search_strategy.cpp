@@ -23,10 +23,16 @@ namespace {
 template <typename F> auto guarded(SearchStats& stats, const PluginComponent& c, F&& f) {
   try {
     return f();
+  } catch (const PluginError& e) {
+    // The source names the component already; the path would crowd out the reason.
+    std::string what = e.what();
+    std::string prefix = e.plugin_path() + ": " + e.component() + ": ";
+    stats.count_refusal("strategy " + c.info().name,
+                        what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   } catch (const std::exception& e) {
     stats.count_refusal("strategy " + c.info().name, e.what());
-    return decltype(f())();
   }
+  return decltype(f())();
 }
 
 class ContextStrategy : public SearchStrategy {

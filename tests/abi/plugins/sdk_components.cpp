@@ -1,5 +1,7 @@
 // A C++ test plugin written with the SDK only: one component of every kind, each small enough
 // that the host-side tests can check its effect independently.
+#include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -164,6 +166,45 @@ public:
     for (size_t i = 0; i < max && !spaces.empty(); ++i)
       out.push_back(spaces[i % spaces.size()].copy());
     return out;
+  }
+};
+
+// A search-context strategy (ABI 1.3): fresh samples only, the smallest hashes of each
+// round first -- distinctive enough that a test can tell it ran (the records name this plugin).
+class SmallestHashFirst : public sdk::SearchContextStrategy {
+public:
+  void start(sdk::SearchContext ctx) override {
+    ctx_ = ctx;
+    rng_ = sdk::Random(ctx.seed());
+  }
+  std::vector<sdk::Candidate> next_batch(size_t n) override {
+    std::vector<sdk::Candidate> got;
+    for (sdk::Candidate& c : ctx_.sample(rng_.seeds(4 * n)))
+      if (c && seen_.insert(c.hash()).second) got.push_back(std::move(c));
+    std::sort(got.begin(), got.end(),
+              [](const sdk::Candidate& a, const sdk::Candidate& b) { return a.hash() < b.hash(); });
+    if (got.size() > n) got.resize(n);
+    return got;
+  }
+  void notify_measured(const std::vector<sdk::Candidate>& measured,
+                       const std::vector<double>&) override {
+    ctx_.count("duplicates", 0); // exercises the statistics entry
+    notified_ += measured.size();
+  }
+
+private:
+  sdk::SearchContext ctx_;
+  sdk::Random rng_;
+  std::set<uint64_t> seen_;
+  size_t notified_ = 0;
+};
+
+// A strategy that fails: the task proposes nothing and says why; the run does not crash.
+class BrokenStrategy : public sdk::SearchContextStrategy {
+public:
+  void start(sdk::SearchContext) override {}
+  std::vector<sdk::Candidate> next_batch(size_t) override {
+    throw std::runtime_error("BrokenStrategy always fails");
   }
 };
 
@@ -407,6 +448,8 @@ METATUNE_PLUGIN("test_sdk_components", "2.1", "one SDK component of every kind, 
       .add<RejectLongLoops>("test.sdk.RejectLongLoops", "rejects long loops")
       .add<CountLoops>("test.sdk.CountLoops", "scores by loop count")
       .add<CopySpaces>("test.sdk.CopySpaces", "copies the design spaces")
+      .add<SmallestHashFirst>("test.sdk.SmallestHashFirst", "fresh samples, smallest hash first")
+      .add<BrokenStrategy>("test.sdk.BrokenStrategy", "a strategy whose next_batch throws")
       .add<TreeTarget>("test.sdk.TreeTarget", "interprets the program.hpp tree")
       .add<ReluPlusOne>("test.sdk.ReluPlusOne", "relu(x) + 1 and row sums");
 }
