@@ -27,8 +27,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/plugin/host_api.h"
 #include "core/plugin/plugin_components.h"
 #include "core/measure/measure_worker.h"
+#include "core/plugin/plugin_messages.h"
 
 namespace mt {
 
@@ -77,7 +79,8 @@ bool send_all(int fd, const std::string& bytes) {
   return true;
 }
 
-// The worker side. Touches nothing the parent owns beyond reading (no logging, no database):
+// The worker side. Touches nothing the parent owns beyond reading (no terminal, no database;
+// plugin log messages are sent to the parent):
 // it builds, answers on `fd` and leaves with _exit so that no destructor or atexit handler of
 // the parent's objects runs twice.
 [[noreturn]] void worker_main(int fd, pid_t parent, const PluginTarget& target,
@@ -96,6 +99,9 @@ bool send_all(int fd, const std::string& bytes) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // What plugins log here goes to the parent, which owns the terminal.
+    set_plugin_log_sink(
+        [fd](int level, std::string_view message) { send_all(fd, encode_log(level, message)); });
 
     Built b = build_candidate(target, candidate);
     if (!b.module) {
@@ -297,6 +303,12 @@ private:
       if (frame->first == kTagBuilt && w.phase == Phase::Building) {
         w.build_seconds = decode_built(frame->second);
         w.phase = Phase::Built;
+      } else if (frame->first == kTagLog) {
+        try {
+          auto [level, message] = decode_log(frame->second);
+          log_plugin_message(level, message);
+        } catch (const std::exception&) { // a garbled message is not worth the measurement
+        }
       } else if (frame->first == kTagResult) {
         try {
           return decode_result(frame->second);

@@ -183,6 +183,13 @@ std::string encode_result(const MeasureResult& r) {
   return encode_frame(kTagResult, p);
 }
 
+std::string encode_log(int level, std::string_view message) {
+  std::string p;
+  put<int32_t>(p, static_cast<int32_t>(level));
+  p += message.substr(0, 8192);
+  return encode_frame(kTagLog, p);
+}
+
 std::optional<std::pair<char, std::string>> take_frame(std::string& buffer) {
   if (buffer.size() < 5) return std::nullopt;
   uint32_t len;
@@ -214,6 +221,12 @@ MeasureResult decode_result(const std::string& payload) {
   for (uint32_t i = 0; i < k; ++i)
     r.run_secs.push_back(get<double>(payload, pos));
   return r;
+}
+
+std::pair<int, std::string> decode_log(const std::string& payload) {
+  size_t pos = 0;
+  int level = get<int32_t>(payload, pos);
+  return {level, payload.substr(pos)};
 }
 
 } // namespace mt::measure_detail

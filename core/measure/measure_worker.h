@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/plugin/plugin_components.h"
@@ -38,15 +40,21 @@ std::string signal_name(int sig);
 // ---- wire format: frames of [u8 tag][u32 length][payload] ------------------------------------
 inline constexpr char kTagBuilt = 'B';  // payload: f64 build seconds
 inline constexpr char kTagResult = 'R'; // payload: encode_result()
-inline constexpr char kGo = 'g';        // the parent's one-byte "measure now"
+// A plugin's log message, said in the worker: the parent logs it, so that the parent alone
+// writes to the terminal and a message said in many workers is said once (plugin_messages.h).
+inline constexpr char kTagLog = 'L'; // payload: i32 level, then the text
+inline constexpr char kGo = 'g';     // the parent's one-byte "measure now"
 
 std::string encode_frame(char tag, const std::string& payload);
 std::string encode_built(double build_seconds);
 std::string encode_result(const MeasureResult& r);
+std::string encode_log(int level, std::string_view message);
 // Removes and returns the first complete frame of `buffer` (tag, payload), if there is one.
 std::optional<std::pair<char, std::string>> take_frame(std::string& buffer);
 double decode_built(const std::string& payload);
 // Throws std::runtime_error for a malformed payload.
 MeasureResult decode_result(const std::string& payload);
+// Throws std::runtime_error for a malformed payload.
+std::pair<int, std::string> decode_log(const std::string& payload);
 
 } // namespace mt::measure_detail

@@ -6,6 +6,7 @@
 
 #include "core/plugin/host_handles.h"
 #include "core/plugin/last_error.h"
+#include "core/plugin/plugin_messages.h"
 
 // ---- handle helpers -------------------------------------------------------------------------
 
@@ -158,7 +159,7 @@ void api_set_last_error(mt_str message) {
 }
 void api_log(mt_log_level level, mt_str message) {
   try {
-    plugin_log(level, view(message));
+    log_plugin_message(level, view(message));
   } catch (...) { // a failing sink must not take the plugin down
   }
 }

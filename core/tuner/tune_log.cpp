@@ -4,10 +4,11 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "core/plugin/host_api.h"
+#include "core/tuner/terminal.h"
+#include "core/tuner/terminal_log_sink.h"
 #include "metatune/plugin_api.h"
 
 namespace mt {
@@ -25,7 +26,9 @@ void configure_logging(const std::string& level) {
                                 "expected trace, debug, info, warn, error, critical or off");
   static bool installed = false;
   if (!installed) {
-    auto logger = spdlog::stderr_color_mt("metatune");
+    // Through the terminal that also shows the progress line: a log line never runs into it.
+    auto sink = std::make_shared<TerminalLogSink>(Terminal::standard_error());
+    auto logger = std::make_shared<spdlog::logger>("metatune", sink);
     logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
     spdlog::set_default_logger(logger);
     installed = true;

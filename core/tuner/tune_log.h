@@ -1,6 +1,7 @@
 // Logging of the tuner and the tools around it (spdlog, to stderr). The level comes from the
 // caller (--log-level), else the METATUNE_LOG environment variable, else "info"; plugin log
-// messages and host warnings are routed to the same logger.
+// messages and host warnings are routed to the same logger. Lines go through
+// Terminal::standard_error() (terminal.h), which clears and redraws a progress line around them.
 #pragma once
 
 #include <string>

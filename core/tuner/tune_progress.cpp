@@ -1,19 +1,20 @@
 // Progress display of a tuning run (see tune_progress.h).
 #include "core/tuner/tune_progress.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <ostream>
 
 namespace mt {
 
-bool is_terminal(int fd) {
-  return isatty(fd) != 0;
-}
+ProgressPrinter::ProgressPrinter(Terminal& terminal, double period_seconds)
+    : terminal_(terminal), period_(period_seconds) {}
 
 ProgressPrinter::ProgressPrinter(std::ostream& out, bool terminal, double period_seconds)
-    : out_(out), terminal_(terminal), period_(period_seconds) {}
+    : own_terminal_(std::make_unique<Terminal>(out, terminal)), terminal_(*own_terminal_),
+      period_(period_seconds) {}
+
+ProgressPrinter::~ProgressPrinter() {
+  terminal_.keep_progress();
+}
 
 std::string ProgressPrinter::format(const TuneProgress& p) {
   char buf[256];
@@ -28,16 +29,14 @@ std::string ProgressPrinter::format(const TuneProgress& p) {
 void ProgressPrinter::print(const TuneProgress& p, bool force) {
   last_ = p;
   last_printed_ = false;
-  if (terminal_) {
-    // Rewrite the line; \x1b[K clears what a longer previous line left behind.
-    out_ << "\r" << format(p) << "\x1b[K" << std::flush;
-    line_open_ = true;
+  if (terminal_.interactive()) {
+    terminal_.show_progress(format(p));
     return;
   }
   if (!force && last_print_ >= 0 && p.elapsed_seconds - last_print_ < period_) return;
   last_print_ = p.elapsed_seconds;
   last_printed_ = true;
-  out_ << format(p) << "\n" << std::flush;
+  terminal_.show_progress(format(p));
 }
 
 void ProgressPrinter::on_start(const TuneProgress& p) {
@@ -54,9 +53,8 @@ void ProgressPrinter::on_batch(const TuneProgress& p) {
 
 void ProgressPrinter::on_finish(const TuneResult&) {
   // Where lines are periodic, the last state is always shown.
-  if (!terminal_ && !last_printed_) out_ << format(last_) << "\n";
-  if (line_open_) out_ << "\n" << std::flush;
-  line_open_ = false;
+  if (!terminal_.interactive() && !last_printed_) terminal_.show_progress(format(last_));
+  terminal_.keep_progress();
 }
 
 } // namespace mt

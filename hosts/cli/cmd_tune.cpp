@@ -264,7 +264,7 @@ int run_tune(TuneCliOptions& opt) {
 
   install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;
-  if (!opt.quiet) progress = std::make_unique<ProgressPrinter>(std::cerr, is_terminal(2));
+  if (!opt.quiet) progress = std::make_unique<ProgressPrinter>(Terminal::standard_error());
   TuneResult r = tune(host, tasks, opt.tune, progress.get(), &g_stop);
   print_summary(r);
   if (!r.interrupted) print_comparison(r);
