@@ -30,6 +30,7 @@
 #include "core/tune/measure.h"
 #include "core/tune/reference_cache.h"
 #include "core/tune/search_strategy.h"
+#include "core/tune/space_config.h"
 #include "core/tune/verify_best.h"
 
 namespace mt {
@@ -69,9 +70,9 @@ struct TuneOptions {
   // Library targets whose implementations compete with the tuned kernels
   // (library_candidate.h). Names not registered by a loaded plugin are skipped; empty = none.
   std::vector<std::string> library_targets{"onednn.cpu"};
-  // Postprocessors to use instead of the target's defaults, in order: "NAME" or
-  // "NAME{json configuration}". Empty = the target's defaults.
-  std::vector<std::string> postprocs;
+  // Edits of the target's schedule rules, mutators and postprocessors (after the components
+  // plugins declare for it), applied in order: add, drop, replace (space_config.h).
+  std::vector<SpaceEdit> space;
   // At the end of a run that was not interrupted, re-measure each task's best tuned kernel and
   // its best library implementation alternately in one worker process
   // (implementation_compare.h): `compare_repeats` repeats each of
