@@ -1,6 +1,7 @@
 // The tuning loop: one or more workloads (tasks) tuned for one target under one trial
-// budget. Per task it files the workload in the database, builds the target's default
-// components, generates design spaces, warm-starts the search and the cost model from the
+// budget. Per task it files the workload in the database, builds the components of the
+// search space (the target's defaults as plugins and options edit them: space_config.h),
+// generates design spaces, warm-starts the search and the cost model from the
 // records already in the database, and computes the reference result once. Then, until the
 // budget is spent: the task scheduler picks a task, its search strategy proposes a batch, the
 // measurer builds and times it, and every result -- failed ones too -- is committed to the

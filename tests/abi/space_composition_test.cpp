@@ -260,6 +260,20 @@ TEST_F(SpaceComposition, ShowSpacePrintsEveryComponentWithItsOrigin) {
   EXPECT_NE(text.out.find("by config file " + config.string()), std::string::npos) << text.out;
 }
 
+TEST_F(SpaceComposition, PluginsListsTheDeclarations) {
+  CliRun r =
+      cli("plugins --json --no-default-path --path " + shell_quoted(plugin_dir_.string()), false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["plugins"].size(), 1u) << r.out;
+  const auto& components = j["plugins"][0]["components"];
+  ASSERT_EQ(components.size(), 3u) << r.out;
+  EXPECT_FALSE(components[0].contains("joins_defaults")) << r.out; // vendor.MyRule
+  EXPECT_EQ(components[1]["joins_defaults"], nlohmann::json::parse(R"({"targets": ["llvm"]})"));
+  EXPECT_EQ(components[2]["joins_defaults"],
+            nlohmann::json::parse(R"({"targets": ["llvm.cpu"], "probability": 0.05})"));
+}
+
 TEST_F(SpaceComposition, UnknownNamesAreErrorsThatListWhatIsRegistered) {
   CliRun typo = cli("tune --show-space --rules +vendor.MyRul");
   EXPECT_EQ(typo.status, 1);
