@@ -11,6 +11,7 @@
 
 #include "core/ir/function.h"
 #include "core/plugin/component_kind.h"
+#include "core/plugin/defaults_declaration.h"
 #include "core/plugin/plugin_error.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/random.h"
@@ -32,6 +33,8 @@ struct ComponentInfo {
   std::string description;
   std::string plugin_path; // the library that registered it
   std::string plugin_name;
+  // The targets whose default components it joins (ABI 1.3), if it declares any.
+  std::optional<DefaultsDeclaration> joins_defaults;
 };
 
 // Attributes of the target a component is initialised for ("kind", "num_cores",

@@ -360,7 +360,15 @@ const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
                     "duplicate component name: " + what + " is registered twice by this plugin");
 
     auto reg = std::make_shared<Registration>();
-    reg->info = ComponentInfo{kind, d->name, copy_c_string(d->description), rec.path, rec.name};
+    reg->info = ComponentInfo{kind, d->name, copy_c_string(d->description), rec.path, rec.name, {}};
+    if (MT_HAS_FIELD(d, mt_component_desc, joins_defaults) && d->joins_defaults &&
+        *d->joins_defaults) {
+      try {
+        reg->info.joins_defaults = parse_defaults_declaration(kind, d->joins_defaults);
+      } catch (const std::invalid_argument& e) {
+        return refuse(RefusalReason::InvalidAnswer, where + ": joins_defaults: " + e.what());
+      }
+    }
     reg->desc = d;
     reg->plugin = plugin;
     regs.push_back(std::move(reg));

@@ -98,17 +98,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Records replayed to train the cost model at the start of a run (the most recent ones).
 constexpr size_t kMaxWarmStartTraining = 4096;
 
-struct TaskState {
-  TaskResult result;
-  Function workload;
-  SearchContext ctx;
-  std::unique_ptr<SearchStrategy> strategy;
-  Reference reference;
-  bool has_reference = false;
-  std::string model_path;
-  std::vector<bool> library_stored; // per library target: the database has a record already
-};
-
 // "NAME" or "NAME{json}" -> (NAME, json).
 std::pair<std::string, std::string> split_component_spec(const std::string& spec) {
   size_t brace = spec.find('{');
@@ -119,6 +108,17 @@ std::pair<std::string, std::string> split_component_spec(const std::string& spec
     name.erase(name.begin());
   return {name, brace == std::string::npos ? std::string() : spec.substr(brace)};
 }
+
+struct TaskState {
+  TaskResult result;
+  Function workload;
+  SearchContext ctx;
+  std::unique_ptr<SearchStrategy> strategy;
+  Reference reference;
+  bool has_reference = false;
+  std::string model_path;
+  std::vector<bool> library_stored; // per library target: the database has a record already
+};
 
 // What the run used, for the records: every plugin that registered one of the components.
 std::vector<PluginInfo>
@@ -258,38 +258,18 @@ TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const Tune
                                 "' (gradient, round-robin)");
 
   TargetSetup target = setup_target(host, options.target);
-  if (target.rules.empty())
+  const SearchSpace space = resolve_search_space(host, target, options.space);
+  if (space.rules.empty())
     throw TuneError("target '" + target.component +
                     "': no schedule rule is available (is the "
                     "std_rules plugin on the plugin path?)");
   std::string model_name = resolve_cost_model(host, options.cost_model);
-  // Postprocessors: the target's, or the ones the options name (with their configuration).
-  std::vector<std::pair<std::string, std::string>> postprocs;
-  if (options.postprocs.empty()) {
-    for (const auto& n : target.postprocs)
-      postprocs.emplace_back(n, "");
-  } else {
-    for (const std::string& spec : options.postprocs) {
-      auto [name, config] = split_component_spec(spec);
-      if (!host.find(ComponentKind::Postproc, name)) {
-        std::string names;
-        for (const ComponentInfo& c : host.components(ComponentKind::Postproc))
-          names += (names.empty() ? "" : ", ") + c.name;
-        throw std::invalid_argument("tune: postprocessor '" + name +
-                                    "' is not registered by any loaded plugin (postprocessors: " +
-                                    (names.empty() ? "none" : names) + ")");
-      }
-      postprocs.emplace_back(name, config);
-    }
-  }
   std::vector<std::pair<ComponentKind, std::string>> used{
       {ComponentKind::Target, target.component}};
-  for (const auto& n : target.rules)
-    used.push_back({ComponentKind::ScheduleRule, n});
-  for (const auto& p : postprocs)
-    used.push_back({ComponentKind::Postproc, p.first});
-  for (const auto& n : target.mutators)
-    used.push_back({ComponentKind::Mutator, n});
+  for (ComponentKind kind :
+       {ComponentKind::ScheduleRule, ComponentKind::Postproc, ComponentKind::Mutator})
+    for (const SpaceComponent& c : space.list(kind))
+      used.push_back({kind, c.name});
   if (!model_name.empty()) used.push_back({ComponentKind::CostModel, model_name});
   used.push_back({ComponentKind::SearchStrategy, strategy_name});
   const std::vector<PluginInfo> plugins = plugins_used(host, used);
@@ -487,16 +467,16 @@ TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const Tune
     ctx.workload = t.workload;
     ctx.seed = mix_seed(options.seed, i, t.result.prior_records);
     std::vector<std::unique_ptr<PluginScheduleRule>> rules;
-    for (const auto& n : target.rules) {
-      rules.push_back(host.create_schedule_rule(n));
+    for (const SpaceComponent& c : space.rules) {
+      rules.push_back(host.create_schedule_rule(c.name, c.config));
       rules.back()->initialize(target.attrs);
     }
-    for (const auto& [n, config] : postprocs) {
-      ctx.postprocs.push_back(host.create_postproc(n, config));
+    for (const SpaceComponent& c : space.postprocs) {
+      ctx.postprocs.push_back(host.create_postproc(c.name, c.config));
       ctx.postprocs.back()->initialize(target.attrs);
     }
-    for (size_t m = 0; m < target.mutators.size(); ++m) {
-      ctx.mutators.emplace_back(host.create_mutator(target.mutators[m]), target.mutator_probs[m]);
+    for (const SpaceComponent& c : space.mutators) {
+      ctx.mutators.emplace_back(host.create_mutator(c.name, c.config), c.probability);
       ctx.mutators.back().first->initialize(target.attrs);
     }
     if (!model_name.empty()) {

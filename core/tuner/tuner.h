@@ -1,6 +1,7 @@
 // The tuning loop: one or more workloads (tasks) tuned for one target under one trial
-// budget. Per task it files the workload in the database, builds the target's default
-// components, generates design spaces, warm-starts the search and the cost model from the
+// budget. Per task it files the workload in the database, builds the components of the
+// search space (the target's defaults as plugins and options edit them: space_config.h),
+// generates design spaces, warm-starts the search and the cost model from the
 // records already in the database, and computes the reference result once. Then, until the
 // budget is spent: the task scheduler picks a task, its search strategy proposes a batch, the
 // measurer builds and times it, and every result -- failed ones too -- is committed to the
@@ -29,8 +30,9 @@
 #include "core/ir/function.h"
 #include "core/measure/measure.h"
 #include "core/measure/reference_cache.h"
-#include "core/search/search_strategy.h"
 #include "core/measure/verify_best.h"
+#include "core/search/search_strategy.h"
+#include "core/tuner/space_config.h"
 
 namespace mt {
 
@@ -73,9 +75,9 @@ struct TuneOptions {
   // Library targets whose implementations compete with the tuned kernels
   // (library_candidate.h). Names not registered by a loaded plugin are skipped; empty = none.
   std::vector<std::string> library_targets{"onednn.cpu"};
-  // Postprocessors to use instead of the target's defaults, in order: "NAME" or
-  // "NAME{json configuration}". Empty = the target's defaults.
-  std::vector<std::string> postprocs;
+  // Edits of the target's schedule rules, mutators and postprocessors (after the components
+  // plugins declare for it), applied in order: add, drop, replace (space_config.h).
+  std::vector<SpaceEdit> space;
   // At the end of a run that was not interrupted, re-measure each task's best tuned kernel and
   // its best library implementation alternately in one worker process
   // (implementation_compare.h): `compare_repeats` repeats each of

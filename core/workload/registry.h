@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ir/function.h"
+#include "core/support/did_you_mean.h"
 #include "core/workload/library.h"
 
 namespace mt::workload_detail {
@@ -25,8 +26,7 @@ ParamInfo bool_param(std::string name, bool def, std::string doc);
 // "dtype": a floating-point element type, f32 by default.
 ParamInfo dtype_param();
 
-// " (did you mean 'x'?)" for the closest candidate within a small edit distance, or "".
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+using mt::did_you_mean; // core/support/did_you_mean.h
 // Throws std::invalid_argument("workload 'w': msg").
 [[noreturn]] void workload_error(const WorkloadParams& p, const std::string& msg);
 

@@ -42,9 +42,13 @@ nlohmann::json to_json(const std::vector<std::filesystem::path>& search, const P
     p["version"] = r.version;
     p["description"] = r.description;
     p["components"] = nlohmann::json::array();
-    for (const ComponentInfo& c : r.components)
-      p["components"].push_back(
-          {{"kind", to_string(c.kind)}, {"name", c.name}, {"description", c.description}});
+    for (const ComponentInfo& c : r.components) {
+      nlohmann::json cj = {
+          {"kind", to_string(c.kind)}, {"name", c.name}, {"description", c.description}};
+      if (c.joins_defaults)
+        cj["joins_defaults"] = nlohmann::json::parse(to_json_text(*c.joins_defaults));
+      p["components"].push_back(std::move(cj));
+    }
     if (!r.loaded()) {
       p["refusal"] = to_string(r.refusal);
       p["message"] = r.message;
@@ -77,6 +81,14 @@ void print_text(const std::vector<std::filesystem::path>& search, const PluginHo
     for (const ComponentInfo& c : r.components) {
       std::cout << "    " << to_string(c.kind) << "  " << c.name;
       if (!c.description.empty()) std::cout << "  -- " << c.description;
+      if (c.joins_defaults) {
+        std::cout << "  [joins the defaults of";
+        for (const auto& t : c.joins_defaults->targets)
+          std::cout << " " << t;
+        if (c.joins_defaults->probability > 0)
+          std::cout << ", weight " << c.joins_defaults->probability;
+        std::cout << "]";
+      }
       std::cout << "\n";
     }
   }

@@ -6,7 +6,9 @@
 // exhausted), 130 stopped by Ctrl-C / SIGINT or SIGTERM (everything measured is kept; the same
 // command resumes), 1 error. With a library target (oneDNN) each task also gets the library's
 // implementation measured and recorded, and at the end a side-by-side line per task says how
-// the tuned kernel compares and which one is chosen. See docs/tuning.md.
+// the tuned kernel compares and which one is chosen. --rules / --mutators / --postprocs /
+// --config edit the search space; --show-space prints it, with where each component came
+// from, and exits. See docs/tuning.md.
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -22,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plugin/plugin_host.h"
+#include "core/tuner/space_config.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
@@ -46,7 +49,11 @@ struct TuneCliOptions {
   std::vector<std::string> libraries; // --library; empty = TuneOptions' default
   bool no_library = false;
   bool no_compare = false;
-  std::string postprocs; // --postprocs a,b{json},c
+  // The search space: --config FILE's edits, then each --rules / --mutators / --postprocs
+  // value in order (core/tuner/space_config.h).
+  std::string space_config;
+  std::vector<std::string> rules, mutators, postprocs;
+  bool show_space = false;
 };
 
 // --reference-cache: 'none' (or empty) = no cache.
@@ -54,24 +61,18 @@ std::string reference_cache_option(const std::string& value) {
   return value == "none" ? std::string() : value;
 }
 
-// "a,b{k: 1, l: 2},c" -> {"a", "b{...}", "c"}: commas inside braces belong to a
-// component's JSON configuration.
-std::vector<std::string> split_component_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  int depth = 0;
-  for (char c : text) {
-    if (c == '{') ++depth;
-    if (c == '}') --depth;
-    if (c == ',' && depth == 0) {
-      if (cur.find_first_not_of(' ') != std::string::npos) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (cur.find_first_not_of(' ') != std::string::npos) out.push_back(cur);
-  return out;
+// The edits of the search space the options ask for, in the order they apply.
+std::vector<SpaceEdit> space_edits(const TuneCliOptions& opt) {
+  std::vector<SpaceEdit> edits;
+  if (!opt.space_config.empty()) edits = read_space_config_file(opt.space_config);
+  auto add = [&](ComponentKind kind, const std::vector<std::string>& values, const char* flag) {
+    for (const std::string& v : values)
+      edits.push_back(parse_space_edit(kind, v, {SpaceSource::Option, flag}));
+  };
+  add(ComponentKind::ScheduleRule, opt.rules, "--rules flag");
+  add(ComponentKind::Mutator, opt.mutators, "--mutators flag");
+  add(ComponentKind::Postproc, opt.postprocs, "--postprocs flag");
+  return edits;
 }
 
 // "oneDNN" for the oneDNN target, else the component's name.
@@ -230,6 +231,13 @@ int run_tune(TuneCliOptions& opt) {
     search.push_back(p);
   PluginHost host;
   host.discover(search);
+  opt.tune.space = space_edits(opt);
+  if (opt.show_space) {
+    SearchSpace space =
+        resolve_search_space(host, setup_target(host, opt.tune.target), opt.tune.space);
+    std::cout << (opt.json ? search_space_json(space) + "\n" : format_search_space(space));
+    return 0;
+  }
 
   // The model's tasks (weights = calls per inference), then any --workload; a workload given
   // twice is one task with the weights added.
@@ -259,7 +267,6 @@ int run_tune(TuneCliOptions& opt) {
                   << ": no such target component is registered; not used\n";
   }
   opt.tune.compare = !opt.no_compare;
-  opt.tune.postprocs = split_component_list(opt.postprocs);
   opt.tune.reference_cache_dir = reference_cache_option(opt.tune.reference_cache_dir);
 
   install_stop_handlers();
@@ -344,9 +351,21 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
                   "Fresh-worker measurements of each record in that re-measurement")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--rules", opt->rules,
+                  "Schedule rules: '+NAME{json}' adds to the target's, '-NAME' drops one, "
+                  "'A,B{json}' replaces the list (comma-separated; repeatable; docs/tuning.md)");
+  cmd->add_option("--mutators", opt->mutators,
+                  "Mutators, likewise, with selection weights: '+NAME=0.1', '-NAME', "
+                  "'A=0.9,B{json}=0.1'");
   cmd->add_option("--postprocs", opt->postprocs,
-                  "Postprocessors instead of the target's: NAME or NAME{json config}, "
-                  "comma-separated");
+                  "Postprocessors, likewise: '+NAME{json}', '-NAME', or 'A,B{json}' instead of "
+                  "the target's");
+  cmd->add_option("--config", opt->space_config,
+                  "Tuning-config file: JSON with fields rules, mutators, postprocs holding the "
+                  "same entries (applied before the flags)");
+  cmd->add_flag("--show-space", opt->show_space,
+                "Print the rules, mutators (with weights) and postprocessors the run would use "
+                "and where each comes from, then exit without tuning");
   cmd->add_option("--reference-cache", t.reference_cache_dir,
                   "Directory keeping the reference results between runs; 'none' = no cache "
                   "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "

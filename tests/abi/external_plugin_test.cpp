@@ -3,62 +3,29 @@
 // find_package(metatune) + metatune_add_plugin, then load the result and apply its rule.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
-#include <unistd.h>
-
 #include "abi_test_util.h"
 #include "core/plugin/plugin_host.h"
 #include "core/schedule/schedule.h"
 #include "core/workload/library.h"
+#include "external_build.h"
 
 namespace fs = std::filesystem;
 
 namespace mt {
 namespace {
 
-// Runs a shell command, returning its exit status; output goes to `log`.
-int run(const std::string& cmd, const fs::path& log) {
-  std::string full = cmd + " >>" + log.string() + " 2>&1";
-  return std::system(full.c_str());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST(ExternalPlugin, BuildsAgainstTheInstalledSdkAndLoads) {
-  fs::path root = fs::temp_directory_path() / ("metatune_external_" + std::to_string(::getpid()));
-  fs::remove_all(root);
-  fs::create_directories(root);
-  fs::path prefix = root / "prefix", build = root / "build", log = root / "log.txt";
-  const std::string cmake = MT_TEST_CMAKE_COMMAND;
-
-  ASSERT_EQ(run("'" + cmake + "' --install '" MT_TEST_PROJECT_BINARY_DIR "' --prefix '" +
-                    prefix.string() + "' --component sdk",
-                log),
-            0)
-      << slurp(log);
+  abi_test::ExternalBuild ext("external");
+  ASSERT_TRUE(ext.install_sdk()) << ext.log();
   // The installed SDK is self-contained: headers and the CMake package, nothing else.
-  EXPECT_TRUE(fs::exists(prefix / "include/metatune/plugin_api.h"));
-  EXPECT_TRUE(fs::exists(prefix / "include/metatune/sdk.hpp"));
-  EXPECT_FALSE(fs::exists(prefix / "include/metatune/core"));
+  EXPECT_TRUE(fs::exists(ext.prefix() / "include/metatune/plugin_api.h"));
+  EXPECT_TRUE(fs::exists(ext.prefix() / "include/metatune/sdk.hpp"));
+  EXPECT_FALSE(fs::exists(ext.prefix() / "include/metatune/core"));
 
-  ASSERT_EQ(run("'" + cmake + "' -S '" MT_TEST_EXTERNAL_SOURCE_DIR "' -B '" + build.string() +
-                    "' -G '" MT_TEST_CMAKE_GENERATOR "' -DCMAKE_BUILD_TYPE=Release"
-                    " -DCMAKE_PREFIX_PATH='" +
-                    prefix.string() + "'",
-                log),
-            0)
-      << slurp(log);
-  ASSERT_EQ(run("'" + cmake + "' --build '" + build.string() + "'", log), 0) << slurp(log);
+  fs::path build = ext.build(MT_TEST_EXTERNAL_SOURCE_DIR, "build", "-DCMAKE_BUILD_TYPE=Release");
+  ASSERT_FALSE(build.empty()) << ext.log();
   fs::path plugin = build / "external_rule.so";
-  ASSERT_TRUE(fs::exists(plugin)) << slurp(log);
+  ASSERT_TRUE(fs::exists(plugin)) << ext.log();
 
   PluginHost host;
   const PluginRecord& r = host.load(plugin);
@@ -73,14 +40,8 @@ TEST(ExternalPlugin, BuildsAgainstTheInstalledSdkAndLoads) {
   EXPECT_EQ(std::get<int64_t>(inner.annotations.at("external.visited")), 1);
 
   // The plugin template builds the same way, and its rule forks a vectorized copy.
-  fs::path tbuild = root / "template_build";
-  ASSERT_EQ(run("'" + cmake + "' -S '" MT_TEST_TEMPLATE_SOURCE_DIR "' -B '" + tbuild.string() +
-                    "' -G '" MT_TEST_CMAKE_GENERATOR "' -DCMAKE_PREFIX_PATH='" + prefix.string() +
-                    "'",
-                log),
-            0)
-      << slurp(log);
-  ASSERT_EQ(run("'" + cmake + "' --build '" + tbuild.string() + "'", log), 0) << slurp(log);
+  fs::path tbuild = ext.build(MT_TEST_TEMPLATE_SOURCE_DIR, "template_build");
+  ASSERT_FALSE(tbuild.empty()) << ext.log();
   const PluginRecord& t = host.load(tbuild / "my_plugin.so");
   ASSERT_TRUE(t.loaded()) << t.message;
   Function softmax = make_workload("softmax(M=4,N=32)");
@@ -96,7 +57,6 @@ TEST(ExternalPlugin, BuildsAgainstTheInstalledSdkAndLoads) {
     }
   }
   EXPECT_GT(forked, 0u); // the spatial blocks (exp, divide) fork
-  fs::remove_all(root);
 }
 
 } // namespace

@@ -273,7 +273,9 @@ TEST(Tuner, EverySampleRefusedEndsWithTheSearchDiagnosis) {
   // limit of 0 threads per block (a CPU kernel runs as one "thread").
   TempDb db;
   TuneOptions o = quick_options(db.path, 8);
-  o.postprocs = {"std.VerifyGPUCode{\"max_threads_per_block\": 0}"};
+  o.space = {parse_space_edit(ComponentKind::Postproc,
+                              "std.VerifyGPUCode{\"max_threads_per_block\": 0}",
+                              {SpaceSource::Option, "test"})};
   auto t0 = std::chrono::steady_clock::now();
   try {
     tune(host(), {{kSpec, {}, 1}}, o);
@@ -287,7 +289,8 @@ TEST(Tuner, EverySampleRefusedEndsWithTheSearchDiagnosis) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
   EXPECT_EQ(Database::open(db.path)->record_count(), 0u);
   // An unknown postprocessor is a bad option, named in the message.
-  o.postprocs = {"std.NoSuchPostproc"};
+  o.space = {parse_space_edit(ComponentKind::Postproc, "std.NoSuchPostproc",
+                              {SpaceSource::Option, "test"})};
   try {
     tune(host(), {{kSpec, {}, 1}}, o);
     FAIL() << "no exception";

@@ -181,8 +181,22 @@ typedef struct mt_component_desc {
     const mt_layer_vtable* layer;
   } vtable;
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.3 (optional; NULL, empty or absent = none): a declaration that this component
+   * joins the default set of components of some targets, so that installing the plugin is
+   * enough to bring it into their tuning runs. Schedule rules, mutators and postprocessors
+   * only. A JSON object, NUL-terminated and static:
+   *   {"targets": ["llvm"],        device kinds (a target's describe() "kind") or target
+   *                                component names ("llvm.cpu"); "*" = every target
+   *    "probability": 0.1,         mutators (required there): selection weight
+   *    "config": {...}}            optional: the configuration the joined instance gets
+   * The host refuses a plugin whose declaration is malformed. */
+  const char* joins_defaults;
+  /* End of version 1.3 - DO NOT MODIFY ABOVE */
 } mt_component_desc;
 MT_STATIC_ASSERT(offsetof(mt_component_desc, vtable) / sizeof(void*) == 5, component_desc_v1);
+MT_STATIC_ASSERT(offsetof(mt_component_desc, joins_defaults) / sizeof(void*) == 6,
+                 component_desc_v1_3);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -18,7 +18,8 @@ extern "C" {
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
 #define MT_PLUGIN_ABI_VERSION_MINOR 3 /* 1.1: schedule_features, cost-model save/load;
                                        1.2: program_partition_loops, transform_layout;
-                                       1.3: search strategies on a search context */
+                                       1.3: search strategies on a search context,
+                                            component_desc.joins_defaults */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)

@@ -5,7 +5,11 @@
  *   FAIL_INIT              the entry point fails with a message
  *   NO_VERSION             answers MT_OK without an ABI version
  *   HIDE_ENTRY             carries the marker section but exports no entry point
- *   COMPONENT_NAME="..."   registers one schedule rule of that name (for duplicates) */
+ *   COMPONENT_NAME="..."   registers one schedule rule of that name (for duplicates)
+ *   JOINS_DEFAULTS="..."   the rule declares that it joins targets' defaults (ABI 1.3): the
+ *                          host refuses a malformed declaration and keeps a valid one
+ *   DESC_V1_SIZE           ...with a descriptor of version 1's size: the host must not read
+ *                          the declaration past it */
 #include <metatune/plugin_api.h>
 
 static const mt_host_api* g_api;
@@ -65,6 +69,12 @@ MT_PLUGIN_EXPORT mt_status ENTRY_NAME(mt_plugin_negotiation* neg) {
   desc.description = "a rule from a plugin the host should refuse";
   desc.create = create;
   desc.vtable.schedule_rule = &vtable;
+#ifdef JOINS_DEFAULTS
+  desc.joins_defaults = JOINS_DEFAULTS;
+#endif
+#ifdef DESC_V1_SIZE
+  desc.struct_size = offsetof(mt_component_desc, joins_defaults);
+#endif
   components[0] = &desc;
   neg->components = components;
   neg->num_components = 1;

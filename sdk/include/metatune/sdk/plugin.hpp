@@ -7,6 +7,7 @@
 //   }
 #pragma once
 
+#include <charconv>
 #include <deque>
 #include <memory>
 #include <string>
@@ -297,16 +298,69 @@ inline const mt_layer_vtable kLayerTable = {sizeof(mt_layer_vtable), 1, release<
 
 } // namespace detail
 
+// A declaration that a schedule rule, mutator or postprocessor joins the default components of
+// some targets (ABI 1.3): with it, installing the plugin is enough to bring the component into
+// every tuning run on those targets (a user still drops it with `--rules -NAME`).
+struct JoinDefaults {
+  // Device kinds (a target's describe() "kind": "llvm", "cuda", ...) or target component names
+  // ("llvm.cpu"); "*" = every target.
+  std::vector<std::string> targets;
+  double probability = 0; // mutators: selection weight among the target's mutators (required)
+  std::string config;     // JSON object the joined instance is created with; empty = defaults
+
+  // The declaration's JSON text (mt_component_desc.joins_defaults).
+  std::string to_json() const {
+    std::string out = "{\"targets\": [";
+    for (size_t i = 0; i < targets.size(); ++i)
+      out += (i ? ", " : "") + quoted(targets[i]);
+    out += "]";
+    if (probability != 0) {
+      // Shortest exact form, independent of the C locale.
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof buf, probability);
+      out += ", \"probability\": " + std::string(buf, r.ptr);
+    }
+    if (!config.empty()) out += ", \"config\": " + config;
+    return out + "}";
+  }
+
+private:
+  static std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  }
+};
+
 // The components a plugin registers. Lives as long as the library (a static in the entry).
 class Registry {
 public:
   // Registers class T under `name` (unique per kind across plugins; "vendor.Name").
   template <typename T> Registry& add(const char* name, const char* description = "") {
+    return add_component<T>(name, description, nullptr);
+  }
+  // Registers class T and declares that it joins the defaults of the targets `joins` names.
+  template <typename T>
+  Registry& add(const char* name, const char* description, const JoinDefaults& joins) {
+    return add_component<T>(name, description, keep(joins.to_json().c_str()));
+  }
+
+  const mt_component_desc* const* data() const { return ptrs_.data(); }
+  size_t size() const { return ptrs_.size(); }
+  bool empty() const { return ptrs_.empty(); }
+
+private:
+  template <typename T>
+  Registry& add_component(const char* name, const char* description, const char* joins_defaults) {
     mt_component_desc d{};
     d.struct_size = sizeof d;
     d.struct_version = 1;
     d.name = keep(name);
     d.description = keep(description);
+    d.joins_defaults = joins_defaults;
     d.create = detail::create<T>;
     if constexpr (std::is_base_of_v<ScheduleRule, T>) {
       d.kind = MT_COMPONENT_SCHEDULE_RULE;
@@ -340,11 +394,6 @@ public:
     return *this;
   }
 
-  const mt_component_desc* const* data() const { return ptrs_.data(); }
-  size_t size() const { return ptrs_.size(); }
-  bool empty() const { return ptrs_.empty(); }
-
-private:
   const char* keep(const char* s) {
     strings_.emplace_back(s ? s : "");
     return strings_.back().c_str();
