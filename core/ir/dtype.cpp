@@ -2,15 +2,24 @@
 
 namespace mt {
 
+const char* to_string(DTypeKind k) {
+  const char* text = mt_dtype_code_text(to_dtype_code(k));
+  return text ? text : "?";
+}
+
+mt_dtype_code to_dtype_code(DTypeKind k) {
+  return mt_dtype_code_at(static_cast<int>(k));
+}
+
+std::optional<DTypeKind> from_dtype_code(mt_dtype_code code) {
+  int position = mt_dtype_code_position(code);
+  if (position < 0) return std::nullopt;
+  return static_cast<DTypeKind>(position);
+}
+
 std::string to_string(DType t) {
-  switch (t.kind) {
-  case DTypeKind::Int: return "i" + std::to_string(t.bits);
-  case DTypeKind::UInt: return "u" + std::to_string(t.bits);
-  case DTypeKind::Float: return "f" + std::to_string(t.bits);
-  case DTypeKind::BFloat: return "bf" + std::to_string(t.bits);
-  case DTypeKind::Bool: return "bool";
-  }
-  return "?";
+  if (t.kind == DTypeKind::Bool) return to_string(t.kind);
+  return to_string(t.kind) + std::to_string(t.bits);
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {

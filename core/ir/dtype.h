@@ -7,9 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "metatune/plugin_api/ir_vocabulary.h"
+
 namespace mt {
 
-enum class DTypeKind : uint8_t { Int, UInt, Float, BFloat, Bool };
+// Int, UInt, Float, BFloat, Bool: numbered by position in the ABI's list (files store that
+// number); the ABI's DLPack code is to_dtype_code / from_dtype_code.
+enum class DTypeKind : uint8_t { MT_DTYPE_KINDS(MT_VOCAB_POSITIONAL_ENUMERATOR) };
 
 struct DType {
   DTypeKind kind = DTypeKind::Float;
@@ -36,6 +40,10 @@ struct DType {
 
 // "f32", "bf16", "i8", "u8", "bool", ...
 std::string to_string(DType t);
+// The name prefix of a kind: "i", "u", "f", "bf", "bool".
+const char* to_string(DTypeKind k);
+mt_dtype_code to_dtype_code(DTypeKind k);
+std::optional<DTypeKind> from_dtype_code(mt_dtype_code code);
 std::optional<DType> parse_dtype(std::string_view s);
 
 } // namespace mt

@@ -9,60 +9,28 @@
 namespace mt {
 
 const char* to_string(MathFn f) {
-  switch (f) {
-  case MathFn::Exp: return "exp";
-  case MathFn::Log: return "log";
-  case MathFn::Tanh: return "tanh";
-  case MathFn::Erf: return "erf";
-  case MathFn::Sqrt: return "sqrt";
-  case MathFn::Rsqrt: return "rsqrt";
-  case MathFn::Pow: return "pow";
-  case MathFn::Abs: return "abs";
-  case MathFn::Sigmoid: return "sigmoid";
-  }
-  return "?";
+  const char* text = mt_math_fn_text(static_cast<mt_math_fn>(f));
+  return text ? text : "?";
 }
 
-bool parse_math_fn(const std::string& s, MathFn* out) {
-  for (int i = 0; i <= static_cast<int>(MathFn::Sigmoid); ++i) {
-    if (s == to_string(static_cast<MathFn>(i))) {
-      *out = static_cast<MathFn>(i);
-      return true;
-    }
+bool parse_math_fn(std::string_view s, MathFn* out) {
+#define MT_MATCH_MATH_FN_(name, cpp, value, text)                                                  \
+  if (s == text) {                                                                                 \
+    *out = MathFn::cpp;                                                                            \
+    return true;                                                                                   \
   }
+  MT_MATH_FNS(MT_MATCH_MATH_FN_)
+#undef MT_MATCH_MATH_FN_
   return false;
 }
 
-int math_fn_arity(MathFn f) { return f == MathFn::Pow ? 2 : 1; }
+int math_fn_arity(MathFn f) {
+  return mt_math_fn_arity(static_cast<mt_math_fn>(f));
+}
 
 const char* to_string(ExprKind k) {
-  switch (k) {
-  case ExprKind::IntImm: return "IntImm";
-  case ExprKind::FloatImm: return "FloatImm";
-  case ExprKind::Var: return "Var";
-  case ExprKind::Add: return "+";
-  case ExprKind::Sub: return "-";
-  case ExprKind::Mul: return "*";
-  case ExprKind::Div: return "/";
-  case ExprKind::FloorDiv: return "//";
-  case ExprKind::FloorMod: return "%";
-  case ExprKind::Min: return "min";
-  case ExprKind::Max: return "max";
-  case ExprKind::EQ: return "==";
-  case ExprKind::NE: return "!=";
-  case ExprKind::LT: return "<";
-  case ExprKind::LE: return "<=";
-  case ExprKind::GT: return ">";
-  case ExprKind::GE: return ">=";
-  case ExprKind::And: return "&&";
-  case ExprKind::Or: return "||";
-  case ExprKind::Not: return "!";
-  case ExprKind::Select: return "select";
-  case ExprKind::Cast: return "cast";
-  case ExprKind::Load: return "load";
-  case ExprKind::Call: return "call";
-  }
-  return "?";
+  const char* text = mt_expr_kind_text(static_cast<mt_expr_kind>(k));
+  return text ? text : "?";
 }
 
 bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
@@ -171,7 +139,9 @@ Expr make_select(Expr c, Expr t, Expr f) {
     if (is_imm(t)) t = coerce(t, f->dtype);
     else if (is_imm(f)) f = coerce(f, t->dtype);
   }
-  if (!(t->dtype == f->dtype)) throw std::invalid_argument("select: branch types differ");
+  if (!(t->dtype == f->dtype))
+    throw std::invalid_argument("select: branch types differ (" + to_string(t->dtype) + " vs " +
+                                to_string(f->dtype) + ")");
   auto n = new_node(ExprKind::Select, t->dtype);
   n->args = {std::move(c), std::move(t), std::move(f)};
   return Expr(n);
@@ -198,7 +168,9 @@ Expr make_load(Buffer buf, std::vector<Expr> indices) {
 
 Expr make_call(MathFn fn, std::vector<Expr> args) {
   if (static_cast<int>(args.size()) != math_fn_arity(fn))
-    throw std::invalid_argument(std::string("wrong number of arguments to ") + to_string(fn));
+    throw std::invalid_argument(std::string("wrong number of arguments to ") + to_string(fn) +
+                                ": " + std::to_string(args.size()) + ", expected " +
+                                std::to_string(math_fn_arity(fn)));
   if (args.size() == 2 && !(args[0]->dtype == args[1]->dtype)) {
     if (is_imm(args[1])) args[1] = coerce(args[1], args[0]->dtype);
     else if (is_imm(args[0])) args[0] = coerce(args[0], args[1]->dtype);

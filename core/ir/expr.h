@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -18,37 +19,12 @@ namespace mt {
 struct BufferNode;
 using Buffer = std::shared_ptr<const BufferNode>;
 
-enum class ExprKind : uint8_t {
-  IntImm,
-  FloatImm,
-  Var,
-  // binary, args = {a, b}; Div is true division (floats only), FloorDiv/FloorMod integers only
-  Add,
-  Sub,
-  Mul,
-  Div,
-  FloorDiv,
-  FloorMod,
-  Min,
-  Max,
-  EQ,
-  NE,
-  LT,
-  LE,
-  GT,
-  GE,
-  And,
-  Or,
-  Not,    // args = {a}
-  Select, // args = {cond, true_value, false_value}
-  Cast,   // args = {value}; dtype is the target type
-  Load,   // buffer, args = indices
-  Call,   // math function `fn`, args
-};
-
-enum class MathFn : uint8_t { Exp, Log, Tanh, Erf, Sqrt, Rsqrt, Pow, Abs, Sigmoid };
+// The members, their values and their operands are listed in MT_EXPR_KINDS and MT_MATH_FNS
+// (plugin_api/ir_vocabulary.h); the values are the ABI's.
+enum class ExprKind : uint8_t { MT_EXPR_KINDS(MT_VOCAB_ENUMERATOR) };
+enum class MathFn : uint8_t { MT_MATH_FNS(MT_VOCAB_ENUMERATOR) };
 const char* to_string(MathFn f);
-bool parse_math_fn(const std::string& s, MathFn* out);
+bool parse_math_fn(std::string_view s, MathFn* out);
 int math_fn_arity(MathFn f);
 
 const char* to_string(ExprKind k);

@@ -572,22 +572,13 @@ private:
     int64_t extent = integer("loop extent");
     ForKind kind = ForKind::Serial;
     std::string tag;
-    static const std::pair<const char*, ForKind> kinds[] = {
-        {"serial", ForKind::Serial},
-        {"parallel", ForKind::Parallel},
-        {"vectorized", ForKind::Vectorized},
-        {"unrolled", ForKind::Unrolled},
-        {"thread_binding", ForKind::ThreadBinding}};
-    for (auto [word, k] : kinds) {
-      if (accept_ident(word)) {
-        kind = k;
-        if (accept("(")) {
-          if (peek().kind != Tok::String)
-            fail(peek(), "expected thread tag string, found " + describe(peek()));
-          tag = take().text;
-          expect(")", "expected ')' after thread tag");
-        }
-        break;
+    if (peek().kind == Tok::Ident && parse_for_kind(peek().text, &kind)) {
+      take();
+      if (accept("(")) {
+        if (peek().kind != Tok::String)
+          fail(peek(), "expected thread tag string, found " + describe(peek()));
+        tag = take().text;
+        expect(")", "expected ')' after thread tag");
       }
     }
     Annotations ann = annotations();

@@ -14,44 +14,24 @@ namespace mt {
 namespace ir_text {
 
 std::string dtype_name(DType t) {
-  std::string bits = std::to_string(t.bits);
-  switch (t.kind) {
-  case DTypeKind::Int:
-    return "i" + bits;
-  case DTypeKind::UInt:
-    return "u" + bits;
-  case DTypeKind::Float:
-    return "f" + bits;
-  case DTypeKind::BFloat:
-    return "bf" + bits;
-  case DTypeKind::Bool:
-    return t.bits == 1 ? std::string("bool") : "bool" + bits;
-  }
-  return "<dtype " + std::to_string(static_cast<int>(t.kind)) + ">";
+  if (!mt_dtype_code_text(to_dtype_code(t.kind)))
+    return "<dtype " + std::to_string(static_cast<int>(t.kind)) + ">";
+  std::string name = to_string(t.kind);
+  return t.kind == DTypeKind::Bool && t.bits == 1 ? name : name + std::to_string(t.bits);
 }
 
 std::optional<DType> parse_dtype_name(std::string_view s) {
-  DTypeKind kind;
+  // No kind's prefix is a prefix of another's, so the first that matches is the only one.
+  std::optional<DTypeKind> kind;
   std::string_view digits;
-  if (s.starts_with("bool")) {
-    kind = DTypeKind::Bool;
-    digits = s.substr(4);
-    if (digits.empty()) return DType::boolean();
-  } else if (s.starts_with("bf")) {
-    kind = DTypeKind::BFloat;
-    digits = s.substr(2);
-  } else if (s.starts_with("i")) {
-    kind = DTypeKind::Int;
-    digits = s.substr(1);
-  } else if (s.starts_with("u")) {
-    kind = DTypeKind::UInt;
-    digits = s.substr(1);
-  } else if (s.starts_with("f")) {
-    kind = DTypeKind::Float;
-    digits = s.substr(1);
-  } else {
-    return std::nullopt;
+  for (int i = 0; mt_dtype_code_at(i) >= 0 && !kind; ++i) {
+    std::string_view prefix = to_string(static_cast<DTypeKind>(i));
+    if (!s.starts_with(prefix)) continue;
+    kind = static_cast<DTypeKind>(i);
+    digits = s.substr(prefix.size());
   }
+  if (!kind) return std::nullopt;
+  if (*kind == DTypeKind::Bool && digits.empty()) return DType::boolean();
   // Leading zeros are not a dtype name, so "f032" stays an ordinary identifier.
   if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0'))
     return std::nullopt;
@@ -61,16 +41,16 @@ std::optional<DType> parse_dtype_name(std::string_view s) {
     bits = bits * 10 + (c - '0');
   }
   if (bits > 255) return std::nullopt;
-  return DType{kind, static_cast<uint8_t>(bits)};
+  return DType{*kind, static_cast<uint8_t>(bits)};
 }
 
 bool is_reserved_word(std::string_view s) {
   static const std::unordered_set<std::string_view> words = {
-      "func", "lowered", "buffer", "extern", "var",   "for",   "in",     "if",
-      "else", "alloc",   "block",  "init",   "where", "attrs", "seq",    "select",
-      "min",  "max",     "true",   "false",  "inf",   "nan",   "exp",    "log",
-      "tanh", "erf",     "sqrt",   "rsqrt",  "pow",   "abs",   "sigmoid"};
-  return words.count(s) > 0 || parse_dtype_name(s).has_value();
+      "func", "lowered", "buffer", "extern", "var",   "for",   "in",  "if",
+      "else", "alloc",   "block",  "init",   "where", "attrs", "seq", "select",
+      "min",  "max",     "true",   "false",  "inf",   "nan"};
+  MathFn fn;
+  return words.count(s) > 0 || parse_math_fn(s, &fn) || parse_dtype_name(s).has_value();
 }
 
 bool is_plain_name(std::string_view s) {

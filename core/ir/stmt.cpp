@@ -2,20 +2,30 @@
 
 #include <stdexcept>
 
+#include "core/support/check.h"
+
 namespace mt {
 
 const char* to_string(ForKind k) {
-  switch (k) {
-  case ForKind::Serial: return "serial";
-  case ForKind::Parallel: return "parallel";
-  case ForKind::Vectorized: return "vectorized";
-  case ForKind::Unrolled: return "unrolled";
-  case ForKind::ThreadBinding: return "thread_binding";
-  }
-  return "?";
+  const char* text = mt_for_kind_text(static_cast<mt_for_kind>(k));
+  return text ? text : "?";
 }
 
-const char* to_string(IterKind k) { return k == IterKind::Spatial ? "S" : "R"; }
+bool parse_for_kind(std::string_view s, ForKind* out) {
+#define MT_MATCH_FOR_KIND_(name, cpp, value, text)                                                 \
+  if (s == text) {                                                                                 \
+    *out = ForKind::cpp;                                                                           \
+    return true;                                                                                   \
+  }
+  MT_FOR_KINDS(MT_MATCH_FOR_KIND_)
+#undef MT_MATCH_FOR_KIND_
+  return false;
+}
+
+const char* to_string(IterKind k) {
+  const char* text = mt_iter_kind_text(static_cast<mt_iter_kind>(k));
+  return text ? text : "?";
+}
 
 Stmt make_for(Expr var, int64_t extent, Stmt body, ForKind kind, std::string thread_tag,
               Annotations ann) {
@@ -94,7 +104,9 @@ Stmt with_body(const Stmt& s, Stmt body) {
     n->body = std::move(body);
     return n;
   }
-  throw std::invalid_argument("with_body: not a For or Allocate");
+  MT_ICHECK(false, "with_body of a ", static_cast<int>(s->kind),
+            " statement (only For and Allocate have one)");
+  return s;
 }
 
 Stmt with_for_kind(const Stmt& s, ForKind kind, std::string thread_tag) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -17,12 +18,16 @@
 
 namespace mt {
 
-enum class StmtKind : uint8_t { For, Seq, Store, IfThenElse, BlockRealize, Allocate };
-enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBinding };
-enum class IterKind : uint8_t { Spatial, Reduce };
+// Members and values from MT_STMT_KINDS, MT_FOR_KINDS and MT_ITER_KINDS
+// (plugin_api/ir_vocabulary.h); the values are the ABI's.
+enum class StmtKind : uint8_t { MT_STMT_KINDS(MT_VOCAB_ENUMERATOR) };
+enum class ForKind : uint8_t { MT_FOR_KINDS(MT_VOCAB_ENUMERATOR) };
+enum class IterKind : uint8_t { MT_ITER_KINDS(MT_VOCAB_ENUMERATOR) };
 
-const char* to_string(ForKind k);
-const char* to_string(IterKind k);
+const char* to_string(ForKind k);  // "serial", "parallel", ... (the IR text form's keywords)
+const char* to_string(IterKind k); // "S", "R"
+// The ForKind named `s` in the IR text form.
+bool parse_for_kind(std::string_view s, ForKind* out);
 
 using AnnValue = std::variant<int64_t, std::string>;
 using Annotations = std::map<std::string, AnnValue>;

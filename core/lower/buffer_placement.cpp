@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/lower/lower.h"
+#include "core/support/check.h"
 
 namespace mt {
 
@@ -41,7 +42,8 @@ public:
       visit_expr(as<IfThenElseNode>(s)->condition);
       break;
     case StmtKind::BlockRealize:
-      throw std::invalid_argument("place_allocations: blocks must be lowered first");
+      MT_ICHECK(false, "place_allocations before lower_blocks (a block is left)");
+      break;
     default:
       break;
     }

@@ -1,5 +1,6 @@
 // Lowering pass 1: replaces every BlockRealize by its body over the bound iter values.
 #include "core/lower/lower.h"
+#include "core/support/check.h"
 
 #include <stdexcept>
 
@@ -59,7 +60,9 @@ Stmt lower_blocks(const Stmt& s) {
   case StmtKind::BlockRealize:
     return lower_realize(as<BlockRealizeNode>(s));
   }
-  throw std::logic_error("lower_blocks: unknown statement kind");
+  MT_ICHECK(false, "lower_blocks: statement kind ", static_cast<int>(s->kind),
+            " is not in the list");
+  return s;
 }
 
 } // namespace mt

@@ -7,6 +7,7 @@
 #include "core/plugin/host_handles.h"
 #include "core/plugin/last_error.h"
 #include "core/plugin/plugin_messages.h"
+#include "core/support/check.h"
 
 // ---- handle helpers -------------------------------------------------------------------------
 
@@ -55,6 +56,8 @@ mt_status report_current_exception(const char* fn) noexcept {
   };
   try {
     throw;
+  } catch (const InternalError& e) {
+    return fail(MT_ERROR_INTERNAL, e.what());
   } catch (const ApiError& e) {
     return fail(e.status(), e.what());
   } catch (const ScheduleError& e) {
@@ -82,23 +85,7 @@ void throw_too_small(size_t needed, size_t capacity) {
 
 mt_dtype to_c(DType t) {
   mt_dtype d{};
-  switch (t.kind) {
-  case DTypeKind::Int:
-    d.code = MT_DTYPE_INT;
-    break;
-  case DTypeKind::UInt:
-    d.code = MT_DTYPE_UINT;
-    break;
-  case DTypeKind::Float:
-    d.code = MT_DTYPE_FLOAT;
-    break;
-  case DTypeKind::BFloat:
-    d.code = MT_DTYPE_BFLOAT;
-    break;
-  case DTypeKind::Bool:
-    d.code = MT_DTYPE_BOOL;
-    break;
-  }
+  d.code = static_cast<uint8_t>(to_dtype_code(t.kind));
   d.bits = t.bits;
   d.lanes = 1;
   return d;
@@ -106,25 +93,10 @@ mt_dtype to_c(DType t) {
 
 DType from_c(mt_dtype d) {
   DType t;
-  switch (d.code) {
-  case MT_DTYPE_INT:
-    t.kind = DTypeKind::Int;
-    break;
-  case MT_DTYPE_UINT:
-    t.kind = DTypeKind::UInt;
-    break;
-  case MT_DTYPE_FLOAT:
-    t.kind = DTypeKind::Float;
-    break;
-  case MT_DTYPE_BFLOAT:
-    t.kind = DTypeKind::BFloat;
-    break;
-  case MT_DTYPE_BOOL:
-    t.kind = DTypeKind::Bool;
-    break;
-  default:
+  std::optional<DTypeKind> kind = from_dtype_code(d.code);
+  if (!kind)
     throw ApiError(MT_ERROR_INVALID_ARGUMENT, "unknown dtype code " + std::to_string(d.code));
-  }
+  t.kind = *kind;
   if (d.lanes > 1)
     throw ApiError(MT_ERROR_INVALID_ARGUMENT, "vector dtypes (lanes > 1) are not IR types");
   t.bits = d.bits;
@@ -217,7 +189,7 @@ const mt_host_api* host_api() {
 }
 
 mt_schedule* make_schedule_handle(std::shared_ptr<Schedule> sch) {
-  if (!sch) throw std::invalid_argument("make_schedule_handle: null schedule");
+  MT_ICHECK(sch, "make_schedule_handle: null schedule");
   return new mt_schedule_s(std::move(sch));
 }
 

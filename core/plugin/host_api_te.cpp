@@ -73,7 +73,7 @@ mt_status te_binary(mt_te_builder* b, mt_expr_kind kind, const mt_expr* lhs, con
                     const mt_expr** out) {
   return guard("te_binary", [&] {
     require(out, "out");
-    if (kind < MT_EXPR_ADD || kind > MT_EXPR_OR)
+    if (!mt_expr_kind_text(kind) || !is_binary(static_cast<ExprKind>(kind)))
       throw ApiError(MT_ERROR_INVALID_ARGUMENT,
                      "expression kind " + std::to_string(kind) + " is not a binary operator");
     auto& bb = builder(b);
@@ -109,7 +109,7 @@ mt_status te_call(mt_te_builder* b, mt_math_fn fn, const mt_expr* const* args, s
                   const mt_expr** out) {
   return guard("te_call", [&] {
     require(out, "out");
-    if (fn < MT_MATH_EXP || fn > MT_MATH_SIGMOID)
+    if (!mt_math_fn_text(fn))
       throw ApiError(MT_ERROR_INVALID_ARGUMENT, "unknown math function " + std::to_string(fn));
     if (n && !args) throw ApiError(MT_ERROR_INVALID_ARGUMENT, "args is NULL");
     auto& bb = builder(b);
@@ -179,7 +179,7 @@ mt_status te_compute_reduce(mt_te_builder* b, mt_str name, const int64_t* shape,
       r.struct_size = sizeof r;
       r.struct_version = 1;
       check_callback(fn(user_data, b, hs.data(), hs.size(), &r), "reduce");
-      if (r.kind < MT_REDUCE_SUM || r.kind > MT_REDUCE_MIN)
+      if (!mt_reduce_kind_text(r.kind))
         throw ApiError(MT_ERROR_INVALID_ARGUMENT,
                        "unknown reduction kind " + std::to_string(r.kind));
       if (r.num_axes && !r.axes) throw ApiError(MT_ERROR_INVALID_ARGUMENT, "reduction axes NULL");

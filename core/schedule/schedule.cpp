@@ -24,7 +24,9 @@ void schedule_error(const std::string& prim, const std::string& subject,
 Schedule::Schedule(Function func, uint64_t seed)
     : func_(std::move(func)), rng_(seed), trace_(std::make_unique<Trace>()),
       impl_(std::make_unique<Impl>(this)) {
-  if (func_.lowered) throw std::invalid_argument("Schedule: function is already lowered");
+  if (func_.lowered)
+    throw std::invalid_argument("Schedule: function '" + func_.name +
+                                "' is already lowered (schedule the function before lower())");
 }
 
 Schedule::~Schedule() = default;

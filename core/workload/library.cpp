@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/support/check.h"
 #include "core/workload/registry.h"
 
 namespace mt {
@@ -218,15 +219,17 @@ std::string canonical(const WorkloadInfo& info, const WorkloadParams& params) {
 
 int64_t WorkloadParams::get_int(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end() || !std::holds_alternative<int64_t>(it->second))
-    throw std::logic_error("workload '" + workload_ + "': no integer parameter '" + name + "'");
+  // The parameters were filled in from the workload's own declaration: asking for another one
+  // is a mistake in the workload's generator.
+  MT_ICHECK(it != values_.end() && std::holds_alternative<int64_t>(it->second), "workload '",
+            workload_, "' asks for integer parameter '", name, "', which it does not declare");
   return std::get<int64_t>(it->second);
 }
 
 const std::string& WorkloadParams::get_string(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end() || !std::holds_alternative<std::string>(it->second))
-    throw std::logic_error("workload '" + workload_ + "': no string parameter '" + name + "'");
+  MT_ICHECK(it != values_.end() && std::holds_alternative<std::string>(it->second), "workload '",
+            workload_, "' asks for string parameter '", name, "', which it does not declare");
   return std::get<std::string>(it->second);
 }
 

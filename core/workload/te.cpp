@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "core/ir/stmt.h"
+#include "core/support/check.h"
 
 namespace mt::te {
 
@@ -135,15 +136,8 @@ Var reduce_axis(int64_t extent, std::string name) {
 }
 
 const char* to_string(ReduceKind k) {
-  switch (k) {
-  case ReduceKind::Sum:
-    return "sum";
-  case ReduceKind::Max:
-    return "max";
-  case ReduceKind::Min:
-    return "min";
-  }
-  return "?";
+  const char* text = mt_reduce_kind_text(static_cast<mt_reduce_kind>(k));
+  return text ? text : "?";
 }
 
 ReduceExpr sum(Expr source, std::vector<Var> axes) {
@@ -165,7 +159,9 @@ Expr reduce_identity(ReduceKind kind, DType t) {
   case ReduceKind::Min:
     return max_value(t);
   }
-  throw std::invalid_argument("reduce_identity: bad reduce kind");
+  MT_ICHECK(false, "reduce_identity: reduction kind ", static_cast<int>(kind),
+            " is not in the list");
+  return {};
 }
 
 Expr reduce_combine(ReduceKind kind, Expr acc, Expr v) {
@@ -177,7 +173,9 @@ Expr reduce_combine(ReduceKind kind, Expr acc, Expr v) {
   case ReduceKind::Min:
     return min(std::move(acc), std::move(v));
   }
-  throw std::invalid_argument("reduce_combine: bad reduce kind");
+  MT_ICHECK(false, "reduce_combine: reduction kind ", static_cast<int>(kind),
+            " is not in the list");
+  return {};
 }
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {

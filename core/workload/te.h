@@ -33,7 +33,8 @@ private:
 // A reduction axis to be used by sum/max_reduce/min_reduce inside a compute.
 Var reduce_axis(int64_t extent, std::string name);
 
-enum class ReduceKind : uint8_t { Sum, Max, Min };
+// Sum, Max, Min: members and values from MT_REDUCE_KINDS (plugin_api/ir_vocabulary.h).
+enum class ReduceKind : uint8_t { MT_REDUCE_KINDS(MT_VOCAB_ENUMERATOR) };
 const char* to_string(ReduceKind k);
 
 // The value of a reduction compute: combine `source` over every point of `axes`.

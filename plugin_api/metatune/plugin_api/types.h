@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metatune/plugin_api/ir_vocabulary.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -162,87 +164,16 @@ typedef struct mt_ann_value {
   mt_str str_value;
 } mt_ann_value;
 
-/* ---- IR enums (values equal to core's; frozen) ------------------------------------------------
- */
-typedef int32_t mt_dtype_code;
-enum { /* DLPack's codes */
-       MT_DTYPE_INT = 0,
-       MT_DTYPE_UINT = 1,
-       MT_DTYPE_FLOAT = 2,
-       MT_DTYPE_BFLOAT = 4,
-       MT_DTYPE_BOOL = 6
-};
+/* ---- IR enums ---------------------------------------------------------------------------------
+ * mt_dtype_code, mt_stmt_kind, mt_expr_kind, mt_math_fn, mt_for_kind, mt_iter_kind and
+ * mt_reduce_kind with their MT_DTYPE_ / MT_STMT_ / MT_EXPR_ / MT_MATH_ / MT_FOR_ / MT_ITER_ /
+ * MT_REDUCE_ values are made from the lists in ir_vocabulary.h (one source for C, core and the
+ * SDK; values frozen). */
 typedef struct mt_dtype {
   uint8_t code; /* mt_dtype_code */
   uint8_t bits;
   uint16_t lanes; /* always 1 in the IR */
 } mt_dtype;
-
-typedef int32_t mt_stmt_kind;
-enum {
-  MT_STMT_FOR = 0,
-  MT_STMT_SEQ = 1,
-  MT_STMT_STORE = 2,
-  MT_STMT_IF_THEN_ELSE = 3,
-  MT_STMT_BLOCK_REALIZE = 4,
-  MT_STMT_ALLOCATE = 5
-};
-
-typedef int32_t mt_expr_kind;
-enum {
-  MT_EXPR_INT_IMM = 0,
-  MT_EXPR_FLOAT_IMM,
-  MT_EXPR_VAR,
-  MT_EXPR_ADD,
-  MT_EXPR_SUB,
-  MT_EXPR_MUL,
-  MT_EXPR_DIV, /* true division (floats) */
-  MT_EXPR_FLOOR_DIV,
-  MT_EXPR_FLOOR_MOD,
-  MT_EXPR_MIN,
-  MT_EXPR_MAX,
-  MT_EXPR_EQ,
-  MT_EXPR_NE,
-  MT_EXPR_LT,
-  MT_EXPR_LE,
-  MT_EXPR_GT,
-  MT_EXPR_GE,
-  MT_EXPR_AND,
-  MT_EXPR_OR,
-  MT_EXPR_NOT,    /* args = {a} */
-  MT_EXPR_SELECT, /* args = {cond, true_value, false_value} */
-  MT_EXPR_CAST,   /* args = {value} */
-  MT_EXPR_LOAD,   /* buffer, args = indices */
-  MT_EXPR_CALL    /* math function, args */
-};
-
-typedef int32_t mt_math_fn;
-enum {
-  MT_MATH_EXP = 0,
-  MT_MATH_LOG,
-  MT_MATH_TANH,
-  MT_MATH_ERF,
-  MT_MATH_SQRT,
-  MT_MATH_RSQRT,
-  MT_MATH_POW,
-  MT_MATH_ABS,
-  MT_MATH_SIGMOID
-};
-
-typedef int32_t mt_for_kind;
-enum {
-  MT_FOR_SERIAL = 0,
-  MT_FOR_PARALLEL = 1,
-  MT_FOR_VECTORIZED = 2,
-  MT_FOR_UNROLLED = 3,
-  MT_FOR_THREAD_BINDING = 4
-};
-
-typedef int32_t mt_iter_kind;
-enum { MT_ITER_SPATIAL = 0, MT_ITER_REDUCE = 1 };
-
-typedef int32_t mt_reduce_kind;
-enum { MT_REDUCE_SUM = 0, MT_REDUCE_MAX = 1, MT_REDUCE_MIN = 2 };
 
 /* ---- analysis results ------------------------------------------------------------------------ */
 

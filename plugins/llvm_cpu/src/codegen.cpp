@@ -12,9 +12,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "index_analysis.h"
 #include "math_ir.h"
 #include "metatune/llvm_cpu/compiler.hpp"
+#include "metatune/sdk/index_analysis.hpp"
 #include "vector_legality.h"
 
 namespace mt::llvm_cpu {
@@ -425,7 +425,7 @@ private:
       return {mod ? b_.CreateURem(x, y) : b_.CreateUDiv(x, y), vec};
     int64_t k = 0;
     bool const_pos = P::is_const_int(e->args[1], &k) && k > 0;
-    if (const_pos && bound_of(e->args[0], bounds_).non_negative())
+    if (const_pos && P::bound_of(e->args[0], bounds_).non_negative())
       return {mod ? b_.CreateURem(x, y) : b_.CreateUDiv(x, y), vec};
     llvm::Value* q = b_.CreateSDiv(x, y);
     llvm::Value* r = b_.CreateSRem(x, y);
@@ -579,7 +579,7 @@ private:
     const BufferBinding& bb = binding(e->buffer, "load");
     P::DType t = e->buffer->dtype;
     llvm::Type* mt = mem_type(t);
-    P::Expr flat = flat_index(*e->buffer, e->args);
+    P::Expr flat = P::flat_index(*e->buffer, e->args);
     int64_t id = e->buffer->id;
     if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
       llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
@@ -589,7 +589,7 @@ private:
       });
       return {mem_to_compute(raw, t), false};
     }
-    auto coef = affine_coefficient(flat, vec_->var_id);
+    auto coef = P::affine_coefficient(flat, vec_->var_id);
     llvm::Type* vt = vty(mt);
     llvm::Value* raw;
     if (coef && *coef == 1) {
@@ -635,7 +635,7 @@ private:
                          P::to_string(t) + " buffer '" + s.buffer->name + "' in program " +
                          prog_.name);
     llvm::Type* mt = mem_type(t);
-    P::Expr flat = flat_index(*s.buffer, s.indices);
+    P::Expr flat = P::flat_index(*s.buffer, s.indices);
     Val val = expr(s.value);
     int64_t id = s.buffer->id;
     if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
@@ -660,7 +660,7 @@ private:
       return;
     }
     llvm::Value* v = compute_to_mem(as_vec(val), t);
-    auto coef = affine_coefficient(flat, vec_->var_id);
+    auto coef = P::affine_coefficient(flat, vec_->var_id);
     if (coef && *coef == 1) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, scalar_at_lane0(flat));
       if (vec_->mask)
@@ -953,7 +953,7 @@ private:
   llvm::Type *i1_, *i8_, *i32_, *i64_, *ptr_;
   Frame* frame_ = nullptr;
   VecCtx* vec_ = nullptr;
-  BoundMap bounds_;
+  P::BoundMap bounds_;
   std::map<int64_t, std::pair<llvm::MDNode*, llvm::MDNode*>> alias_;
   int n_outlined_ = 0;
 };

@@ -3,8 +3,9 @@
 #include <map>
 #include <unordered_set>
 
-#include "index_analysis.h"
 #include "metatune/llvm_cpu/compiler.hpp"
+#include "metatune/sdk/expr_equal.hpp"
+#include "metatune/sdk/index_analysis.hpp"
 
 namespace mt::llvm_cpu {
 
@@ -26,7 +27,7 @@ struct Collector {
   void expr(const P::Expr& e) {
     P::post_order_visit(e, [&](const P::Expr& x) {
       if (x->kind != P::ExprKind::Load) return;
-      accesses[x->buffer->id].push_back({flat_index(*x->buffer, x->args), false});
+      accesses[x->buffer->id].push_back({P::flat_index(*x->buffer, x->args), false});
       buffers[x->buffer->id] = x->buffer.get();
     });
   }
@@ -46,7 +47,7 @@ struct Collector {
       for (const auto& i : s->indices)
         expr(i);
       expr(s->value);
-      accesses[s->buffer->id].push_back({flat_index(*s->buffer, s->indices), true});
+      accesses[s->buffer->id].push_back({P::flat_index(*s->buffer, s->indices), true});
       buffers[s->buffer->id] = s->buffer.get();
       break;
     case P::StmtKind::IfThenElse:
@@ -76,7 +77,7 @@ VectorPlan plan_vector_loop(const P::StmtNode& loop) {
     const P::BufferNode& buf = *c.buffers[id];
     const P::Expr& pattern = list.front().flat;
     for (const auto& a : list)
-      if (!same_expr(a.flat, pattern))
+      if (!P::expr_equal(a.flat, pattern))
         return {false, "buffer '" + buf.name + "' is accessed at different indices (" +
                            P::to_string(pattern) + " and " + P::to_string(a.flat) + ")"};
     for (int64_t inner : c.inner_vars)
@@ -84,7 +85,7 @@ VectorPlan plan_vector_loop(const P::StmtNode& loop) {
         return {false, "buffer '" + buf.name +
                            "' is written at an index that depends on a loop "
                            "inside the vectorized loop"};
-    auto coef = affine_coefficient(pattern, v->var_id);
+    auto coef = P::affine_coefficient(pattern, v->var_id);
     if (coef && *coef == 0 && read)
       throw CodegenError("vectorized loop '" + v->name + "' (extent " +
                          std::to_string(loop.extent) + "): buffer '" + buf.name +

@@ -49,7 +49,7 @@ bool match(const Pat& p, const P::Expr& e, const P::Expr& x, Captures* caps) {
   double v = 0;
   switch (p.kind) {
   case Pat::X:
-    return expr_equal(e, x);
+    return P::expr_equal(e, x);
   case Pat::Const:
     return float_value(e, &v) && close(v, p.value);
   case Pat::AnyConst:

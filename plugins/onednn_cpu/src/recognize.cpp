@@ -30,7 +30,7 @@ TensorRef view(const StageProgram& sp, const P::Buffer& b, const std::vector<P::
                const std::vector<int64_t>& vars, bool broadcast) {
   TensorRef r;
   r.param = sp.param_of(b);
-  std::vector<int64_t> strides = dense_strides(b);
+  std::vector<int64_t> strides = P::row_major_strides(b->shape);
   std::vector<bool> used(idx.size(), false);
   for (int64_t v : vars) {
     int64_t found = -1;
@@ -81,7 +81,7 @@ std::optional<PadInfo> match_pad(const StageProgram& sp, const Stage& s) {
     while ((e->kind == P::ExprKind::Min || e->kind == P::ExprKind::Max) &&
            e->args[1]->kind == P::ExprKind::IntImm)
       e = e->args[0];
-    auto a = affine(e);
+    auto a = P::affine(e);
     int64_t v = s.out_vars[d];
     if (v < 0) {
       if (!a || !a->coef.empty() || a->constant != 0) return std::nullopt;
@@ -150,7 +150,7 @@ std::vector<PostOp> match_tail(const StageProgram& sp, size_t first,
     int own = 0;
     P::post_order_visit(t.value, [&](const P::Expr& e) {
       if (is_load_of(e, prev)) {
-        if (!expr_equal(e, x)) reject(where + " reads the previous result elsewhere");
+        if (!P::expr_equal(e, x)) reject(where + " reads the previous result elsewhere");
         ++own;
       }
     });
@@ -191,7 +191,7 @@ Plan try_eltwise(const StageProgram& sp) {
     if (e->kind != P::ExprKind::Load) return;
     if (!sp.is_param(e->buffer)) reject("reads an intermediate");
     for (const auto& l : loads)
-      if (expr_equal(l, e)) return;
+      if (P::expr_equal(l, e)) return;
     loads.push_back(e);
   });
   std::vector<int> logical;

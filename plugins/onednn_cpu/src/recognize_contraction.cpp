@@ -230,7 +230,7 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
       dn = static_cast<int>(d);
       continue;
     }
-    auto a = affine(e);
+    auto a = P::affine(e);
     int64_t o = -1, r = -1, s = 0, dil = 1;
     bool ok = a && a->constant == 0 && !a->coef.empty();
     if (ok) {
@@ -267,7 +267,7 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
                                                     [&](const Spatial& s) { return s.r == r.var; });
     if (!used && r.extent != 1) reject("a reduction variable that is not a channel or kernel");
   }
-  std::vector<int64_t> wstr = dense_strides(W->buffer);
+  std::vector<int64_t> wstr = P::row_major_strides(W->buffer->shape);
   auto wdim = [&](int64_t var) -> int {
     for (size_t d = 0; d < w.vars.size(); ++d)
       if (w.vars[d] == var) return static_cast<int>(d);
@@ -294,7 +294,7 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
     op.weights.strides = {sf, sc};
   }
   op.weights.param = sp.param_of(W->buffer);
-  std::vector<int64_t> sstr = dense_strides(source);
+  std::vector<int64_t> sstr = P::row_major_strides(source->shape);
   op.src.param = sp.param_of(source);
   op.src.dims = {dn < 0 ? 1 : source->shape[dn], source->shape[dc]};
   op.src.strides = {dn < 0 ? 0 : sstr[dn], sstr[dc]};
@@ -388,7 +388,7 @@ Plan try_pool(const StageProgram& sp) {
   std::vector<int> plain;
   PoolOp op;
   op.max = is_max;
-  std::vector<int64_t> sstr = dense_strides(source);
+  std::vector<int64_t> sstr = P::row_major_strides(source->shape);
   op.src.param = sp.param_of(source);
   std::vector<int> logical;
   struct Win {
@@ -403,7 +403,7 @@ Plan try_pool(const StageProgram& sp) {
       logical.push_back(out_pos(m, v));
       continue;
     }
-    auto a = affine(D->args[d]);
+    auto a = P::affine(D->args[d]);
     int64_t o = -1, r = -1, s = 0;
     if (!a || a->constant != 0) reject("a window index that is not o*stride + r");
     for (auto [var, c] : a->coef) {

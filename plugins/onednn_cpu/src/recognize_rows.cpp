@@ -18,13 +18,6 @@ std::vector<P::Expr> without(const std::vector<P::Expr>& v, size_t i) {
   return out;
 }
 
-bool indices_equal(const std::vector<P::Expr>& a, const std::vector<P::Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!expr_equal(a[i], b[i])) return false;
-  return true;
-}
-
 // A reduction of `load` over exactly one of its dims (a reduction var) into the stage's output
 // indexed by the other dims in order; returns that dim.
 size_t row_axis(const Stage& s, const P::Expr& load) {
@@ -33,7 +26,7 @@ size_t row_axis(const Stage& s, const P::Expr& load) {
   for (size_t d = 0; d < load->args.size(); ++d) {
     int64_t v = 0;
     if (is_var(load->args[d], &v) && v == s.rvars[0].var) {
-      if (!indices_equal(without(load->args, d), s.out_idx))
+      if (!P::exprs_equal(without(load->args, d), s.out_idx))
         reject("the reduced tensor is not indexed by the output indices and the axis");
       return d;
     }
@@ -70,7 +63,7 @@ Plan try_softmax(const StageProgram& sp) {
     Captures c;
     if (!match(fn(P::MathFn::Exp, {op(P::ExprKind::Sub, {pat::X(), any(0)})}), s1.value, x, &c) ||
         !is_load_of(c.exprs[0], s0.out) ||
-        !indices_equal(c.exprs[0]->args, without(s1.out_idx, axis)))
+        !P::exprs_equal(c.exprs[0]->args, without(s1.out_idx, axis)))
       reject("step 2 is not exp(x - max)");
   }
   // total = sum(e)
@@ -81,9 +74,9 @@ Plan try_softmax(const StageProgram& sp) {
   {
     const P::Expr& v = s3.value;
     if (s3.reduce != Reduce::None || v->kind != P::ExprKind::Div ||
-        !expr_equal(v->args[0], P::make_load(s1.out, s3.out_idx)) ||
+        !P::expr_equal(v->args[0], P::make_load(s1.out, s3.out_idx)) ||
         !is_load_of(v->args[1], s2.out) ||
-        !indices_equal(v->args[1]->args, without(s3.out_idx, axis)))
+        !P::exprs_equal(v->args[1]->args, without(s3.out_idx, axis)))
       reject("step 4 is not exp / sum");
   }
   SoftmaxOp op;
@@ -126,8 +119,8 @@ Plan try_layernorm(const StageProgram& sp) {
     Captures c;
     if (!match(op(K::Mul, {centered, op(K::Sub, {pat::X(), op(K::Mul, {any(1), any_c(1)})})}),
                s1.value, x, &c) ||
-        !expr_equal(c.exprs[0], c.exprs[1]) || !is_load_of(c.exprs[0], s0.out) ||
-        !indices_equal(c.exprs[0]->args, s1.out_idx) || !close(c.consts[0], inv_n) ||
+        !P::expr_equal(c.exprs[0], c.exprs[1]) || !is_load_of(c.exprs[0], s0.out) ||
+        !P::exprs_equal(c.exprs[0]->args, s1.out_idx) || !close(c.consts[0], inv_n) ||
         !close(c.consts[1], inv_n))
       reject("step 2 is not the sum of squared deviations from the mean");
   }
@@ -147,8 +140,8 @@ Plan try_layernorm(const StageProgram& sp) {
         reject("step 3 is not (x - mean) * rsqrt(var + eps) [* gamma + beta]");
     }
     std::vector<P::Expr> row = without(s2.out_idx, axis);
-    if (!is_load_of(c.exprs[0], s0.out) || !indices_equal(c.exprs[0]->args, row) ||
-        !is_load_of(c.exprs[1], s1.out) || !indices_equal(c.exprs[1]->args, row) ||
+    if (!is_load_of(c.exprs[0], s0.out) || !P::exprs_equal(c.exprs[0]->args, row) ||
+        !is_load_of(c.exprs[1], s1.out) || !P::exprs_equal(c.exprs[1]->args, row) ||
         !close(c.consts[0], inv_n) || !close(c.consts[1], inv_n))
       reject("step 3 does not use the mean and variance of steps 1 and 2");
     op_.eps = static_cast<float>(c.consts[2]);
@@ -156,7 +149,7 @@ Plan try_layernorm(const StageProgram& sp) {
       for (int k = 2; k < 4; ++k) {
         const P::Expr& l = c.exprs[k];
         if (l->kind != K::Load || !sp.is_param(l->buffer) || l->args.size() != 1 ||
-            !expr_equal(l->args[0], s2.out_idx[axis]))
+            !P::expr_equal(l->args[0], s2.out_idx[axis]))
           reject("scale or shift is not a parameter along the normalised axis");
         TensorRef r{sp.param_of(l->buffer), {l->buffer->shape[0]}, {1}};
         (k == 2 ? op_.scale : op_.shift) = r;
@@ -180,7 +173,7 @@ Plan try_reduction(const StageProgram& sp) {
   P::Expr x = m.value;
   if (m.reduce == Reduce::Sum && m.init == 0) {
     op.kind = ReductionOp::Sum;
-    if (x->kind == P::ExprKind::Mul && expr_equal(x->args[0], x->args[1])) {
+    if (x->kind == P::ExprKind::Mul && P::expr_equal(x->args[0], x->args[1])) {
       op.kind = ReductionOp::NormLpPowerPSum;
       x = x->args[0];
     }

@@ -53,13 +53,6 @@ std::optional<std::vector<int64_t>> zero_tests(const P::Expr& c) {
   return std::nullopt;
 }
 
-bool same_indices(const std::vector<P::Expr>& a, const std::vector<P::Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!expr_equal(a[i], b[i])) return false;
-  return true;
-}
-
 Stage make_stage(const std::vector<Loop>& loops, const P::Stmt& leaf) {
   Stage st;
   st.loops = loops;
@@ -99,7 +92,7 @@ Stage make_stage(const std::vector<Loop>& loops, const P::Stmt& leaf) {
   // Reduction: if (r1 == 0 && ...) { out[idx] = init } out[idx] = combine(out[idx], rhs)
   if (init_if->else_case || init_if->then_case->kind != P::StmtKind::Store ||
       init_if->then_case->buffer->id != st.out->id ||
-      !same_indices(init_if->then_case->indices, st.out_idx) ||
+      !P::exprs_equal(init_if->then_case->indices, st.out_idx) ||
       !float_value(init_if->then_case->value, &st.init))
     reject("a reduction whose init is not a constant store to the same element");
   auto tested = zero_tests(init_if->condition);
@@ -116,7 +109,7 @@ Stage make_stage(const std::vector<Loop>& loops, const P::Stmt& leaf) {
     for (int side = 0; side < 2; ++side) {
       const P::Expr& a = val->args[side];
       if (a->kind == P::ExprKind::Load && a->buffer->id == st.out->id &&
-          same_indices(a->args, st.out_idx)) {
+          P::exprs_equal(a->args, st.out_idx)) {
         self = a;
         rhs = val->args[1 - side];
         break;
@@ -200,35 +193,6 @@ StageProgram extract_stages(const P::Program& program) {
   return sp;
 }
 
-bool expr_equal(const P::Expr& a, const P::Expr& b) {
-  if (a.same_as(b)) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || !(a->dtype == b->dtype) || a->args.size() != b->args.size())
-    return false;
-  switch (a->kind) {
-  case P::ExprKind::IntImm:
-    if (a->int_value != b->int_value) return false;
-    break;
-  case P::ExprKind::FloatImm:
-    if (a->float_value != b->float_value) return false;
-    break;
-  case P::ExprKind::Var:
-    if (a->var_id != b->var_id) return false;
-    break;
-  case P::ExprKind::Load:
-    if (a->buffer->id != b->buffer->id) return false;
-    break;
-  case P::ExprKind::Call:
-    if (a->fn != b->fn) return false;
-    break;
-  default:
-    break;
-  }
-  for (size_t i = 0; i < a->args.size(); ++i)
-    if (!expr_equal(a->args[i], b->args[i])) return false;
-  return true;
-}
-
 bool is_var(const P::Expr& e, int64_t* var) {
   if (!e || e->kind != P::ExprKind::Var) return false;
   if (var) *var = e->var_id;
@@ -255,52 +219,6 @@ bool float_value(const P::Expr& e, double* v) {
 
 bool is_load_of(const P::Expr& e, const P::Buffer& b) {
   return static_cast<bool>(e) && e->kind == P::ExprKind::Load && e->buffer->id == b->id;
-}
-
-std::optional<Affine> affine(const P::Expr& e) {
-  if (!e) return std::nullopt;
-  switch (e->kind) {
-  case P::ExprKind::IntImm: {
-    Affine a;
-    a.constant = e->int_value;
-    return a;
-  }
-  case P::ExprKind::Var: {
-    Affine a;
-    a.coef[e->var_id] = 1;
-    return a;
-  }
-  case P::ExprKind::Add:
-  case P::ExprKind::Sub: {
-    auto a = affine(e->args[0]), b = affine(e->args[1]);
-    if (!a || !b) return std::nullopt;
-    int64_t sign = e->kind == P::ExprKind::Add ? 1 : -1;
-    for (auto& [v, c] : b->coef)
-      a->coef[v] += sign * c;
-    a->constant += sign * b->constant;
-    std::erase_if(a->coef, [](const auto& kv) { return kv.second == 0; });
-    return a;
-  }
-  case P::ExprKind::Mul: {
-    auto a = affine(e->args[0]), b = affine(e->args[1]);
-    if (!a || !b) return std::nullopt;
-    if (!a->coef.empty() && !b->coef.empty()) return std::nullopt;
-    if (a->coef.empty()) std::swap(a, b);
-    for (auto& [v, c] : a->coef)
-      c *= b->constant;
-    a->constant *= b->constant;
-    return a;
-  }
-  default:
-    return std::nullopt;
-  }
-}
-
-std::vector<int64_t> dense_strides(const P::Buffer& b) {
-  std::vector<int64_t> s(b->shape.size(), 1);
-  for (size_t d = b->shape.size(); d-- > 1;)
-    s[d - 1] = s[d] * b->shape[d];
-  return s;
 }
 
 } // namespace mt::onednn

@@ -12,6 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "metatune/sdk/expr_equal.hpp"
+#include "metatune/sdk/index_analysis.hpp"
 #include "metatune/sdk/program.hpp"
 
 namespace mt::onednn {
@@ -70,20 +72,11 @@ StageProgram extract_stages(const P::Program& program);
 
 // ---- expression helpers ------------------------------------------------------------------------
 
-bool expr_equal(const P::Expr& a, const P::Expr& b);
+// (Structural equality, affine forms and strides: metatune/sdk/expr_equal.hpp and
+// index_analysis.hpp.)
 bool is_var(const P::Expr& e, int64_t* var = nullptr);
 bool is_int(const P::Expr& e, int64_t value);
 bool float_value(const P::Expr& e, double* v); // a float (or int) immediate
 bool is_load_of(const P::Expr& e, const P::Buffer& b);
-
-// An integer affine form sum(coef[var] * var) + constant.
-struct Affine {
-  std::unordered_map<int64_t, int64_t> coef;
-  int64_t constant = 0;
-};
-std::optional<Affine> affine(const P::Expr& e);
-
-// Row-major element strides of a buffer.
-std::vector<int64_t> dense_strides(const P::Buffer& b);
 
 } // namespace mt::onednn

@@ -1,7 +1,7 @@
 // Read-only C++ views of the host's IR through the API table, libclang style: ExprRef,
 // StmtRef and BufferRef are borrowed cursors (valid as long as the Program or Schedule they
 // came from), Program owns a reference to a function. Element types and kinds reuse the
-// enums of program.hpp, whose values equal the ABI's.
+// enums of program.hpp; all are made from the ABI's lists, so their values are the ABI's.
 #pragma once
 
 #include <cstdint>
@@ -24,60 +24,21 @@ using MathFn = program::MathFn;
 using AnnValue = std::variant<int64_t, std::string>;
 using Annotations = std::map<std::string, AnnValue>;
 
-enum class StmtKind : int32_t { For, Seq, Store, IfThenElse, BlockRealize, Allocate };
-enum class IterKind : int32_t { Spatial, Reduce };
-
-static_assert(static_cast<int>(ExprKind::Call) == MT_EXPR_CALL, "program.hpp ExprKind drifted");
-static_assert(static_cast<int>(ExprKind::Or) == MT_EXPR_OR, "program.hpp ExprKind drifted");
-static_assert(static_cast<int>(ForKind::ThreadBinding) == MT_FOR_THREAD_BINDING,
-              "program.hpp ForKind drifted");
-static_assert(static_cast<int>(MathFn::Sigmoid) == MT_MATH_SIGMOID, "program.hpp MathFn drifted");
-static_assert(static_cast<int>(StmtKind::Allocate) == MT_STMT_ALLOCATE, "StmtKind drifted");
+// Members and values from MT_STMT_KINDS and MT_ITER_KINDS (plugin_api/ir_vocabulary.h).
+enum class StmtKind : int32_t { MT_STMT_KINDS(MT_VOCAB_ENUMERATOR) };
+enum class IterKind : int32_t { MT_ITER_KINDS(MT_VOCAB_ENUMERATOR) };
 
 inline DType from_c(mt_dtype d) {
   DType t;
-  switch (d.code) {
-  case MT_DTYPE_INT:
-    t.kind = DTypeKind::Int;
-    break;
-  case MT_DTYPE_UINT:
-    t.kind = DTypeKind::UInt;
-    break;
-  case MT_DTYPE_FLOAT:
-    t.kind = DTypeKind::Float;
-    break;
-  case MT_DTYPE_BFLOAT:
-    t.kind = DTypeKind::BFloat;
-    break;
-  case MT_DTYPE_BOOL:
-    t.kind = DTypeKind::Bool;
-    break;
-  default:
+  if (!program::from_dtype_code(d.code, &t.kind))
     throw Error(MT_ERROR_INVALID_ARGUMENT, "unknown dtype code " + std::to_string(d.code));
-  }
   t.bits = d.bits;
   return t;
 }
 
 inline mt_dtype to_c(DType t) {
   mt_dtype d{};
-  switch (t.kind) {
-  case DTypeKind::Int:
-    d.code = MT_DTYPE_INT;
-    break;
-  case DTypeKind::UInt:
-    d.code = MT_DTYPE_UINT;
-    break;
-  case DTypeKind::Float:
-    d.code = MT_DTYPE_FLOAT;
-    break;
-  case DTypeKind::BFloat:
-    d.code = MT_DTYPE_BFLOAT;
-    break;
-  case DTypeKind::Bool:
-    d.code = MT_DTYPE_BOOL;
-    break;
-  }
+  d.code = static_cast<uint8_t>(program::to_dtype_code(t.kind));
   d.bits = t.bits;
   d.lanes = 1;
   return d;

@@ -2,7 +2,8 @@
 // IR: the SDK walks the host's read-only accessors once and builds this tree, which the code
 // generator then owns outright. It mirrors core/ir after lowering (no blocks): For / Seq /
 // Store / IfThenElse / Allocate statements over scalar expressions and row-major buffers.
-// Header-only, standard library only, so that it can be used (and tested) without the host.
+// Header-only, standard library and the ABI's vocabulary lists only (plain C, no host table), so
+// that it can be used (and tested) without the host.
 #pragma once
 
 #include <atomic>
@@ -18,11 +19,31 @@
 #include <variant>
 #include <vector>
 
+#include "metatune/plugin_api/ir_vocabulary.h"
+
 namespace mt::sdk::program {
 
 // ---- element types ----------------------------------------------------------------------------
 
-enum class DTypeKind : uint8_t { Int, UInt, Float, BFloat, Bool };
+// Int, UInt, Float, BFloat, Bool: numbered by position in the ABI's list MT_DTYPE_KINDS, as
+// core's mt::DTypeKind is; the ABI's DLPack code is to_dtype_code / from_dtype_code.
+enum class DTypeKind : uint8_t { MT_DTYPE_KINDS(MT_VOCAB_POSITIONAL_ENUMERATOR) };
+
+inline mt_dtype_code to_dtype_code(DTypeKind k) {
+  return mt_dtype_code_at(static_cast<int>(k));
+}
+// false for a code the ABI does not know.
+inline bool from_dtype_code(mt_dtype_code code, DTypeKind* out) {
+  int position = mt_dtype_code_position(code);
+  if (position < 0) return false;
+  *out = static_cast<DTypeKind>(position);
+  return true;
+}
+// The name prefix of a kind: "i", "u", "f", "bf", "bool".
+inline const char* to_string(DTypeKind k) {
+  const char* text = mt_dtype_code_text(to_dtype_code(k));
+  return text ? text : "?";
+}
 
 // Scalar element type: kind + bit width. Same encoding as core's mt::DType.
 struct DType {
@@ -53,135 +74,28 @@ struct DType {
 };
 
 inline std::string to_string(DType t) {
-  switch (t.kind) {
-  case DTypeKind::Int:
-    return "i" + std::to_string(t.bits);
-  case DTypeKind::UInt:
-    return "u" + std::to_string(t.bits);
-  case DTypeKind::Float:
-    return "f" + std::to_string(t.bits);
-  case DTypeKind::BFloat:
-    return "bf" + std::to_string(t.bits);
-  case DTypeKind::Bool:
-    return "bool";
-  }
-  return "?";
+  if (t.kind == DTypeKind::Bool) return to_string(t.kind);
+  return to_string(t.kind) + std::to_string(t.bits);
 }
 
 // ---- expressions ------------------------------------------------------------------------------
 
-// Same members and order as core's mt::ExprKind.
-enum class ExprKind : uint8_t {
-  IntImm,
-  FloatImm,
-  Var,
-  // binary, args = {a, b}. Div is true division (floats only); FloorDiv/FloorMod are integer
-  // floor division / modulo (result takes the sign of the divisor).
-  Add,
-  Sub,
-  Mul,
-  Div,
-  FloorDiv,
-  FloorMod,
-  Min,
-  Max,
-  EQ, // comparisons: operands of one type, result bool
-  NE,
-  LT,
-  LE,
-  GT,
-  GE,
-  And, // bool operands
-  Or,
-  Not,    // args = {a}
-  Select, // args = {cond, true_value, false_value}; both values are evaluated
-  Cast,   // args = {value}; dtype is the target type. float->int truncates toward zero
-  Load,   // buffer, args = indices (one per dimension, i64)
-  Call,   // math function `fn`, args (float)
-};
-
-// Same members and order as core's mt::MathFn.
-enum class MathFn : uint8_t { Exp, Log, Tanh, Erf, Sqrt, Rsqrt, Pow, Abs, Sigmoid };
+// Members, values and operands as listed in MT_EXPR_KINDS and MT_MATH_FNS
+// (plugin_api/ir_vocabulary.h), the same lists core's mt::ExprKind and mt::MathFn are made of.
+enum class ExprKind : uint8_t { MT_EXPR_KINDS(MT_VOCAB_ENUMERATOR) };
+enum class MathFn : uint8_t { MT_MATH_FNS(MT_VOCAB_ENUMERATOR) };
 
 inline const char* to_string(MathFn f) {
-  switch (f) {
-  case MathFn::Exp:
-    return "exp";
-  case MathFn::Log:
-    return "log";
-  case MathFn::Tanh:
-    return "tanh";
-  case MathFn::Erf:
-    return "erf";
-  case MathFn::Sqrt:
-    return "sqrt";
-  case MathFn::Rsqrt:
-    return "rsqrt";
-  case MathFn::Pow:
-    return "pow";
-  case MathFn::Abs:
-    return "abs";
-  case MathFn::Sigmoid:
-    return "sigmoid";
-  }
-  return "?";
+  const char* text = mt_math_fn_text(static_cast<mt_math_fn>(f));
+  return text ? text : "?";
 }
 inline int math_fn_arity(MathFn f) {
-  return f == MathFn::Pow ? 2 : 1;
+  return mt_math_fn_arity(static_cast<mt_math_fn>(f));
 }
 
 inline const char* to_string(ExprKind k) {
-  switch (k) {
-  case ExprKind::IntImm:
-    return "IntImm";
-  case ExprKind::FloatImm:
-    return "FloatImm";
-  case ExprKind::Var:
-    return "Var";
-  case ExprKind::Add:
-    return "+";
-  case ExprKind::Sub:
-    return "-";
-  case ExprKind::Mul:
-    return "*";
-  case ExprKind::Div:
-    return "/";
-  case ExprKind::FloorDiv:
-    return "//";
-  case ExprKind::FloorMod:
-    return "%";
-  case ExprKind::Min:
-    return "min";
-  case ExprKind::Max:
-    return "max";
-  case ExprKind::EQ:
-    return "==";
-  case ExprKind::NE:
-    return "!=";
-  case ExprKind::LT:
-    return "<";
-  case ExprKind::LE:
-    return "<=";
-  case ExprKind::GT:
-    return ">";
-  case ExprKind::GE:
-    return ">=";
-  case ExprKind::And:
-    return "&&";
-  case ExprKind::Or:
-    return "||";
-  case ExprKind::Not:
-    return "!";
-  case ExprKind::Select:
-    return "select";
-  case ExprKind::Cast:
-    return "cast";
-  case ExprKind::Load:
-    return "load";
-  case ExprKind::Call:
-    return "call";
-  }
-  return "?";
+  const char* text = mt_expr_kind_text(static_cast<mt_expr_kind>(k));
+  return text ? text : "?";
 }
 inline bool is_binary(ExprKind k) {
   return k >= ExprKind::Add && k <= ExprKind::Or;
@@ -246,23 +160,12 @@ struct ExprNode {
 // ---- statements -------------------------------------------------------------------------------
 
 enum class StmtKind : uint8_t { For, Seq, Store, IfThenElse, Allocate };
-// Same members and order as core's mt::ForKind.
-enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBinding };
+// Members and values from MT_FOR_KINDS (plugin_api/ir_vocabulary.h), as core's mt::ForKind.
+enum class ForKind : uint8_t { MT_FOR_KINDS(MT_VOCAB_ENUMERATOR) };
 
 inline const char* to_string(ForKind k) {
-  switch (k) {
-  case ForKind::Serial:
-    return "serial";
-  case ForKind::Parallel:
-    return "parallel";
-  case ForKind::Vectorized:
-    return "vectorized";
-  case ForKind::Unrolled:
-    return "unrolled";
-  case ForKind::ThreadBinding:
-    return "thread_binding";
-  }
-  return "?";
+  const char* text = mt_for_kind_text(static_cast<mt_for_kind>(k));
+  return text ? text : "?";
 }
 
 using AnnValue = std::variant<int64_t, std::string>;
