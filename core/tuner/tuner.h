@@ -17,12 +17,17 @@
 // and filed under its own target key; it is not a trial of the run (it does not count toward
 // the budget, which counts the tuning target's records). Each task then reports which
 // implementation is faster, and with `compare` both are timed again side by side at the end.
+//
+// What happens after each measurement -- the commit, the cost model's training, the progress
+// events -- is done by measure callbacks (measure_callback.h); TuneOptions::callbacks adds an
+// application's own after those.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +42,7 @@
 namespace mt {
 
 class PluginHost;
+class MeasureCallback;
 
 // The run could not tune at all: no target, no design space, or every candidate refused (the
 // message carries the search's diagnosis).
@@ -52,16 +58,16 @@ struct TuneTask {
 };
 
 struct TuneOptions {
-  std::string target = "llvm";           // see setup_target (target_setup.h)
-  size_t trials = 1000;                  // records wanted in the database, all tasks together
-  size_t per_task_cap = 0;               // records wanted per task at most; 0 = no cap
-  size_t batch_size = 64;                // candidates per scheduler turn
+  std::string target = "llvm"; // see setup_target (target_setup.h)
+  size_t trials = 1000;        // records wanted in the database, all tasks together
+  size_t per_task_cap = 0;     // records wanted per task at most; 0 = no cap
+  size_t batch_size = 64;      // candidates per scheduler turn
   // Search strategy component (search_strategy.h): "search.Evolutionary" (the default,
   // configured by `evolutionary`), "search.ReplayTrace", a plugin's, or the short names
   // "evolutionary" / "replay"; "NAME{json}" configures it, as does `strategy_config`.
   std::string strategy = "search.Evolutionary";
   std::string strategy_config;
-  std::string scheduler = "gradient";    // or "round-robin"
+  std::string scheduler = "gradient"; // or "round-robin"
   // Cost model component; "none" = candidates in random order. When the component is absent
   // the run falls back to "cost.Random" (with a warning), then to none.
   std::string cost_model = "cost.XGBoost";
@@ -93,6 +99,12 @@ struct TuneOptions {
   // resumed run, or the same workload tuned in another model, does not recompute it. Empty
   // = no cache.
   std::string reference_cache_dir = default_reference_cache_dir();
+  // An embedding application's measure callbacks (measure_callback.h), called after the
+  // built-in ones (commit to the database, cost model update, progress events) for every
+  // trial and every batch of the run: a trial they see is already in the database, with its
+  // record id. They run on the tuning thread, one call at a time; an exception thrown by one
+  // ends the run as a database error would (what was committed stays).
+  std::vector<std::shared_ptr<MeasureCallback>> callbacks;
 };
 
 struct TaskResult {

@@ -1,0 +1,286 @@
+// One task of a tuning run (see task_context.h).
+#include "core/tuner/task_context.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "core/measure/implementation_compare.h"
+#include "core/measure/reference_cache.h"
+#include "core/plugin/plugin_host.h"
+#include "core/search/design_space.h"
+#include "core/workload/flop_count.h"
+#include "core/workload/library.h"
+
+namespace mt {
+
+namespace {
+// Records replayed to train the cost model at the start of a run (the most recent ones).
+constexpr size_t kMaxWarmStartTraining = 4096;
+
+bool stopped(const std::atomic<bool>* stop) {
+  return stop && stop->load();
+}
+} // namespace
+
+double measured_seconds(const MeasureResult& r) {
+  if (!r.ok()) return std::numeric_limits<double>::infinity();
+  TuningRecord rec;
+  rec.run_secs = r.run_secs;
+  return rec.mean_secs();
+}
+
+uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (a + 1) + 0xbf58476d1ce4e5b9ULL * b;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void TaskContext::file_in_database(Database& db, const TuneTask& task,
+                                   const std::string& target_key,
+                                   const std::vector<LibraryTarget>& libs) {
+  if (task.workload.body) {
+    workload = task.workload;
+    result.spec = task.spec.empty() ? task.workload.name : task.spec;
+  } else {
+    if (task.spec.empty()) throw std::invalid_argument("tune: task without spec or workload");
+    result.spec = canonical_workload_spec(task.spec);
+    workload = make_workload(result.spec);
+  }
+  if (!(task.weight > 0))
+    throw std::invalid_argument("tune: task '" + result.spec + "' has a weight <= 0");
+  result.weight = task.weight;
+  result.flops = count_flops(workload);
+  args = arg_info_of(workload);
+  result.workload_id = db.commit_workload(workload, task.workload.body ? task.spec : result.spec);
+  prior_records_ = db.records(result.workload_id, target_key);
+  for (const std::string& p : db.take_problems())
+    spdlog::warn("{}", p);
+  result.prior_records = prior_records_.size();
+  for (const TuningRecord& r : prior_records_)
+    if (r.mean_secs() < result.best_seconds) {
+      result.best_seconds = r.mean_secs();
+      result.best_record_id = r.id;
+    }
+  for (const LibraryTarget& lib : libs) {
+    std::vector<TuningRecord> lrecs = db.records(result.workload_id, lib.key);
+    library_stored.push_back(!lrecs.empty());
+    if (const TuningRecord* f = fastest(lrecs); f && f->mean_secs() < result.library_seconds) {
+      result.library_seconds = f->mean_secs();
+      result.library_record_id = f->id;
+      result.library_target = lib.key;
+      result.library_component = lib.component;
+    }
+  }
+}
+
+void TaskContext::build_search(const TaskSetup& setup) {
+  const TuneOptions& options = setup.options;
+  const TargetSetup& target = setup.target;
+  ctx.workload = workload;
+  ctx.seed = mix_seed(options.seed, index, result.prior_records);
+  std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+  for (const SpaceComponent& c : setup.space.rules) {
+    rules.push_back(setup.host.create_schedule_rule(c.name, c.config));
+    rules.back()->initialize(target.attrs);
+  }
+  for (const SpaceComponent& c : setup.space.postprocs) {
+    ctx.postprocs.push_back(setup.host.create_postproc(c.name, c.config));
+    ctx.postprocs.back()->initialize(target.attrs);
+  }
+  for (const SpaceComponent& c : setup.space.mutators) {
+    ctx.mutators.emplace_back(setup.host.create_mutator(c.name, c.config), c.probability);
+    ctx.mutators.back().first->initialize(target.attrs);
+  }
+  if (!setup.model_name.empty()) {
+    ctx.cost_model = setup.host.create_cost_model(setup.model_name);
+    ctx.cost_model->initialize(target.attrs);
+  }
+  if (!options.cost_model_path.empty())
+    model_path = setup.task_count == 1 ? options.cost_model_path
+                                       : options.cost_model_path + "." + std::to_string(index);
+
+  std::vector<std::string> rule_errors;
+  ctx.design_spaces = generate_design_spaces(workload, rules, ctx.seed, &rule_errors);
+  if (ctx.design_spaces.empty()) {
+    std::string why;
+    for (const auto& e : rule_errors)
+      why += "\n  " + e;
+    throw TuneError("workload '" + result.spec +
+                    "': the schedule rules produced no design "
+                    "space" +
+                    (why.empty() ? std::string() : ":" + why));
+  }
+  for (const auto& e : rule_errors)
+    spdlog::debug("{}: a schedule rule dropped a design space: {}", result.spec, e);
+
+  // Warm start: the search starts from the best records and never proposes them again.
+  std::vector<const TuningRecord*> sorted;
+  for (const TuningRecord& r : prior_records_)
+    sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const TuningRecord* a, const TuningRecord* b) {
+    return a->mean_secs() < b->mean_secs();
+  });
+  for (const TuningRecord* r : sorted) {
+    try {
+      ctx.measured_traces.push_back(Trace::from_json(r->trace_json));
+      ctx.measured_seconds.push_back(r->mean_secs());
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: record {} has an unreadable trace, not used: {}", result.spec, r->id,
+                   e.what());
+    }
+  }
+  if (!load_model()) train_from_records(prior_records_);
+  prior_records_.clear();
+
+  strategy = make_search_strategy(setup.host, setup.strategy_name, setup.strategy_config, ctx);
+}
+
+std::string TaskContext::ensure_reference(const TuneOptions& options) {
+  if (has_reference) return {};
+  ReferenceCacheInfo info;
+  reference =
+      load_or_compute_reference(workload, options.seed, options.reference_cache_dir, 0, &info);
+  has_reference = true;
+  if (info.from_cache)
+    return fmt::format("reference loaded from cache ({}) in {:.2f} s", info.file, info.seconds);
+  return fmt::format("reference computed in {:.2f} s", reference.compute_seconds);
+}
+
+void TaskContext::measure_libraries(Database& db, const std::vector<LibraryTarget>& libs,
+                                    std::vector<std::unique_ptr<Measurer>>& measurers,
+                                    const TuneOptions& options, const std::atomic<bool>* stop) {
+  for (size_t l = 0; l < libs.size() && !stopped(stop); ++l) {
+    if (library_stored[l]) continue;
+    const LibraryTarget& lib = libs[l];
+    if (std::string note = ensure_reference(options); !note.empty())
+      spdlog::info("{}: {}", result.spec, note);
+    if (!measurers[l]) measurers[l] = std::make_unique<Measurer>(*lib.target, options.measure);
+    MeasureResult r = measurers[l]->measure(reference, {workload}).at(0);
+    if (is_unsupported(r)) {
+      spdlog::debug("{}: not offered by {}: {}", result.spec, lib.component, r.error);
+      continue;
+    }
+    if (!r.ok() && stopped(stop)) return; // possibly the interrupt's doing: not recorded
+    int64_t id =
+        db.commit_record(library_record(lib, result.workload_id, workload, r, options.seed));
+    library_stored[l] = true;
+    ++result.library_measured;
+    if (!r.ok()) {
+      spdlog::warn("{}: the {} implementation failed (record {}): {}: {}", result.spec,
+                   lib.component, id, to_string(r.status), r.error);
+      continue;
+    }
+    double secs = measured_seconds(r);
+    spdlog::info("{}: {} implementation: {:.4g} ms = {:.2f} GFLOPS (record {})", result.spec,
+                 lib.component, secs * 1e3, secs > 0 ? result.flops / secs * 1e-9 : 0.0, id);
+    if (secs < result.library_seconds) {
+      result.library_seconds = secs;
+      result.library_record_id = id;
+      result.library_target = lib.key;
+      result.library_component = lib.component;
+    }
+  }
+}
+
+void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
+                         const TargetSetup& target, const TuneOptions& options,
+                         const std::atomic<bool>* stop) {
+  TaskResult& tr = result;
+  bool tuned_ok = std::isfinite(tr.best_seconds), lib_ok = std::isfinite(tr.library_seconds);
+  if (options.compare && tuned_ok && lib_ok && !stopped(stop)) {
+    const LibraryTarget* lib = nullptr;
+    for (const LibraryTarget& l : libs)
+      if (l.component == tr.library_component) lib = &l;
+    try {
+      if (!lib)
+        throw std::runtime_error("library target '" + tr.library_component + "' is not loaded");
+      Function tuned = replay(db.record(tr.best_record_id), workload);
+      CompareOptions co;
+      co.repeats = options.compare_repeats;
+      co.min_repeat_seconds = options.measure.min_repeat_seconds;
+      co.seed = options.seed;
+      co.timeout_s = 2 * (options.measure.build_timeout_s + options.measure.run_timeout_s) +
+                     4.0 * co.repeats * co.min_repeat_seconds;
+      CompareResult c = compare_interleaved(*target.target, tuned, *lib->target, workload, co);
+      if (c.ok) {
+        tr.compare_tuned_seconds = c.a_median;
+        tr.compare_library_seconds = c.b_median;
+      } else if (!stopped(stop)) {
+        tr.compare_error = c.error;
+      }
+    } catch (const std::exception& e) {
+      tr.compare_error = e.what();
+    }
+    if (!tr.compare_error.empty())
+      spdlog::warn("{}: the side-by-side comparison with {} failed: {}", tr.spec,
+                   tr.library_component, tr.compare_error);
+  }
+  if (tr.compared())
+    tr.chosen = tr.compare_library_seconds < tr.compare_tuned_seconds ? tr.library_component
+                                                                      : target.component;
+  else if (tuned_ok || lib_ok)
+    tr.chosen = tr.library_seconds < tr.best_seconds ? tr.library_component : target.component;
+}
+
+void TaskContext::save_model() {
+  if (!ctx.cost_model || model_path.empty()) return;
+  try {
+    ctx.cost_model->save(model_path);
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: saving the cost model to '{}' failed, not trying again: {}", result.spec,
+                 model_path, e.what());
+    model_path.clear();
+  }
+}
+
+// False if there was no model to load (or it could not be loaded).
+bool TaskContext::load_model() const {
+  if (!ctx.cost_model || model_path.empty()) return false;
+  std::error_code ec;
+  if (!std::filesystem::exists(model_path, ec)) return false;
+  try {
+    ctx.cost_model->load(model_path);
+    spdlog::info("{}: cost model loaded from '{}'", result.spec, model_path);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: loading the cost model from '{}' failed ({}); training from the database "
+                 "instead",
+                 result.spec, model_path, e.what());
+    return false;
+  }
+}
+
+// The measured schedules behind database records, for training the cost model.
+void TaskContext::train_from_records(const std::vector<TuningRecord>& records) {
+  if (!ctx.cost_model || records.empty()) return;
+  std::vector<std::unique_ptr<PluginPostproc>> no_postprocs; // the trace already has them
+  std::vector<std::shared_ptr<Schedule>> schedules;
+  std::vector<double> secs;
+  size_t first =
+      records.size() > kMaxWarmStartTraining ? records.size() - kMaxWarmStartTraining : 0;
+  for (size_t i = first; i < records.size(); ++i) {
+    // Failures say nothing about speed (and +inf is no label); the search trains likewise.
+    if (records[i].failed()) continue;
+    std::shared_ptr<Schedule> sch;
+    try {
+      Trace trace = Trace::from_json(records[i].trace_json);
+      if (sample_candidate(workload, trace, ctx.seed, true, no_postprocs, &sch) !=
+          SampleOutcome::Ok)
+        continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    schedules.push_back(std::move(sch));
+    secs.push_back(records[i].mean_secs());
+  }
+  if (schedules.empty()) return;
+  ctx.cost_model->update(schedules, secs);
+  spdlog::info("{}: cost model trained on {} database records", result.spec, schedules.size());
+}
+
+} // namespace mt

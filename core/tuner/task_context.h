@@ -1,0 +1,90 @@
+// One task of a tuning run and its state: the workload, what the database held for it when the
+// run started, its search (components, design spaces, strategy, cost model), its reference
+// result, and the library implementations it is compared with. The tuner (tuner.cpp) drives
+// its setup phases in order; measure callbacks (measure_callback.h) update it after each
+// measurement.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/database/database.h"
+#include "core/measure/library_candidate.h"
+#include "core/measure/measure.h"
+#include "core/search/search_strategy.h"
+#include "core/tuner/space_config.h"
+#include "core/tuner/target_setup.h"
+#include "core/tuner/tuner.h"
+
+namespace mt {
+
+class PluginHost;
+
+// What every task of a run is built from: the run's resolved components and options.
+struct TaskSetup {
+  PluginHost& host;
+  const TuneOptions& options;
+  const TargetSetup& target;
+  const SearchSpace& space;
+  std::string model_name; // empty = no cost model
+  std::string strategy_name;
+  std::string strategy_config;
+  size_t task_count = 1; // with several tasks each saves its model to its own file
+};
+
+class TaskContext {
+public:
+  explicit TaskContext(size_t index) : index(index) {}
+
+  // Builds the workload, files it in the database and reads the records already stored for
+  // the tuning target and for each library target (best times, warm-start material).
+  void file_in_database(Database& db, const TuneTask& task, const std::string& target_key,
+                        const std::vector<LibraryTarget>& libs);
+  // The schedule rules, postprocessors, mutators, cost model and design spaces; the search
+  // warm-started from the prior records (which are released), and the strategy. Throws
+  // TuneError when the rules produce no design space.
+  void build_search(const TaskSetup& setup);
+  // Loads or computes the reference result (once); says which, for the log ("" when it was
+  // there already).
+  std::string ensure_reference(const TuneOptions& options);
+  // The library implementations not yet in the database: measured like any candidate (own
+  // worker, output checked), committed under the library's key. `measurers` (one per library
+  // target, created on first use) are shared by the tasks.
+  void measure_libraries(Database& db, const std::vector<LibraryTarget>& libs,
+                         std::vector<std::unique_ptr<Measurer>>& measurers,
+                         const TuneOptions& options, const std::atomic<bool>* stop);
+  // Which implementation the task uses; with options.compare, both timed again side by side.
+  void choose(Database& db, const std::vector<LibraryTarget>& libs, const TargetSetup& target,
+              const TuneOptions& options, const std::atomic<bool>* stop);
+  // Saves the cost model (after a batch); a model that cannot be saved is warned about once.
+  void save_model();
+
+  const size_t index; // in the run's task list
+  TaskResult result;
+  Function workload;
+  std::vector<ArgInfo> args; // of the workload, for its records
+  SearchContext ctx;
+  std::unique_ptr<SearchStrategy> strategy;
+  Reference reference;
+  bool has_reference = false;
+  std::string model_path;
+  std::vector<bool> library_stored; // per library target: the database has a record already
+
+private:
+  bool load_model() const;
+  void train_from_records(const std::vector<TuningRecord>& records);
+
+  std::vector<TuningRecord> prior_records_; // until build_search has used them
+};
+
+// The time a measurement is ranked by: the mean of its run times, +inf when it failed (as
+// TuningRecord::mean_secs).
+double measured_seconds(const MeasureResult& r);
+
+// splitmix64 steps: distinct tasks and resumed runs sample different candidates.
+uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b);
+
+} // namespace mt
