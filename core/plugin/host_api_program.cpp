@@ -1,6 +1,8 @@
 // The read-only program part of the host API table: libclang-style accessors over core's
 // statement, expression and buffer nodes. The handles are the nodes themselves; accessors
 // never fail and answer 0 / NULL / "" for a NULL node or a field its kind does not have.
+#include <string_view>
+
 #include "core/lower/lower.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/host_handles.h"
@@ -35,6 +37,7 @@ static_assert(static_cast<int>(ForKind::Parallel) == MT_FOR_PARALLEL);
 static_assert(static_cast<int>(ForKind::Vectorized) == MT_FOR_VECTORIZED);
 static_assert(static_cast<int>(ForKind::Unrolled) == MT_FOR_UNROLLED);
 static_assert(static_cast<int>(ForKind::ThreadBinding) == MT_FOR_THREAD_BINDING);
+static_assert(std::string_view(kUnrollHintAnnotation) == MT_LOOP_UNROLL_HINT);
 
 const mt_str kEmpty{"", 0};
 

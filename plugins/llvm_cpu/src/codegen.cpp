@@ -792,6 +792,11 @@ private:
       serial_loop(s, nullptr);
       break;
     case P::ForKind::Serial:
+      // Lowering's automatic unrolling by hint: LLVM's loop unroller expands it.
+      serial_loop(s, s.annotations.count(P::kUnrollHintAnnotation)
+                         ? loop_hint("llvm.loop.unroll.full")
+                         : nullptr);
+      break;
     case P::ForKind::ThreadBinding:
       serial_loop(s, nullptr);
       break;
