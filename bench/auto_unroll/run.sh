@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 TRIALS=${1:-200}
 WORKLOAD=${2:-'dense(M=128,N=3072,K=768,bias=1,act=gelu)'}
 SEED=${3:-1}
-BIN=${METATUNE:-build/hosts/cli/metatune}
+BIN=${METATUNE:-build/bin/metatune}
 OUT=${OUT:-bench/results/auto_unroll}
 mkdir -p "$OUT"
 
@@ -31,12 +31,13 @@ run() { # name, then environment assignments for the run
     --db "$OUT/$name.db" --json --quiet >"$OUT/$name.json" 2>"$OUT/$name.log"
   local minutes
   minutes=$(awk "BEGIN { printf \"%.1f\", ($SECONDS - $start) / 60 }")
-  # The best record's unroll depth: the annotation its lowered program carries.
+  # The best record's unroll depths (0: none): the annotations of its scheduled program.
   local record depth
   record=$(tail -n 1 "$OUT/$name.json" | jq -r '.tasks[0].best_record_id')
   depth=$(env "$@" "$BIN" replay --db "$OUT/$name.db" --record "$record" --print-ir \
-    --repeats 1 2>/dev/null | grep -o 'pragma_auto_unroll_max_step[^,)]*' | sort -u |
-    tr '\n' ' ' || true)
+    --repeats 1 2>/dev/null | grep -o 'pragma_auto_unroll_max_step": [0-9]*' | grep -o '[0-9]*$' |
+    sort -un | tr '\n' ' ' || true)
+  depth=${depth:-0}
   tail -n 1 "$OUT/$name.json" | jq -c --arg name "$name" --arg min "$minutes" \
     --arg depth "${depth% }" '.tasks[0] | {run: $name, workload, trials,
       tuned_gflops: .compare.metatune_gflops, onednn_gflops: .compare.library_gflops,
