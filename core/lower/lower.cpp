@@ -84,6 +84,8 @@ Function lower(const Function& f, const LowerOptions& options) {
   body = compact_buffers(body);
   body = simplify(body);
   out.body = fold_constant_branches(body);
+  if (options.auto_unroll && out.body && !auto_unroll_disabled_by_environment())
+    out.body = auto_unroll(out.body);
   if (options.partition_loops && out.body) out.body = partition_loops(out.body);
   if (!out.body) out.body = make_seq({});
   out.lowered = true;

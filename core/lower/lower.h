@@ -16,11 +16,17 @@
 //    and every index i becomes i - min. A dimension that cannot be bounded stays whole.
 // 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
 //    branches whose condition became a constant are resolved.
-// 5. partition_loops (optional, LowerOptions): a loop whose first (or last) iterations provably satisfy a guard below
-//    it (an imperfect split's bound, a reduction's `k == 0` init) gets its body duplicated
-//    under `if (v < t)`, each copy simplified for its part of the range, so the guard is not
-//    evaluated in the hot inner loops (at most a few partitions per function; vectorized and
-//    thread-bound loops are never split).
+// 5. auto_unroll (LowerOptions, on by default): under a loop annotated
+//    `pragma_auto_unroll_max_step = N`, the innermost serial loops whose extent times their
+//    body's statements (inner loops expanded) is at most N are unrolled, as MetaSchedule's
+//    lowering does -- they become ForKind::Unrolled, or with `pragma_unroll_explicit = 0`
+//    keep serial and get the kUnrollHintAnnotation annotation (see auto_unroll.cpp).
+//    METATUNE_DISABLE_AUTO_UNROLL=1 in the environment turns it off everywhere.
+// 6. partition_loops (optional, LowerOptions): a loop whose first (or last) iterations
+//    provably satisfy a guard below it (an imperfect split's bound, a reduction's `k == 0`
+//    init) gets its body duplicated under `if (v < t)`, each copy simplified for its part of
+//    the range, so the guard is not evaluated in the hot inner loops (at most a few partitions
+//    per function; vectorized and thread-bound loops are never split).
 //
 // For kinds, thread tags and annotations are kept. The lowered Function keeps its params; its
 // `buffers` is empty: every intermediate is declared by an Allocate node of the body.
@@ -33,10 +39,14 @@
 namespace mt {
 
 struct LowerOptions {
-  // Pass 5. Off by default: analyses that recognise or count statements (features, the
+  // Pass 6. Off by default: analyses that recognise or count statements (features, the
   // oneDNN target's pattern matching) read the program as written; code generators ask for
   // it (the host API's program_partition_loops, ABI 1.2).
   bool partition_loops = false;
+  // Pass 5. On by default, so that every consumer of lower() -- targets, the interpreter, the
+  // feature extractor -- sees the loops that will be unrolled; the environment switch
+  // (auto_unroll_disabled_by_environment) overrides it.
+  bool auto_unroll = true;
 };
 Function lower(const Function& f, const LowerOptions& options = {});
 
@@ -47,5 +57,14 @@ Stmt place_allocations(const Stmt& body, const std::vector<Buffer>& intermediate
 Stmt compact_buffers(const Stmt& body);
 // `if` statements whose condition is a constant replaced by the branch it selects (after 4).
 Stmt fold_constant_branches(const Stmt& body);
+Stmt auto_unroll(const Stmt& body);
 Stmt partition_loops(const Stmt& body);
+
+// Whether METATUNE_DISABLE_AUTO_UNROLL is set (to anything but "" or "0"): the one place that
+// reads the switch. It turns pass 5 off, to measure what the unroll axis of the search is worth.
+bool auto_unroll_disabled_by_environment();
+
+// The loop annotation pass 5 leaves on a loop it unrolls by hint (the ABI's MT_LOOP_UNROLL_HINT,
+// checked equal in core/plugin/host_api_program.cpp).
+inline constexpr const char* kUnrollHintAnnotation = "pragma_unroll_hint";
 } // namespace mt

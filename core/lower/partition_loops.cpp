@@ -1,4 +1,4 @@
-// Loop partitioning (lowering pass 5). An imperfect split guards the statements of the blocks
+// Loop partitioning (lowering pass 6). An imperfect split guards the statements of the blocks
 // below it with the original bound (`i0*66 + i1*6 + i2 < 1024`); lowered as is, that guard is
 // evaluated in the innermost, hottest loop although it is false only in the last tile. Here a
 // loop whose first (or last) iterations provably satisfy a guard gets its body duplicated under

@@ -1,6 +1,8 @@
 // The read-only program part of the host API table: libclang-style accessors over core's
 // statement, expression and buffer nodes. The handles are the nodes themselves; accessors
 // never fail and answer 0 / NULL / "" for a NULL node or a field its kind does not have.
+#include <string_view>
+
 #include "core/lower/lower.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/host_handles.h"
@@ -11,6 +13,7 @@ namespace {
 
 // Kinds cross by cast: core's enums and the C ones are made from the same lists
 // (ir_vocabulary.h; every member checked in tests/abi/ir_vocabulary_test.cpp).
+static_assert(std::string_view(kUnrollHintAnnotation) == MT_LOOP_UNROLL_HINT);
 
 const mt_str kEmpty{"", 0};
 

@@ -122,6 +122,30 @@ TEST(LlvmCodegen, UnrolledLoopIsFullyUnrolled) {
   expect_close(b, want, 0, 0);
 }
 
+// Code size bounds explicit unrolling: 512 stores of an erf (an inline polynomial each) stay a
+// loop, 512 plain stores are expanded; both compute the same as written out here.
+TEST(LlvmCodegen, UnrolledLoopTooLargeToExpandStaysALoop) {
+  for (bool heavy : {true, false}) {
+    SCOPED_TRACE(heavy ? "erf" : "add");
+    auto A = P::make_buffer("A", P::DType::f32(), {512});
+    auto B = P::make_buffer("B", P::DType::f32(), {512});
+    auto j = P::make_var("j");
+    P::Expr a = P::make_load(A, {j});
+    P::Expr value = heavy ? P::call(P::MathFn::Erf, a) : a + 1.0;
+    P::Program p{"big_unroll",
+                 {A, B},
+                 P::make_for(j, 512, P::make_store(B, {j}, value), P::ForKind::Unrolled)};
+    std::string ir = emit_ir(p, {}, false);
+    EXPECT_EQ(ir.find("j.body") != std::string::npos, heavy);
+    auto av = random_floats(512, 9);
+    std::vector<float> b(512), want(512);
+    for (int k = 0; k < 512; ++k)
+      want[k] = heavy ? std::erf(av[k]) : av[k] + 1.f;
+    run(p, {av.data(), b.data()});
+    expect_close(b, want, 1e-5, 1e-6);
+  }
+}
+
 TEST(LlvmCodegen, RowSumWithLocalAccumulator) {
   // allocate acc[1] (stack); for i: acc = 0; for k: acc += A[i,k]; S[i] = acc
   auto A = P::make_buffer("A", P::DType::f32(), {9, 33});

@@ -164,6 +164,13 @@ typedef struct mt_ann_value {
   mt_str str_value;
 } mt_ann_value;
 
+/* Loop annotation of a lowered program: lowering's automatic unrolling asks for this serial
+ * loop to be unrolled by hint (pragma_unroll_explicit = 0 on an enclosing loop; value 1). A code
+ * generator unrolls it with its own means where it can (LLVM: llvm.loop.unroll.full) and may
+ * keep it a loop. Explicit requests arrive as MT_FOR_UNROLLED loops instead. (Core and the
+ * SDK's program tree spell it kUnrollHintAnnotation, checked equal to this.) */
+#define MT_LOOP_UNROLL_HINT "pragma_unroll_hint"
+
 /* ---- IR enums ---------------------------------------------------------------------------------
  * mt_dtype_code, mt_stmt_kind, mt_expr_kind, mt_math_fn, mt_for_kind, mt_iter_kind and
  * mt_reduce_kind with their MT_DTYPE_ / MT_STMT_ / MT_EXPR_ / MT_MATH_ / MT_FOR_ / MT_ITER_ /

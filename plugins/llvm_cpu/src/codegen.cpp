@@ -42,6 +42,15 @@ constexpr unsigned kMaxLanes = 64;
 constexpr int kMaxFastPathDepth = 2;
 // Unrolled loops longer than this stay loops (with an unroll hint) to bound code size.
 constexpr int64_t kMaxUnroll = 1024;
+// An unrolled loop whose expansion would exceed this many operations (unroll_weight) stays a
+// loop too, without a hint: the O3 pipeline on one such block takes tens of seconds (512
+// guarded scalar GELUs, each erf an inline polynomial: 26 s; 128 of them, ~5k operations,
+// still 2-4 s), while a micro-kernel of 512 vector multiply-adds (~3k operations) is what
+// unrolling is for.
+constexpr int64_t kMaxUnrolledWeight = 8192;
+// What a math call (exp, erf, tanh, ...) weighs against one expression node: it becomes an
+// inline polynomial of a few dozen instructions (math_ir.cpp).
+constexpr int64_t kMathCallWeight = 32;
 constexpr unsigned kLocalAlign = 64;
 
 // An emitted value: a scalar, or a vector of the current vector width.
@@ -84,6 +93,47 @@ bool contains_load(const P::Expr& e) {
     if (x->kind == P::ExprKind::Load) found = true;
   });
   return found;
+}
+
+// The code `s` turns into once its unrolled loops are expanded, in operations: loads, stores,
+// conditions, float arithmetic, math calls weighted (index arithmetic is left out: with the
+// loop variables constant it mostly folds away). Saturates at kMaxUnrolledWeight + 1.
+int64_t unroll_weight(const P::Stmt& s) {
+  constexpr int64_t kCap = kMaxUnrolledWeight + 1;
+  if (!s) return 0;
+  int64_t w = 0;
+  auto add_expr = [&](const P::Expr& e) {
+    if (!e) return;
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind == P::ExprKind::Call)
+        w += kMathCallWeight;
+      else if (x->kind == P::ExprKind::Load || (!x->args.empty() && x->dtype.is_float()))
+        ++w;
+    });
+  };
+  switch (s->kind) {
+  case P::StmtKind::Store:
+    for (const P::Expr& i : s->indices)
+      add_expr(i);
+    add_expr(s->value);
+    return std::min(w + 1, kCap);
+  case P::StmtKind::IfThenElse:
+    add_expr(s->condition);
+    w += unroll_weight(s->then_case) + unroll_weight(s->else_case);
+    return std::min(w + 1, kCap);
+  case P::StmtKind::Seq:
+    for (const P::Stmt& c : s->stmts)
+      w = std::min(w + unroll_weight(c), kCap);
+    return w;
+  case P::StmtKind::Allocate:
+    return unroll_weight(s->body);
+  case P::StmtKind::For: {
+    int64_t body = unroll_weight(s->body);
+    if (s->for_kind != P::ForKind::Unrolled) return std::min(body + 4, kCap);
+    return s->extent > 0 && body > kCap / s->extent ? kCap : std::min(body * s->extent, kCap);
+  }
+  }
+  return kCap;
 }
 
 class CodeGen {
@@ -792,6 +842,11 @@ private:
       serial_loop(s, nullptr);
       break;
     case P::ForKind::Serial:
+      // Lowering's automatic unrolling by hint: LLVM's loop unroller expands it.
+      serial_loop(s, s.annotations.count(P::kUnrollHintAnnotation)
+                         ? loop_hint("llvm.loop.unroll.full")
+                         : nullptr);
+      break;
     case P::ForKind::ThreadBinding:
       serial_loop(s, nullptr);
       break;
@@ -842,6 +897,8 @@ private:
 
   void unrolled_loop(const P::StmtNode& s) {
     if (s.extent > kMaxUnroll) return serial_loop(s, loop_hint("llvm.loop.unroll.full"));
+    int64_t body = unroll_weight(s.body);
+    if (body > 0 && s.extent > kMaxUnrolledWeight / body) return serial_loop(s, nullptr);
     for (int64_t k = 0; k < s.extent; ++k)
       bind_and_emit(s, b_.getInt64(k));
   }

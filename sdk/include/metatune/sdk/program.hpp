@@ -171,6 +171,11 @@ inline const char* to_string(ForKind k) {
 using AnnValue = std::variant<int64_t, std::string>;
 using Annotations = std::map<std::string, AnnValue>;
 
+// Loop annotation: lowering's automatic unrolling asks for this serial loop to be unrolled by
+// hint (the ABI's MT_LOOP_UNROLL_HINT; program_builder.hpp checks that they agree). Explicit
+// requests arrive as ForKind::Unrolled loops instead.
+inline constexpr const char* kUnrollHintAnnotation = "pragma_unroll_hint";
+
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 
 #include "metatune/sdk/error.hpp"
@@ -13,6 +14,9 @@
 #include "metatune/sdk/program.hpp"
 
 namespace mt::sdk {
+
+static_assert(std::string_view(MT_LOOP_UNROLL_HINT) == program::kUnrollHintAnnotation,
+              "the unroll hint annotation is spelled as the ABI spells it");
 
 class ProgramBuilder {
 public:
