@@ -1,10 +1,14 @@
 // Helpers shared by the ABI tests: where the test plugins were built, running a function in
-// the reference interpreter, and a log sink that captures what the host reports.
+// the reference interpreter, running a command for its output, and a log sink that captures
+// what the host reports.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -16,6 +20,19 @@
 #include "core/runtime/ndarray.h"
 
 namespace mt::abi_test {
+
+// Runs a shell command: (exit status, what it wrote to stdout).
+inline std::pair<int, std::string> capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 inline std::filesystem::path plugin_dir(const char* which) {
   return std::filesystem::path(MT_TEST_PLUGIN_DIR) / which;

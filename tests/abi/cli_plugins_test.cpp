@@ -14,18 +14,7 @@
 namespace mt {
 namespace {
 
-// Runs a command, returning (exit status, stdout).
-std::pair<int, std::string> capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using abi_test::capture;
 
 std::string plugins_cmd(const std::string& extra) {
   return std::string("'") + MT_TEST_CLI + "' plugins --no-default-path --path '" +

@@ -18,17 +18,7 @@
 namespace mt {
 namespace {
 
-std::pair<int, std::string> capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using abi_test::capture;
 
 struct TempDb {
   std::filesystem::path path = std::filesystem::temp_directory_path() /

@@ -20,15 +20,7 @@ namespace mt {
 namespace {
 
 std::pair<int, std::string> capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return abi_test::capture(cmd + " 2>&1");
 }
 
 TEST(Packaging, InstallTreeIsRelocatableAndFindsItsPlugins) {
