@@ -59,8 +59,8 @@ mt_status search_measured(const mt_search_context* ctx, size_t index, const mt_t
   return guard("search_measured", [&] {
     SearchBackend& b = backend_of(ctx);
     if (index >= b.num_measured())
-      throw ApiError(MT_ERROR_OUT_OF_RANGE, "record " + std::to_string(index) + " of " +
-                                                std::to_string(b.num_measured()));
+      throw ApiError(MT_ERROR_OUT_OF_RANGE,
+                     "record " + std::to_string(index) + " of " + std::to_string(b.num_measured()));
     auto& handles = const_cast<mt_search_context*>(ctx)->measured;
     while (handles.size() < b.num_measured())
       handles.emplace_back(nullptr, release_trace_handle);
@@ -126,9 +126,8 @@ mt_status search_predict(mt_search_context* ctx, const mt_candidate* const* cand
     require(scores, "scores");
     std::vector<double> s = b.predict(candidates_of(candidates, n));
     if (s.size() != n)
-      throw ApiError(MT_ERROR_PLUGIN, "the cost model returned " +
-                                                 std::to_string(s.size()) + " scores for " +
-                                                 std::to_string(n) + " candidates");
+      throw ApiError(MT_ERROR_PLUGIN, "the cost model returned " + std::to_string(s.size()) +
+                                          " scores for " + std::to_string(n) + " candidates");
     std::copy(s.begin(), s.end(), scores);
   });
 }

@@ -112,8 +112,8 @@ public:
 
   std::vector<std::shared_ptr<Schedule>> next_batch(size_t n) override {
     if (n == 0 || ctx_.design_spaces.empty()) return {};
-    std::vector<std::shared_ptr<Schedule>> got = guarded(
-        stats_, *plugin_, [&] { return plugin_->generate(ctx_.design_spaces, rng_, n); });
+    std::vector<std::shared_ptr<Schedule>> got =
+        guarded(stats_, *plugin_, [&] { return plugin_->generate(ctx_.design_spaces, rng_, n); });
     std::vector<std::shared_ptr<Schedule>> batch;
     for (auto& sch : got) {
       if (batch.size() == n || !sch) break;

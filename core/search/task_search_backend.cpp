@@ -70,8 +70,7 @@ std::vector<CandidatePtr> TaskSearchBackend::replay(const std::vector<const Trac
 
 std::vector<CandidatePtr>
 TaskSearchBackend::mutate(const std::vector<const SearchCandidate*>& parents,
-                          const std::vector<size_t>& mutators,
-                          const std::vector<uint64_t>& seeds) {
+                          const std::vector<size_t>& mutators, const std::vector<uint64_t>& seeds) {
   std::vector<CandidatePtr> out;
   out.reserve(parents.size());
   for (size_t i = 0; i < parents.size(); ++i) {
@@ -126,10 +125,14 @@ void TaskSearchBackend::update_cost_model(const std::vector<const SearchCandidat
 }
 
 void TaskSearchBackend::count(const std::string& statistic, size_t n) {
-  if (statistic == "duplicates") stats_.duplicates += n;
-  else if (statistic == "mutated") stats_.mutated += n;
-  else if (statistic == "sampled") stats_.sampled += n;
-  else stats_.count_refusal("strategy", "unknown statistic '" + statistic + "'");
+  if (statistic == "duplicates")
+    stats_.duplicates += n;
+  else if (statistic == "mutated")
+    stats_.mutated += n;
+  else if (statistic == "sampled")
+    stats_.sampled += n;
+  else
+    stats_.count_refusal("strategy", "unknown statistic '" + statistic + "'");
 }
 
 void TaskSearchBackend::count_refusal(const std::string& source, const std::string& message) {

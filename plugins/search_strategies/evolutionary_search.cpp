@@ -31,13 +31,20 @@ EvolutionarySearch::EvolutionarySearch(std::string_view config) {
       if (!v.is_number()) bad_config("field '" + key + "' must be a number");
     };
     need_number();
-    if (key == "population") cfg_.population = v.get<size_t>();
-    else if (key == "init_measured_ratio") cfg_.init_measured_ratio = v.get<double>();
-    else if (key == "init_min_unmeasured") cfg_.init_min_unmeasured = v.get<size_t>();
-    else if (key == "genetic_iterations") cfg_.genetic_iterations = v.get<int>();
-    else if (key == "mutation_prob") cfg_.mutation_prob = v.get<double>();
-    else if (key == "eps_greedy") cfg_.eps_greedy = v.get<double>();
-    else if (key == "max_sample_attempts") cfg_.max_sample_attempts = v.get<size_t>();
+    if (key == "population")
+      cfg_.population = v.get<size_t>();
+    else if (key == "init_measured_ratio")
+      cfg_.init_measured_ratio = v.get<double>();
+    else if (key == "init_min_unmeasured")
+      cfg_.init_min_unmeasured = v.get<size_t>();
+    else if (key == "genetic_iterations")
+      cfg_.genetic_iterations = v.get<int>();
+    else if (key == "mutation_prob")
+      cfg_.mutation_prob = v.get<double>();
+    else if (key == "eps_greedy")
+      cfg_.eps_greedy = v.get<double>();
+    else if (key == "max_sample_attempts")
+      cfg_.max_sample_attempts = v.get<size_t>();
     else
       bad_config("unknown field '" + key +
                  "' (known: population, init_measured_ratio, init_min_unmeasured, "

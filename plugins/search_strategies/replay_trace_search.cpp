@@ -12,7 +12,8 @@ ReplayTraceSearch::ReplayTraceSearch(std::string_view config) {
   nlohmann::json j = nlohmann::json::parse(config, nullptr, false);
   if (!j.is_object())
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "search.ReplayTrace: the configuration is not a "
-                                                "JSON object: " + std::string(config));
+                                                "JSON object: " +
+                                                    std::string(config));
   for (auto& [key, value] : j.items()) {
     if (key != "attempts_per_candidate" || !value.is_number_unsigned())
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
-#include <unistd.h>
 #include <string>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 

@@ -277,7 +277,10 @@ inline const mt_search_strategy_vtable kSearchTable = {sizeof(mt_search_strategy
                                                        release<T>,
                                                        initialize<T>,
                                                        search_generate<T>,
-                                                       search_notify<T>};
+                                                       search_notify<T>,
+                                                       nullptr,
+                                                       nullptr,
+                                                       nullptr};
 template <typename T>
 inline const mt_search_strategy_vtable kContextSearchTable = {sizeof(mt_search_strategy_vtable),
                                                               1,

@@ -174,7 +174,8 @@ public:
     for (double w : weights)
       total += w > 0 ? w : 0;
     if (weights.empty()) return 0;
-    if (!(total > 0)) return static_cast<size_t>(uniform_int(0, static_cast<int64_t>(weights.size())));
+    if (!(total > 0))
+      return static_cast<size_t>(uniform_int(0, static_cast<int64_t>(weights.size())));
     double x = uniform_real() * total;
     for (size_t i = 0; i < weights.size(); ++i) {
       double w = weights[i] > 0 ? weights[i] : 0;
