@@ -62,6 +62,13 @@ std::optional<Candidate> CandidateSampler::run(const Trace& trace, uint64_t seed
   }
   // Postprocessors rewrite `sch` in place; this copy of the trace is taken before.
   Candidate c{nullptr, sch->trace(), 0};
+  if (!postprocess(sch)) return std::nullopt;
+  c.hash = structural_hash(sch->func());
+  c.sch = std::move(sch);
+  return c;
+}
+
+bool CandidateSampler::postprocess(const std::shared_ptr<Schedule>& sch) {
   for (const auto& p : ctx_.postprocs) {
     std::string reason;
     bool ok = false;
@@ -76,12 +83,10 @@ std::optional<Candidate> CandidateSampler::run(const Trace& trace, uint64_t seed
       // Most reasons already name their postprocessor.
       stats_.count_refusal("postproc " + name,
                            reason.rfind(name, 0) == 0 ? reason : name + ": " + reason);
-      return std::nullopt;
+      return false;
     }
   }
-  c.hash = structural_hash(sch->func());
-  c.sch = std::move(sch);
-  return c;
+  return true;
 }
 
 Trace CandidateSampler::strip_postproc(const Trace& trace) const {

@@ -35,6 +35,8 @@ public:
   // appended after it (records may store the full trace). `trace` itself if no design space
   // is a prefix of it.
   Trace strip_postproc(const Trace& trace) const;
+  // Runs the postprocessors on `sch` in place; false (the refusal counted) when one refuses.
+  bool postprocess(const std::shared_ptr<Schedule>& sch);
 
 private:
   std::optional<Candidate> run(const Trace& trace, uint64_t seed, bool use_decisions);

@@ -103,11 +103,9 @@ private:
 class GenerateStrategy : public SearchStrategy {
 public:
   GenerateStrategy(SearchContext& ctx, std::unique_ptr<PluginSearchStrategy> plugin)
-      : ctx_(ctx), rng_(ctx.seed), plugin_(std::move(plugin)) {
-    for (const Trace& t : ctx_.measured_traces) {
-      CandidateSampler sampler(ctx_, stats_);
-      if (auto c = sampler.replay(sampler.strip_postproc(t), ctx_.seed)) seen_.insert(c->hash);
-    }
+      : ctx_(ctx), rng_(ctx.seed), sampler_(ctx, stats_), plugin_(std::move(plugin)) {
+    for (const Trace& t : ctx_.measured_traces)
+      if (auto c = sampler_.replay(sampler_.strip_postproc(t), ctx_.seed)) seen_.insert(c->hash);
   }
 
   std::vector<std::shared_ptr<Schedule>> next_batch(size_t n) override {
@@ -118,22 +116,7 @@ public:
     for (auto& sch : got) {
       if (batch.size() == n || !sch) break;
       ++stats_.sampled;
-      bool ok = true;
-      for (const auto& p : ctx_.postprocs) {
-        std::string reason;
-        try {
-          ok = p->apply(sch, &reason);
-        } catch (const std::exception& e) {
-          ok = false;
-          reason = e.what();
-        }
-        if (!ok) {
-          ++stats_.rejected;
-          stats_.count_refusal("postproc " + p->info().name, reason);
-          break;
-        }
-      }
-      if (!ok) continue;
+      if (!sampler_.postprocess(sch)) continue;
       if (!seen_.insert(structural_hash(sch->func())).second) {
         ++stats_.duplicates;
         continue;
@@ -158,6 +141,7 @@ private:
   SearchContext& ctx_;
   RandomEngine rng_;
   SearchStats stats_;
+  CandidateSampler sampler_;
   std::unique_ptr<PluginSearchStrategy> plugin_;
   std::unordered_set<uint64_t> seen_;
 };

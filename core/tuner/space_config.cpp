@@ -58,31 +58,46 @@ std::string join(const std::vector<std::string>& v) {
   return out.empty() ? "none" : out;
 }
 
+// Follows a scan through JSON text character by character: whether the character just seen
+// belongs to a string literal (its quotes included), where braces and commas do not count.
+class JsonStringTracker {
+public:
+  bool in_string(char c) {
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+      return true;
+    }
+    if (c == '"') in_string_ = true;
+    return in_string_;
+  }
+
+private:
+  bool in_string_ = false, escaped_ = false;
+};
+
 // Splits at the commas outside braces, brackets and JSON strings: a configuration's commas
 // belong to its entry.
 std::vector<std::string> split_entries(std::string_view text) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringTracker strings;
   for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      out.push_back(trim(cur));
-      cur.clear();
-      continue;
+    if (!strings.in_string(c)) {
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        --depth;
+      } else if (c == ',' && depth == 0) {
+        out.push_back(trim(cur));
+        cur.clear();
+        continue;
+      }
     }
     cur += c;
   }
@@ -95,23 +110,14 @@ std::vector<std::string> split_entries(std::string_view text) {
 // The end of the JSON object starting at text[open] ('{'): the index of its closing brace.
 size_t matching_brace(const std::string& text, size_t open) {
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringTracker strings;
   for (size_t i = open; i < text.size(); ++i) {
     char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
+    if (strings.in_string(c)) continue;
+    if (c == '{')
       ++depth;
-    } else if (c == '}' && --depth == 0) {
+    else if (c == '}' && --depth == 0)
       return i;
-    }
   }
   return std::string::npos;
 }

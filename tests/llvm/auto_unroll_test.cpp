@@ -15,14 +15,16 @@
 #include "core/runtime/ndarray.h"
 #include "core/schedule/random_schedule.h"
 #include "core/workload/library.h"
+#include "../core/tiled_matmul_schedule.h"
 #include "core_to_program.h"
 #include "test_util.h"
 
 namespace mt::llvm_cpu::test {
 namespace {
 
-constexpr const char* kMaxStep = "pragma_auto_unroll_max_step";
-constexpr const char* kExplicit = "pragma_unroll_explicit";
+using unroll_test::kExplicit;
+using unroll_test::kMaxStep;
+using unroll_test::tiled_matmul;
 
 size_t occurrences(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -31,26 +33,6 @@ size_t occurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// matmul 64^3 tiled as the standard CPU rules tile it (see tests/core/auto_unroll_test.cpp):
-//   parallel io { jo { init: ii { vec ji } ; ko { ki { ii { vec ji } } } } }
-// with the unroll request on io. Steps: ii 8, ki 32, ko 512.
-Function tiled_matmul(int64_t depth, int64_t explicit_unroll) {
-  Function f = make_workload("matmul(M=64,N=64,K=64)");
-  Schedule sch(f);
-  BlockRV c = sch.all_blocks()[0];
-  std::vector<LoopRV> l = sch.get_loops(c);
-  std::vector<LoopRV> i = sch.split(l[0], {int64_t{8}, int64_t{8}});
-  std::vector<LoopRV> j = sch.split(l[1], {int64_t{4}, int64_t{16}});
-  std::vector<LoopRV> k = sch.split(l[2], {int64_t{16}, int64_t{4}});
-  sch.reorder({i[0], j[0], k[0], k[1], i[1], j[1]});
-  sch.decompose_reduction(c, k[0]);
-  for (BlockRV b : sch.all_blocks())
-    sch.vectorize(sch.get_loops(b).back());
-  sch.parallel(i[0]);
-  sch.annotate(i[0], kMaxStep, AnnValue(depth));
-  sch.annotate(i[0], kExplicit, AnnValue(explicit_unroll));
-  return sch.func();
-}
 
 void expect_matmul(const P::Program& p) {
   std::vector<float> a = random_floats(64 * 64, 1), b = random_floats(64 * 64, 2);
@@ -149,15 +131,6 @@ TEST_P(LlvmAutoUnrollWorkloads, RandomRequestsMatchInterpreter) {
     }
   }
   EXPECT_GT(compiled, 0);
-}
-
-std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n;
-  for (char c : info.param)
-    n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  while (!n.empty() && n.back() == '_')
-    n.pop_back();
-  return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, LlvmAutoUnrollWorkloads,

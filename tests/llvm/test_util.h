@@ -1,10 +1,12 @@
 // Helpers shared by the LLVM target tests: typed host buffers, random fill, comparison.
 #pragma once
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,16 @@
 namespace mt::llvm_cpu::test {
 
 namespace P = mt::sdk::program;
+
+// A gtest parameter name made of a workload spec: its letters and digits, the rest '_'.
+inline std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n;
+  for (char c : info.param)
+    n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  while (!n.empty() && n.back() == '_')
+    n.pop_back();
+  return n;
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937 rng(seed);

@@ -16,6 +16,7 @@
 #include "core/workload/library.h"
 #include "core_to_program.h"
 #include "metatune/llvm_cpu/compiler.hpp"
+#include "test_util.h"
 
 namespace mt::llvm_cpu::test {
 namespace {
@@ -86,15 +87,6 @@ TEST_P(LlvmWorkloads, RandomSchedulesMatchInterpreter) {
     }
   }
   EXPECT_GT(compiled, kSchedulesPerWorkload / 2) << "most schedules were rejected";
-}
-
-std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n;
-  for (char c : info.param)
-    n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  while (!n.empty() && n.back() == '_')
-    n.pop_back();
-  return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, LlvmWorkloads, ::testing::ValuesIn(test_workload_specs()),
