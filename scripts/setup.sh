@@ -7,6 +7,7 @@ PACKAGES=(
   libspdlog-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-16-dev libdnnl-dev libxgboost-dev
+  libjemalloc-dev # the executables' allocator (cmake/MetatuneAllocator.cmake)
   # libdnnl-dev only Recommends these, but dnnl-config.cmake calls find_package(OpenCL)
   ocl-icd-opencl-dev opencl-headers
 )

@@ -7,6 +7,7 @@
 #include "core/ir/arith.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <set>
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include "core/ir/arith_interval.h"
 #include "core/ir/buffer.h"
+#include "core/ir/node_memo.h"
 
 namespace mt {
 namespace {
@@ -62,15 +64,32 @@ public:
     }
     if (a->args.empty()) return true;
     auto key = std::make_pair(a.get(), b.get());
-    if (equal_.count(key) != 0) return true;
+    if (known(key)) return true;
     for (size_t i = 0; i < a->args.size(); ++i)
       if (!(*this)(a->args[i], b->args[i])) return false;
-    equal_.insert(key);
+    remember(key);
     return true;
   }
 
 private:
-  std::set<std::pair<const ExprNode*, const ExprNode*>> equal_;
+  using Pair = std::pair<const ExprNode*, const ExprNode*>;
+  // The first pairs in place (index expressions are small: most comparisons stop there), the
+  // rest in a set.
+  bool known(const Pair& key) const {
+    for (size_t i = 0; i < n_small_; ++i)
+      if (small_[i] == key) return true;
+    return equal_.count(key) != 0;
+  }
+  void remember(const Pair& key) {
+    if (n_small_ < small_.size())
+      small_[n_small_++] = key;
+    else
+      equal_.insert(key);
+  }
+
+  std::array<Pair, 16> small_;
+  size_t n_small_ = 0;
+  std::set<Pair> equal_;
 };
 
 // Structural equality with a memoised structural hash in front: most atoms compared while
@@ -85,8 +104,7 @@ public:
 
 private:
   size_t hash(const Expr& e) {
-    auto it = cache_.find(e.get());
-    if (it != cache_.end()) return it->second.second;
+    if (const size_t* known = cache_.find(e.get())) return *known;
     // Pointer values only feed equality tests here, never an order, so output stays stable.
     size_t h = std::hash<int>()(static_cast<int>(e->kind)) * 31 + e->dtype.bits;
     auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
@@ -111,11 +129,12 @@ private:
     }
     for (const Expr& x : e->args)
       mix(hash(x));
-    cache_.emplace(e.get(), std::make_pair(e, h));
+    // A leaf's hash costs less than remembering it.
+    if (!e->args.empty()) cache_.emplace(e, h);
     return h;
   }
 
-  std::unordered_map<const ExprNode*, std::pair<Expr, size_t>> cache_;
+  NodeMemo<size_t> cache_;
 };
 
 Expr bool_imm(bool v) {
@@ -274,18 +293,20 @@ public:
 
   Expr simplify(const Expr& e) {
     if (!e) return e;
-    auto it = simp_cache_.find(e.get());
-    if (it != simp_cache_.end()) return it->second.second;
+    if (e->kind == ExprKind::Var) return e; // already in normal form, of any type
+    if (const Expr* known = simp_cache_.find(e.get())) return *known;
     Expr r = simplify_uncached(e);
     if (eq_(r, e)) r = e;
-    simp_cache_.emplace(e.get(), std::make_pair(e, r));
+    simp_cache_.emplace(e, r);
     return r;
   }
 
   // Linear form of an integer expression; atoms are simplified.
   Lin linear(const Expr& e) {
-    auto it = lin_cache_.find(e.get());
-    if (it != lin_cache_.end()) return it->second.second;
+    // Leaves (constants, variables) cost less than remembering them.
+    if (e->kind == ExprKind::IntImm) return Lin::constant(e->int_value);
+    if (e->kind == ExprKind::Var) return Lin::atom(e);
+    if (const Lin* known = lin_cache_.find(e.get())) return *known;
     Lin l;
     try {
       l = linear_uncached(e);
@@ -293,11 +314,11 @@ public:
     } catch (const Overflow&) {
       l = Lin::atom(with_args(e, simplified_args(e)));
     }
-    lin_cache_.emplace(e.get(), std::make_pair(e, l));
+    lin_cache_.emplace(e, l);
     // Atoms are already in normal form: remembering that keeps their identity when they are
     // met again (as operands of later rewrites) instead of rebuilding equal copies.
     for (const Term& t : l.terms)
-      lin_cache_.emplace(t.atom.get(), std::make_pair(t.atom, Lin::atom(t.atom)));
+      if (t.atom->kind != ExprKind::Var) lin_cache_.emplace(t.atom, Lin::atom(t.atom));
     return l;
   }
 
@@ -327,6 +348,8 @@ public:
     if (l.c < 0 && l.c != std::numeric_limits<int64_t>::min()) return res - int_imm(-l.c, t);
     return res + int_imm(l.c, t);
   }
+
+  IntBound bound_of(const Expr& e) { return bounds_.get(e); }
 
   IntBound bound(const Lin& l) {
     IntBound b{clamp_end(l.c), clamp_end(l.c)};
@@ -691,8 +714,8 @@ private:
   const RangeMap& ranges_;
   BoundAnalyzer bounds_;
   ExprEq eq_;
-  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> simp_cache_;
-  std::unordered_map<const ExprNode*, std::pair<Expr, Lin>> lin_cache_;
+  NodeMemo<Expr> simp_cache_;
+  NodeMemo<Lin> lin_cache_;
 };
 
 // ---- statements ---------------------------------------------------------------------------------
@@ -977,6 +1000,26 @@ Expr simplify(const Expr& e, const RangeMap& ranges) {
 
 Stmt simplify(const Stmt& s, const RangeMap& ranges) {
   return StmtSimplifier(ranges).visit(s);
+}
+
+struct RangeSimplifier::Impl {
+  explicit Impl(const RangeMap& ranges) : simp(ranges) {}
+  Simplifier simp;
+};
+
+RangeSimplifier::RangeSimplifier(const RangeMap& ranges) : impl_(std::make_unique<Impl>(ranges)) {}
+RangeSimplifier::~RangeSimplifier() = default;
+
+Expr RangeSimplifier::simplify(const Expr& e) {
+  return impl_->simp.simplify(e);
+}
+
+bool RangeSimplifier::prove(const Expr& cond) {
+  if (!cond) return false;
+  Expr r = impl_->simp.simplify(cond);
+  int64_t v;
+  if (is_const_int(r, &v)) return v != 0;
+  return impl_->simp.bound_of(r).min >= 1;
 }
 
 bool prove(const Expr& cond, const RangeMap& ranges) {

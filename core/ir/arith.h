@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -46,6 +47,23 @@ Stmt simplify(const Stmt& s, const RangeMap& ranges = {});
 
 // True if `cond` (a boolean expression) holds for every assignment within `ranges`.
 bool prove(const Expr& cond, const RangeMap& ranges = {});
+
+// simplify() and prove() for several expressions under the same ranges (a block's bindings
+// and predicate), sharing one memo of sub-expressions and bounds: the same results, at the
+// cost of one analysis instead of one per expression. `ranges` must outlive it.
+class RangeSimplifier {
+public:
+  explicit RangeSimplifier(const RangeMap& ranges);
+  ~RangeSimplifier();
+  RangeSimplifier(const RangeSimplifier&) = delete;
+  RangeSimplifier& operator=(const RangeSimplifier&) = delete;
+  Expr simplify(const Expr& e);
+  bool prove(const Expr& cond);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The set of values `index` takes when the variables in `relaxed` range over their bounds and
 // every other variable is held fixed: [min, min + extent), where `min` is an expression of the

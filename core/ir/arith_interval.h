@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/ir/arith.h"
+#include "core/ir/node_memo.h"
 
 namespace mt::arith_detail {
 
@@ -40,10 +41,9 @@ public:
   IntBound get(const Expr& e) {
     if (!e) return unbounded();
     if (e->args.empty()) return compute(e);
-    auto it = cache_.find(e.get());
-    if (it != cache_.end()) return it->second.second;
+    if (const IntBound* known = cache_.find(e.get())) return *known;
     IntBound b = compute(e);
-    cache_.emplace(e.get(), std::make_pair(e, b));
+    cache_.emplace(e, b);
     return b;
   }
 
@@ -53,7 +53,7 @@ private:
   IntBound compute(const Expr& e);
 
   const RangeMap& ranges_;
-  std::unordered_map<const ExprNode*, std::pair<Expr, IntBound>> cache_;
+  NodeMemo<IntBound> cache_;
 };
 
 } // namespace mt::arith_detail

@@ -139,7 +139,10 @@ std::vector<Stmt> children(const Stmt& s) {
 void visit_stmts(const Stmt& s, const std::function<bool(const Stmt&)>& f) {
   if (!s) return;
   if (!f(s)) return;
-  for (const Stmt& c : children(s)) visit_stmts(c, f);
+  any_child(s, [&](const Stmt& c, int) {
+    visit_stmts(c, f);
+    return false;
+  });
 }
 
 Stmt transform_stmts(const Stmt& s, const std::function<Stmt(const Stmt&)>& f) {

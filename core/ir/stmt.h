@@ -129,4 +129,28 @@ std::vector<Stmt> children(const Stmt& s);
 
 template <typename T> const T* as(const Stmt& s) { return static_cast<const T*>(s.get()); }
 
+// Calls f(child, i) for the children of `s` in the order of children() until one call returns
+// true; returns whether one did. Walks hot lookups (a block by name after every primitive)
+// without copying the children.
+template <typename F> bool any_child(const Stmt& s, F&& f) {
+  switch (s->kind) {
+  case StmtKind::For:
+    return f(as<ForNode>(s)->body, 0);
+  case StmtKind::Seq: {
+    const std::vector<Stmt>& items = as<SeqNode>(s)->stmts;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (f(items[i], static_cast<int>(i))) return true;
+    return false;
+  }
+  case StmtKind::IfThenElse: {
+    auto* n = as<IfThenElseNode>(s);
+    return f(n->then_case, 0) || (n->else_case && f(n->else_case, 1));
+  }
+  case StmtKind::Allocate:
+    return f(as<AllocateNode>(s)->body, 0);
+  default:
+    return false;
+  }
+}
+
 } // namespace mt

@@ -13,20 +13,37 @@ const Schedule& sched(const mt_schedule* h) {
   return *require(h, "schedule")->sch;
 }
 
+// Drops the blocks and loops found in an earlier version of the function (after pin_current).
+void forget_lookups_if_changed(const mt_schedule* h) {
+  const StmtNode* body = sched(h).func().body.get();
+  if (h->lookups_body == body) return;
+  h->realizes.clear();
+  h->loops.clear();
+  h->lookups_body = body;
+}
+
 // The realization of a block in the current (pinned) function.
 const BlockRealizeNode* realize_of(const mt_schedule* h, mt_block_rv b) {
   const Schedule& s = sched(h);
   h->pin_current();
+  forget_lookups_if_changed(h);
+  if (auto it = h->realizes.find(b.id); it != h->realizes.end()) return it->second;
   std::string name = s.name_of(BlockRV{b.id});
   std::optional<StmtPath> path = find_block(s.func().body, name);
   if (!path) throw ApiError(MT_ERROR_NOT_FOUND, "block '" + name + "' is not in the function");
-  return as<BlockRealizeNode>(path->leaf());
+  const auto* r = as<BlockRealizeNode>(path->leaf());
+  h->realizes.emplace(b.id, r);
+  return r;
 }
 
 const ForNode& loop_of(const mt_schedule* h, mt_loop_rv l) {
   const Schedule& s = sched(h);
   h->pin_current();
-  return s.get(LoopRV{l.id});
+  forget_lookups_if_changed(h);
+  if (auto it = h->loops.find(l.id); it != h->loops.end()) return *it->second;
+  const ForNode& f = s.get(LoopRV{l.id});
+  h->loops.emplace(l.id, &f);
+  return f;
 }
 
 template <typename T> void check_out_struct(const T* out) {

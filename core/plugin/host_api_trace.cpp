@@ -70,6 +70,46 @@ mt_status trace_attr_int(const mt_trace* t, size_t i, size_t j, int64_t* out) {
   });
 }
 
+// Attribute j of instruction i, range-checked with a clear message.
+const InstAttr& attribute(const mt_trace* t, size_t i, size_t j) {
+  const Instruction& inst = instruction(t, i);
+  if (j >= inst.attrs.size())
+    throw ApiError(MT_ERROR_OUT_OF_RANGE, "attribute " + std::to_string(j) + " of " +
+                                              std::to_string(inst.attrs.size()) + " of " +
+                                              inst.kind);
+  return inst.attrs[j];
+}
+
+mt_status trace_attr_ints(const mt_trace* t, size_t i, size_t j, int64_t* out, size_t capacity,
+                          size_t* count) {
+  return guard("trace_attr_ints", [&] {
+    const auto* v = std::get_if<std::vector<int64_t>>(&attribute(t, i, j));
+    if (!v)
+      throw ApiError(MT_ERROR_INVALID_ARGUMENT, "attribute " + std::to_string(j) + " of " +
+                                                    instruction(t, i).kind +
+                                                    " is not an integer list");
+    fill_array(*v, out, capacity, count, [](int64_t x) { return x; });
+  });
+}
+
+mt_status trace_attr_str(const mt_trace* t, size_t i, size_t j, mt_str* out) {
+  return guard("trace_attr_str", [&] {
+    require(out, "out");
+    const auto* v = std::get_if<std::string>(&attribute(t, i, j));
+    if (!v)
+      throw ApiError(MT_ERROR_INVALID_ARGUMENT, "attribute " + std::to_string(j) + " of " +
+                                                    instruction(t, i).kind + " is not a string");
+    *out = str(*v);
+  });
+}
+
+mt_status trace_num_inputs(const mt_trace* t, size_t i, size_t* out) {
+  return guard("trace_num_inputs", [&] {
+    require(out, "out");
+    *out = instruction(t, i).inputs.size();
+  });
+}
+
 mt_status trace_with_decision(const mt_trace* t, size_t i, const int64_t* decision, size_t n,
                               mt_trace** out) {
   return guard("trace_with_decision", [&] {
@@ -155,6 +195,9 @@ void fill_trace_api(mt_host_api& t) {
   t.trace_attr_int = trace_attr_int;
   t.trace_with_decision = trace_with_decision;
   t.trace_to_json = trace_to_json;
+  t.trace_attr_ints = trace_attr_ints;
+  t.trace_attr_str = trace_attr_str;
+  t.trace_num_inputs = trace_num_inputs;
   t.rng_uniform_int = rng_uniform_int;
   t.rng_uniform_real = rng_uniform_real;
   t.context_get_int = context_get_int;

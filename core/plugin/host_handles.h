@@ -50,6 +50,14 @@ struct mt_schedule_s {
   };
   std::optional<FeatureCache> features;
 
+  // Blocks and loops found by realize_of / loop_of (host_api_analysis.cpp) in the function
+  // whose body is `lookups_body`: a plugin asks about one block or loop many times between two
+  // primitives (each iter var, each annotation), and the body, pinned, cannot be reused by
+  // another version of the function.
+  mutable const mt::StmtNode* lookups_body = nullptr;
+  mutable std::unordered_map<int32_t, const mt::BlockRealizeNode*> realizes;
+  mutable std::unordered_map<int32_t, const mt::ForNode*> loops;
+
   // Pins the current function (once per version of it).
   void pin_current() const;
 };

@@ -173,7 +173,12 @@ std::optional<Trace> PluginMutator::apply(const Trace& trace, RandomEngine& rng)
     fail("apply", st);
   }
   if (!out) return std::nullopt;
-  Trace result = trace_of(out);
+  // The only reference (the usual case: a trace the mutator just made) gives up its trace.
+  Trace result;
+  if (out->refs.load(std::memory_order_acquire) == 1)
+    result = std::move(out->trace);
+  else
+    result = trace_of(out);
   host_api()->trace_release(out);
   return result;
 }

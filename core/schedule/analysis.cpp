@@ -103,17 +103,17 @@ std::vector<const ForNode*> StmtPath::loops() const {
 }
 
 namespace {
+// Nothing is recorded while searching (this runs after every primitive): the path is
+// collected leaf first on the way back from the node found, and reversed once.
 bool find_rec(const Stmt& s, int idx, const std::function<bool(const Stmt&)>& pred,
               StmtPath& path) {
-  path.nodes.push_back(s);
-  path.index.push_back(idx);
-  if (pred(s)) return true;
-  auto kids = children(s);
-  for (size_t i = 0; i < kids.size(); ++i)
-    if (find_rec(kids[i], static_cast<int>(i), pred, path)) return true;
-  path.nodes.pop_back();
-  path.index.pop_back();
-  return false;
+  bool found =
+      pred(s) || any_child(s, [&](const Stmt& c, int i) { return find_rec(c, i, pred, path); });
+  if (found) {
+    path.nodes.push_back(s);
+    path.index.push_back(idx);
+  }
+  return found;
 }
 } // namespace
 
@@ -121,8 +121,10 @@ std::optional<StmtPath> find_path(const Stmt& root,
                                   const std::function<bool(const Stmt&)>& pred) {
   if (!root) return std::nullopt;
   StmtPath path;
-  if (find_rec(root, -1, pred, path)) return path;
-  return std::nullopt;
+  if (!find_rec(root, -1, pred, path)) return std::nullopt;
+  std::reverse(path.nodes.begin(), path.nodes.end());
+  std::reverse(path.index.begin(), path.index.end());
+  return path;
 }
 
 std::optional<StmtPath> find_block(const Stmt& root, const std::string& name) {

@@ -3,8 +3,11 @@
 #include "core/schedule/schedule.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "core/schedule/schedule_impl.h"
 #include "core/schedule/transaction.h"
@@ -140,6 +143,27 @@ std::string Schedule::Impl::fresh_name(const std::string& base) {
 void Schedule::Impl::normalize() {
   // Simplify iter bindings and predicates with the ranges of the enclosing loops; drop
   // predicates that are proven true.
+  std::unordered_map<const ExprNode*, SimplifiedBinding> met;
+  std::vector<std::pair<const ExprNode*, IntBound>> bounds;
+  auto bounds_of = [&](const Expr& e, const RangeMap& ranges) {
+    bounds.clear();
+    post_order_visit(e, [&](const Expr& x) {
+      if (x->kind != ExprKind::Var) return;
+      for (const auto& [v, b] : bounds)
+        if (v == x.get()) return;
+      auto it = ranges.find(x.get());
+      bounds.emplace_back(x.get(), it == ranges.end() ? IntBound{} : it->second);
+    });
+  };
+  auto same = [](const std::vector<std::pair<const ExprNode*, IntBound>>& a,
+                 const std::vector<std::pair<const ExprNode*, IntBound>>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].first != b[i].first || a[i].second.min != b[i].second.min ||
+          a[i].second.max != b[i].second.max)
+        return false;
+    return true;
+  };
   std::function<Stmt(const Stmt&, RangeMap&)> rec = [&](const Stmt& s, RangeMap& ranges) -> Stmt {
     switch (s->kind) {
     case StmtKind::For: {
@@ -166,16 +190,28 @@ void Schedule::Impl::normalize() {
     }
     case StmtKind::BlockRealize: {
       auto* br = as<BlockRealizeNode>(s);
+      std::optional<RangeSimplifier> simp;
       std::vector<Expr> vals;
       bool changed = false;
       for (auto& v : br->iter_values) {
-        vals.push_back(simplify(v, ranges));
-        changed = changed || !vals.back().same_as(v);
+        bounds_of(v, ranges);
+        auto known = simplified_bindings.find(v.get());
+        Expr out;
+        if (known != simplified_bindings.end() && same(known->second.bounds, bounds)) {
+          out = known->second.out;
+        } else {
+          if (!simp) simp.emplace(ranges);
+          out = simp->simplify(v);
+        }
+        met.emplace(v.get(), SimplifiedBinding{v, out, bounds});
+        changed = changed || !out.same_as(v);
+        vals.push_back(std::move(out));
       }
       Expr pred = br->predicate;
       if (pred) {
-        pred = simplify(pred, ranges);
-        if (is_const_int(pred, 1) || prove(pred, ranges)) pred = Expr();
+        if (!simp) simp.emplace(ranges);
+        pred = simp->simplify(pred);
+        if (is_const_int(pred, 1) || simp->prove(pred)) pred = Expr();
         changed = changed || !pred.same_as(br->predicate);
       }
       if (!changed) return s;
@@ -189,6 +225,7 @@ void Schedule::Impl::normalize() {
   };
   RangeMap ranges;
   if (root()) root() = rec(root(), ranges);
+  simplified_bindings = std::move(met);
 }
 
 void Schedule::Impl::replace_buffer(const Buffer& from, const Buffer& to, const IndexRemap& remap) {

@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/ir/arith.h"
@@ -48,6 +50,14 @@ struct Schedule::Impl {
 
   // Simplifies block bindings and predicates everywhere (called after each primitive).
   void normalize();
+  // A binding normalize() simplified, with the bounds of the variables in it then: the result
+  // depends on nothing else, and a primitive rewrites only some bindings, so the others are
+  // met again with the same bounds. Entries not met by a normalize() are dropped after it.
+  struct SimplifiedBinding {
+    Expr in, out; // `in` held so that its address is not reused
+    std::vector<std::pair<const ExprNode*, IntBound>> bounds;
+  };
+  std::unordered_map<const ExprNode*, SimplifiedBinding> simplified_bindings;
   // Replaces every use of buffer `from` (loads, stores, function buffer lists) with `to`.
   // Every access of `from` becomes one of `to`; with `remap`, its indices become remap(indices)
   // (a layout change).

@@ -1,11 +1,8 @@
 // Candidate sampling for the search strategies (see candidate_sampler.h).
 #include "core/search/candidate_sampler.h"
 
-#include <exception>
 #include <string>
 #include <utility>
-
-#include "core/ir/structural.h"
 
 namespace mt {
 
@@ -26,12 +23,40 @@ bool same_shape(const Instruction& a, const Instruction& b) {
 
 } // namespace
 
+CandidateSampler::CandidateSampler(SearchContext& ctx, SearchStats& stats)
+    : ctx_(ctx), stats_(stats) {}
+
+CandidateSampler::~CandidateSampler() = default;
+
+ParallelSampler& CandidateSampler::parallel() {
+  if (!parallel_) {
+    SamplerComponentRefs own;
+    for (const auto& p : ctx_.postprocs)
+      own.postprocs.push_back(p.get());
+    for (const auto& [m, prob] : ctx_.mutators)
+      own.mutators.push_back(m.get());
+    parallel_ = std::make_unique<ParallelSampler>(ctx_.workload, ctx_.design_spaces, std::move(own),
+                                                  ctx_.sampler_components, ctx_.sampling_threads);
+  }
+  return *parallel_;
+}
+
 std::optional<Candidate> CandidateSampler::sample_fresh(RandomEngine& rng) {
   if (ctx_.design_spaces.empty()) return std::nullopt;
-  size_t space =
+  SampleJob job;
+  job.design_space =
       static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(ctx_.design_spaces.size())));
-  uint64_t seed = rng.next();
-  return run(ctx_.design_spaces[space]->trace(), seed, /*use_decisions=*/false);
+  job.seed = rng.next();
+  return take(job, parallel().run_one(job));
+}
+
+SampleJob CandidateSampler::fresh_job(uint64_t seed) const {
+  RandomEngine rng(seed);
+  SampleJob job;
+  job.design_space =
+      static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(ctx_.design_spaces.size())));
+  job.seed = rng.next();
+  return job;
 }
 
 bool CandidateSampler::has_design_spaces() {
@@ -42,51 +67,53 @@ bool CandidateSampler::has_design_spaces() {
 }
 
 std::optional<Candidate> CandidateSampler::replay(const Trace& trace, uint64_t seed) {
-  return run(trace, seed, /*use_decisions=*/true);
+  SampleJob job{SampleJob::Kind::Replay, 0, &trace, 0, seed};
+  return take(job, parallel().run_one(job));
 }
 
-std::optional<Candidate> CandidateSampler::run(const Trace& trace, uint64_t seed,
-                                               bool use_decisions) {
-  ++stats_.sampled;
-  auto sch = std::make_shared<Schedule>(ctx_.workload, seed);
-  try {
-    trace.apply_to(*sch, use_decisions);
-  } catch (const ScheduleError& e) {
-    ++stats_.replay_failed;
-    stats_.count_refusal("primitive " + e.primitive(), e.what());
+std::vector<SampleResult> CandidateSampler::run(const std::vector<SampleJob>& jobs) {
+  return parallel().run(jobs);
+}
+
+void CandidateSampler::release_threads() {
+  if (parallel_) parallel_->release_threads();
+}
+
+std::optional<Candidate> CandidateSampler::take(const SampleJob& job, SampleResult&& r) {
+  using Outcome = SampleResult::Outcome;
+  switch (r.outcome) {
+  case Outcome::NothingToMutate:
     return std::nullopt;
-  } catch (const std::exception& e) {
-    ++stats_.replay_failed;
-    stats_.count_refusal("replay", e.what());
+  case Outcome::MutatorFailed:
+    stats_.count_refusal(r.refused_by, r.reason);
     return std::nullopt;
+  case Outcome::ReplayFailed:
+    ++stats_.sampled;
+    ++stats_.replay_failed;
+    stats_.count_refusal(r.refused_by, r.reason);
+    return std::nullopt;
+  case Outcome::Rejected:
+    ++stats_.sampled;
+    ++stats_.rejected;
+    stats_.count_refusal(r.refused_by, r.reason);
+    return std::nullopt;
+  case Outcome::Ok:
+    break;
   }
-  // Postprocessors rewrite `sch` in place; this copy of the trace is taken before.
-  Candidate c{nullptr, sch->trace(), 0};
-  if (!postprocess(sch)) return std::nullopt;
-  c.hash = structural_hash(sch->func());
-  c.sch = std::move(sch);
-  return c;
+  ++stats_.sampled;
+  if (job.kind == SampleJob::Kind::Mutate) ++stats_.mutated;
+  return std::move(r.candidate);
 }
 
 bool CandidateSampler::postprocess(const std::shared_ptr<Schedule>& sch) {
-  for (const auto& p : ctx_.postprocs) {
-    std::string reason;
-    bool ok = false;
-    try {
-      ok = p->apply(sch, &reason);
-    } catch (const std::exception& e) {
-      reason = e.what();
-    }
-    if (!ok) {
-      ++stats_.rejected;
-      const std::string& name = p->info().name;
-      // Most reasons already name their postprocessor.
-      stats_.count_refusal("postproc " + name,
-                           reason.rfind(name, 0) == 0 ? reason : name + ": " + reason);
-      return false;
-    }
-  }
-  return true;
+  std::vector<const PluginPostproc*> postprocs;
+  for (const auto& p : ctx_.postprocs)
+    postprocs.push_back(p.get());
+  std::optional<PostprocRefusal> no = run_postprocs(postprocs, sch);
+  if (!no) return true;
+  ++stats_.rejected;
+  stats_.count_refusal(no->refused_by, no->reason);
+  return false;
 }
 
 Trace CandidateSampler::strip_postproc(const Trace& trace) const {

@@ -3,27 +3,29 @@
 // in SearchStats by its source. A candidate keeps the trace as it was before the
 // postprocessors ran: mutators change decisions of that trace, and the postprocessors run
 // again on the result (what they added is derived from the decisions, so it must not be
-// replayed stale).
+// replayed stale). Batches run on the context's sampling threads (parallel_sampler.h); their
+// results are counted in job order, so the stats, like the candidates, do not depend on the
+// number of threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
+#include "core/plugin/search_backend.h"
 #include "core/schedule/random.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
-#include "core/plugin/search_backend.h"
+#include "core/search/parallel_sampler.h"
 #include "core/search/search_strategy.h"
 
 namespace mt {
 
-// A post-processed schedule, its trace before post-processing and its structural hash.
-using Candidate = SearchCandidate;
-
 class CandidateSampler {
 public:
-  CandidateSampler(SearchContext& ctx, SearchStats& stats) : ctx_(ctx), stats_(stats) {}
+  CandidateSampler(SearchContext& ctx, SearchStats& stats);
+  ~CandidateSampler();
 
   // A random design space with every decision re-sampled (schedule seeded from `rng`).
   std::optional<Candidate> sample_fresh(RandomEngine& rng);
@@ -38,11 +40,23 @@ public:
   // Runs the postprocessors on `sch` in place; false (the refusal counted) when one refuses.
   bool postprocess(const std::shared_ptr<Schedule>& sch);
 
+  // A fresh-sample job whose design space and schedule seed are drawn from `seed`.
+  SampleJob fresh_job(uint64_t seed) const;
+  // Runs `jobs` on the sampling threads; nothing is counted until take().
+  std::vector<SampleResult> run(const std::vector<SampleJob>& jobs);
+  // Counts one result in the stats (a mutation that replayed counts as mutated) and returns
+  // its candidate, if accepted.
+  std::optional<Candidate> take(const SampleJob& job, SampleResult&& result);
+  // The sampling threads end until the next run (ParallelSampler::release_threads).
+  void release_threads();
+
 private:
-  std::optional<Candidate> run(const Trace& trace, uint64_t seed, bool use_decisions);
+  ParallelSampler& parallel();
 
   SearchContext& ctx_;
   SearchStats& stats_;
+  // Created on first use: the context may still be completed after the strategy is made.
+  std::unique_ptr<ParallelSampler> parallel_;
 };
 
 } // namespace mt

@@ -53,6 +53,7 @@ public:
     if (failed_) return {};
     std::vector<CandidatePtr> got =
         guarded(stats_, *plugin_, [&] { return plugin_->next_batch(n); });
+    backend_.release_threads(); // idle until this task's next batch
     std::vector<std::shared_ptr<Schedule>> batch;
     for (CandidatePtr& c : got) {
       if (!c || !seen_.insert(c->hash).second) {

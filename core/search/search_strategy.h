@@ -22,6 +22,7 @@
 #include "core/plugin/plugin_components.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/trace.h"
+#include "core/search/sampler_components.h"
 
 namespace mt {
 
@@ -40,6 +41,12 @@ struct SearchContext {
   // postprocessors appended after a design space's instructions is dropped before replay.
   std::vector<Trace> measured_traces;
   std::vector<double> measured_seconds; // same order; +inf for a failed record
+  // Candidates are generated on this many threads (0: one per core; parallel_sampler.h), each
+  // further thread with its own postprocessors and mutators from `sampler_components` (same
+  // order and configuration as above). Without a factory, on the calling thread only. The
+  // candidates do not depend on the number of threads.
+  size_t sampling_threads = 0;
+  SamplerComponentFactory sampler_components;
 };
 
 struct EvolutionaryOptions {

@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "core/ir/structural.h"
-#include "core/schedule/random.h"
 
 namespace mt {
 
@@ -49,44 +48,47 @@ CandidatePtr TaskSearchBackend::share(std::optional<Candidate> c) {
   return std::make_shared<const SearchCandidate>(std::move(*c));
 }
 
-std::vector<CandidatePtr> TaskSearchBackend::sample(const std::vector<uint64_t>& seeds) {
+std::vector<CandidatePtr> TaskSearchBackend::run(const std::vector<SampleJob>& jobs) {
+  std::vector<SampleResult> results = sampler_.run(jobs);
   std::vector<CandidatePtr> out;
-  out.reserve(seeds.size());
-  for (uint64_t seed : seeds) {
-    RandomEngine rng(seed);
-    out.push_back(share(sampler_.sample_fresh(rng)));
-  }
+  out.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i)
+    out.push_back(share(sampler_.take(jobs[i], std::move(results[i]))));
   return out;
+}
+
+std::vector<CandidatePtr> TaskSearchBackend::sample(const std::vector<uint64_t>& seeds) {
+  if (ctx_.design_spaces.empty()) return std::vector<CandidatePtr>(seeds.size());
+  std::vector<SampleJob> jobs;
+  jobs.reserve(seeds.size());
+  for (uint64_t seed : seeds)
+    jobs.push_back(sampler_.fresh_job(seed));
+  return run(jobs);
 }
 
 std::vector<CandidatePtr> TaskSearchBackend::replay(const std::vector<const Trace*>& traces,
                                                     const std::vector<uint64_t>& seeds) {
-  std::vector<CandidatePtr> out;
-  out.reserve(traces.size());
+  // Stripped first: the jobs point at these.
+  std::vector<Trace> stripped;
+  stripped.reserve(traces.size());
+  for (const Trace* t : traces)
+    stripped.push_back(sampler_.strip_postproc(*t));
+  std::vector<SampleJob> jobs;
+  jobs.reserve(traces.size());
   for (size_t i = 0; i < traces.size(); ++i)
-    out.push_back(share(sampler_.replay(sampler_.strip_postproc(*traces[i]), seeds.at(i))));
-  return out;
+    jobs.push_back({SampleJob::Kind::Replay, 0, &stripped[i], 0, seeds.at(i)});
+  return run(jobs);
 }
 
 std::vector<CandidatePtr>
 TaskSearchBackend::mutate(const std::vector<const SearchCandidate*>& parents,
                           const std::vector<size_t>& mutators, const std::vector<uint64_t>& seeds) {
-  std::vector<CandidatePtr> out;
-  out.reserve(parents.size());
+  std::vector<SampleJob> jobs;
+  jobs.reserve(parents.size());
   for (size_t i = 0; i < parents.size(); ++i) {
-    const PluginMutator& m = *ctx_.mutators.at(mutators.at(i)).first;
-    RandomEngine rng(seeds.at(i));
-    std::optional<Trace> t;
-    try {
-      t = m.apply(parents[i]->trace, rng);
-    } catch (const std::exception& e) {
-      stats_.count_refusal("mutator " + m.info().name, e.what());
-    }
-    CandidatePtr c = t ? share(sampler_.replay(*t, rng.next())) : nullptr;
-    if (c) ++stats_.mutated;
-    out.push_back(std::move(c));
+    jobs.push_back({SampleJob::Kind::Mutate, 0, &parents[i]->trace, mutators.at(i), seeds.at(i)});
   }
-  return out;
+  return run(jobs);
 }
 
 std::vector<double>

@@ -42,9 +42,14 @@ public:
   CandidatePtr adopt(const std::shared_ptr<Schedule>& sch) const;
   // False (and the reason counted) when there is no design space to sample from.
   bool has_design_spaces() { return sampler_.has_design_spaces(); }
+  // The sampling threads end until the next batch of jobs (a tuner keeps one search per task:
+  // only the one sampling holds threads).
+  void release_threads() { sampler_.release_threads(); }
 
 private:
   static CandidatePtr share(std::optional<Candidate> c);
+  // The jobs' results in their order, counted; a refused job gives null.
+  std::vector<CandidatePtr> run(const std::vector<SampleJob>& jobs);
   void strip_measured() const;
 
   SearchContext& ctx_;

@@ -96,6 +96,20 @@ void TaskContext::build_search(const TaskSetup& setup) {
     ctx.mutators.emplace_back(setup.host.create_mutator(c.name, c.config), c.probability);
     ctx.mutators.back().first->initialize(target.attrs);
   }
+  // Every further sampling thread gets the same components (parallel_sampler.h).
+  ctx.sampling_threads = options.sampling_threads;
+  ctx.sampler_components = [&host = setup.host, space = setup.space, attrs = target.attrs]() {
+    SamplerComponents c;
+    for (const SpaceComponent& p : space.postprocs) {
+      c.postprocs.push_back(host.create_postproc(p.name, p.config));
+      c.postprocs.back()->initialize(attrs);
+    }
+    for (const SpaceComponent& m : space.mutators) {
+      c.mutators.push_back(host.create_mutator(m.name, m.config));
+      c.mutators.back()->initialize(attrs);
+    }
+    return c;
+  };
   if (!setup.model_name.empty()) {
     ctx.cost_model = setup.host.create_cost_model(setup.model_name);
     ctx.cost_model->initialize(target.attrs);

@@ -78,6 +78,9 @@ struct TuneOptions {
   uint64_t seed = 1;
   MeasureOptions measure;
   EvolutionaryOptions evolutionary;
+  // Threads the search generates candidates on (0: one per core); the candidates are the same
+  // for any number (core/search/parallel_sampler.h).
+  size_t sampling_threads = 0;
   // Library targets whose implementations compete with the tuned kernels
   // (library_candidate.h). Names not registered by a loaded plugin are skipped; empty = none.
   std::vector<std::string> library_targets{"onednn.cpu"};

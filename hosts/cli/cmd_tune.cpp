@@ -334,6 +334,10 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   cmd->add_option("--population", t.evolutionary.population, "Evolutionary search population")
       ->capture_default_str();
+  cmd->add_option("--sampling-threads", t.sampling_threads,
+                  "Threads the search samples candidates on (0 = one per core; the candidates "
+                  "are the same for any number)")
+      ->capture_default_str();
   cmd->add_option("--library", opt->libraries,
                   "Library target whose implementations compete with the tuned kernels "
                   "(repeatable; default onednn.cpu when registered)");

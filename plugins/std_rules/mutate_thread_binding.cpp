@@ -21,18 +21,18 @@ public:
     TraceView view(trace);
     std::vector<size_t> sites;
     for (size_t i = 0; i < view.size(); ++i) {
-      const TraceInst& in = view[i];
-      if (in.kind != "bind" || in.attr_string(0) != std::optional<std::string>("threadIdx.x"))
+      if (view.kind(i) != "bind" ||
+          view.attr_string(i, 0) != std::optional<std::string>("threadIdx.x"))
         continue;
-      std::optional<std::string> loop = in.input_var(0);
+      std::optional<std::string> loop = view.input_var(i, 0);
       if (!loop) continue;
       std::optional<size_t> split = view.defining(*loop);
-      if (!split || view[*split].kind != "split") continue;
-      for (size_t k = 1; k < view[*split].inputs.size(); ++k) {
-        std::optional<std::string> factor = view[*split].input_var(k);
+      if (!split || view.kind(*split) != "split") continue;
+      for (size_t k = 1; k < view.num_inputs(*split); ++k) {
+        std::optional<std::string> factor = view.input_var(*split, k);
         if (!factor) continue;
         std::optional<size_t> def = view.defining(*factor);
-        if (def && view[*def].kind == "sample_categorical" &&
+        if (def && view.kind(*def) == "sample_categorical" &&
             std::find(sites.begin(), sites.end(), *def) == sites.end())
           sites.push_back(*def);
       }

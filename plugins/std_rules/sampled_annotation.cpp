@@ -14,12 +14,11 @@ std::string link_key(const std::string& key) {
 
 // The value a sample_categorical instruction decides, if it is one with a valid decision.
 std::optional<int64_t> decided_value(const TraceView& trace, size_t i) {
-  if (i >= trace.size()) return std::nullopt;
-  const TraceInst& in = trace[i];
-  if (in.kind != "sample_categorical" || !in.decision || in.decision->size() != 1)
-    return std::nullopt;
-  std::optional<std::vector<int64_t>> cands = in.attr_ints(0);
-  int64_t d = (*in.decision)[0];
+  if (i >= trace.size() || trace.kind(i) != "sample_categorical") return std::nullopt;
+  std::optional<std::vector<int64_t>> decision = trace.decision(i);
+  if (!decision || decision->size() != 1) return std::nullopt;
+  std::optional<std::vector<int64_t>> cands = trace.attr_ints(i, 0);
+  int64_t d = (*decision)[0];
   if (!cands || d < 0 || d >= static_cast<int64_t>(cands->size())) return std::nullopt;
   return (*cands)[static_cast<size_t>(d)];
 }
@@ -63,16 +62,16 @@ std::vector<size_t> linked_samples(const TraceView& trace, const std::string& ke
   };
   const std::string link = link_key(key);
   for (size_t i = 0; i < trace.size(); ++i) {
-    const TraceInst& in = trace[i];
-    if (in.kind != "annotate") continue;
-    std::optional<std::string> k = in.attr_string(0);
+    if (trace.kind(i) != "annotate") continue;
+    std::optional<std::string> k = trace.attr_string(i, 0);
     if (!k) continue;
     if (*k == link) {
-      if (std::optional<int64_t> idx = in.attr_int(1); idx && *idx >= 0)
+      if (std::optional<int64_t> idx = trace.attr_int(i, 1); idx && *idx >= 0)
         add(static_cast<size_t>(*idx));
-    } else if (*k == key) {
-      // Annotated with the sampled variable itself (a host that supports it).
-      if (std::optional<std::string> var = in.input_var(1))
+    } else if (*k == key && trace.num_attrs(i) == 1 && trace.num_inputs(i) > 1) {
+      // Annotated with the sampled variable itself (a host that supports it): the value is
+      // input 1, not attribute 1.
+      if (std::optional<std::string> var = trace.input_var(i, 1))
         if (std::optional<size_t> def = trace.defining(*var)) add(*def);
     }
   }

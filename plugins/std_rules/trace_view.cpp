@@ -1,37 +1,28 @@
 #include "trace_view.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "metatune/sdk/error.hpp"
 
 namespace mt::std_rules {
 
 using nlohmann::json;
 
-std::optional<std::vector<int64_t>> TraceInst::attr_ints(size_t i) const {
-  if (i >= attrs.size() || !attrs[i].is_array()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const json& e : attrs[i]) {
-    if (!e.is_number_integer()) return std::nullopt;
-    out.push_back(e.get<int64_t>());
-  }
-  return out;
-}
+// The JSON form, parsed.
+struct TraceView::Parsed {
+  struct Inst {
+    std::string kind;
+    json inputs = json::array(); // variable names, integers or null
+    json attrs = json::array();
+    std::optional<std::vector<int64_t>> decision;
+  };
+  std::vector<Inst> insts;
+  std::map<std::string, size_t> defs;
 
-std::optional<int64_t> TraceInst::attr_int(size_t i) const {
-  if (i >= attrs.size() || !attrs[i].is_number_integer()) return std::nullopt;
-  return attrs[i].get<int64_t>();
-}
+  explicit Parsed(const sdk::Trace& trace);
+};
 
-std::optional<std::string> TraceInst::attr_string(size_t i) const {
-  if (i >= attrs.size() || !attrs[i].is_string()) return std::nullopt;
-  return attrs[i].get<std::string>();
-}
-
-std::optional<std::string> TraceInst::input_var(size_t i) const {
-  if (i >= inputs.size() || !inputs[i].is_string()) return std::nullopt;
-  return inputs[i].get<std::string>();
-}
-
-TraceView::TraceView(const sdk::Trace& trace) {
+TraceView::Parsed::Parsed(const sdk::Trace& trace) {
   json j;
   try {
     j = json::parse(trace.to_json());
@@ -43,41 +34,141 @@ TraceView::TraceView(const sdk::Trace& trace) {
   for (const json& ji : j[0]) {
     if (!ji.is_array() || ji.size() != 4 || !ji[0].is_string())
       throw sdk::Error("std_rules: unexpected instruction layout in the trace JSON");
-    TraceInst in;
+    Inst in;
     in.kind = ji[0].get<std::string>();
     in.inputs = ji[1];
     in.attrs = ji[2];
     for (const json& o : ji[3]) {
       std::string name = o.is_string() ? o.get<std::string>() : std::string();
-      if (!name.empty() && name != "root" && name != "inline") defs_[name] = insts_.size();
-      in.outputs.push_back(std::move(name));
+      if (!name.empty() && name != "root" && name != "inline") defs[name] = insts.size();
     }
-    insts_.push_back(std::move(in));
+    insts.push_back(std::move(in));
   }
   for (const json& d : j[1]) {
     if (!d.is_array() || d.size() != 2 || !d[0].is_number_unsigned()) continue;
     size_t i = d[0].get<size_t>();
-    if (i >= insts_.size()) continue;
+    if (i >= insts.size()) continue;
     std::vector<int64_t> v;
     if (d[1].is_number_integer())
       v.push_back(d[1].get<int64_t>());
     else if (d[1].is_array())
       for (const json& e : d[1])
         if (e.is_number_integer()) v.push_back(e.get<int64_t>());
-    insts_[i].decision = std::move(v);
+    insts[i].decision = std::move(v);
   }
 }
 
+TraceView::TraceView(const sdk::Trace& trace)
+    : trace_(trace), accessors_(trace.has_attr_accessors()), size_(trace.size()) {
+  if (!accessors_) {
+    parsed_ = std::make_unique<Parsed>(trace_);
+    size_ = parsed_->insts.size();
+  }
+}
+
+TraceView::~TraceView() = default;
+TraceView::TraceView(TraceView&&) noexcept = default;
+TraceView& TraceView::operator=(TraceView&&) noexcept = default;
+
+const TraceView::Parsed& TraceView::parsed() const {
+  if (!parsed_) parsed_ = std::make_unique<Parsed>(trace_);
+  return *parsed_;
+}
+
+// The accessors below return a status instead of throwing where the JSON form would simply
+// not have the value (wrong type, out of range): lookups probe instructions freely.
+
+std::string_view TraceView::kind(size_t i) const {
+  if (!accessors_) return i < size_ ? std::string_view(parsed_->insts[i].kind) : std::string_view();
+  mt_str s{};
+  if (sdk::api().trace_instruction_kind(trace_.get(), i, &s) != MT_OK) return {};
+  return {s.data, s.size};
+}
+
+std::optional<std::vector<int64_t>> TraceView::decision(size_t i) const {
+  if (!accessors_) return i < size_ ? parsed_->insts[i].decision : std::nullopt;
+  if (i >= size_) return std::nullopt;
+  return trace_.decision(i);
+}
+
+std::optional<std::vector<int64_t>> TraceView::attr_ints(size_t i, size_t j) const {
+  if (!accessors_) {
+    if (i >= size_) return std::nullopt;
+    const json& attrs = parsed_->insts[i].attrs;
+    if (j >= attrs.size() || !attrs[j].is_array()) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const json& e : attrs[j]) {
+      if (!e.is_number_integer()) return std::nullopt;
+      out.push_back(e.get<int64_t>());
+    }
+    return out;
+  }
+  size_t n = 0;
+  if (sdk::api().trace_attr_ints(trace_.get(), i, j, nullptr, 0, &n) != MT_OK) return std::nullopt;
+  std::vector<int64_t> v(n);
+  if (sdk::api().trace_attr_ints(trace_.get(), i, j, v.data(), v.size(), &n) != MT_OK)
+    return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> TraceView::attr_int(size_t i, size_t j) const {
+  if (!accessors_) {
+    if (i >= size_) return std::nullopt;
+    const json& attrs = parsed_->insts[i].attrs;
+    if (j >= attrs.size() || !attrs[j].is_number_integer()) return std::nullopt;
+    return attrs[j].get<int64_t>();
+  }
+  int64_t v = 0;
+  if (sdk::api().trace_attr_int(trace_.get(), i, j, &v) != MT_OK) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> TraceView::attr_string(size_t i, size_t j) const {
+  if (!accessors_) {
+    if (i >= size_) return std::nullopt;
+    const json& attrs = parsed_->insts[i].attrs;
+    if (j >= attrs.size() || !attrs[j].is_string()) return std::nullopt;
+    return attrs[j].get<std::string>();
+  }
+  mt_str s{};
+  if (sdk::api().trace_attr_str(trace_.get(), i, j, &s) != MT_OK) return std::nullopt;
+  return std::string(s.data, s.size);
+}
+
+size_t TraceView::num_inputs(size_t i) const {
+  if (!accessors_) return i < size_ ? parsed_->insts[i].inputs.size() : 0;
+  size_t n = 0;
+  if (sdk::api().trace_num_inputs(trace_.get(), i, &n) != MT_OK) return 0;
+  return n;
+}
+
+size_t TraceView::num_attrs(size_t i) const {
+  if (!accessors_) return i < size_ ? parsed_->insts[i].attrs.size() : 0;
+  size_t n = 0;
+  if (sdk::api().trace_num_attrs(trace_.get(), i, &n) != MT_OK) return 0;
+  return n;
+}
+
+std::optional<std::string> TraceView::input_var(size_t i, size_t j) const {
+  const Parsed& p = parsed();
+  if (i >= p.insts.size()) return std::nullopt;
+  const json& inputs = p.insts[i].inputs;
+  if (j >= inputs.size() || !inputs[j].is_string()) return std::nullopt;
+  return inputs[j].get<std::string>();
+}
+
 std::optional<size_t> TraceView::defining(const std::string& var) const {
-  auto it = defs_.find(var);
-  if (it == defs_.end()) return std::nullopt;
+  const Parsed& p = parsed();
+  auto it = p.defs.find(var);
+  if (it == p.defs.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<size_t> TraceView::users(const std::string& var) const {
+  const Parsed& p = parsed();
   std::vector<size_t> out;
-  for (size_t i = 0; i < insts_.size(); ++i)
-    for (const json& x : insts_[i].inputs)
+  for (size_t i = 0; i < p.insts.size(); ++i)
+    for (const json& x : p.insts[i].inputs)
       if (x.is_string() && x.get<std::string>() == var) {
         out.push_back(i);
         break;

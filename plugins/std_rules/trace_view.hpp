@@ -1,49 +1,60 @@
-// A parsed view of a trace (its JSON form, the only place the ABI exposes instruction inputs
-// and attributes), for mutators and postprocessors that must find which sampling instruction
-// decides what: [[[kind, inputs, attrs, outputs], ...], [[index, decision], ...]].
+// A read-only view of a trace for mutators and postprocessors that must find which sampling
+// instruction decides what: instruction kinds, decisions and attributes through the host's
+// accessors (ABI 1.3), and -- only when asked for -- inputs and outputs by variable name, parsed
+// from the trace's JSON form ([[[kind, inputs, attrs, outputs], ...], [[index, decision], ...]]).
+// The JSON form costs as much as replaying a few primitives, and the postprocessors run on
+// every sample, so the common lookups stay off it. With a host older than 1.3 everything
+// comes from the JSON form.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "metatune/sdk/schedule.hpp"
 
 namespace mt::std_rules {
 
-struct TraceInst {
-  std::string kind;
-  nlohmann::json inputs = nlohmann::json::array(); // variable names, integers or null
-  nlohmann::json attrs = nlohmann::json::array();
-  std::vector<std::string> outputs;
-  std::optional<std::vector<int64_t>> decision;
-
-  // Attribute i as an integer list / integer / string, if it is one.
-  std::optional<std::vector<int64_t>> attr_ints(size_t i) const;
-  std::optional<int64_t> attr_int(size_t i) const;
-  std::optional<std::string> attr_string(size_t i) const;
-  // Input i as a variable name, if it is one.
-  std::optional<std::string> input_var(size_t i) const;
-};
-
 class TraceView {
 public:
+  // Keeps a reference to `trace`.
   explicit TraceView(const sdk::Trace& trace);
+  ~TraceView();
+  TraceView(TraceView&&) noexcept;
+  TraceView& operator=(TraceView&&) noexcept;
 
-  size_t size() const { return insts_.size(); }
-  const TraceInst& operator[](size_t i) const { return insts_[i]; }
-  // The instruction defining a variable ("v7"), or nullopt.
+  size_t size() const { return size_; }
+  // The instruction's kind ("split", "sample_categorical"); valid while the view lives.
+  std::string_view kind(size_t i) const;
+  std::optional<std::vector<int64_t>> decision(size_t i) const;
+  // Attribute j of instruction i as an integer list / integer / string, if it is one.
+  std::optional<std::vector<int64_t>> attr_ints(size_t i, size_t j) const;
+  std::optional<int64_t> attr_int(size_t i, size_t j) const;
+  std::optional<std::string> attr_string(size_t i, size_t j) const;
+  size_t num_inputs(size_t i) const;
+  size_t num_attrs(size_t i) const;
+
+  // From the JSON form (parsed on the first call of any of these):
+  // input j of instruction i as a variable name ("l7"), if it is one;
+  std::optional<std::string> input_var(size_t i, size_t j) const;
+  // the instruction defining a variable, or nullopt;
   std::optional<size_t> defining(const std::string& var) const;
-  // Instructions that take the variable as an input, in order.
+  // the instructions that take the variable as an input, in order.
   std::vector<size_t> users(const std::string& var) const;
 
 private:
-  std::vector<TraceInst> insts_;
-  std::map<std::string, size_t> defs_;
+  struct Parsed;
+  const Parsed& parsed() const;
+
+  sdk::Trace trace_;
+  bool accessors_ = false; // the host has the ABI 1.3 accessors
+  size_t size_ = 0;
+  mutable std::unique_ptr<Parsed> parsed_;
 };
 
 } // namespace mt::std_rules

@@ -361,5 +361,53 @@ TEST(HostApi, TraceAccessorsAndMutation) {
   api().trace_release(t);
 }
 
+// ABI 1.4: list and string attributes and input counts, read against the core trace they
+// come from; a wrong type or index is a status, not a crash.
+TEST(HostApi, TraceAttributeAccessorsMatchTheTrace) {
+  auto sch = std::make_shared<Schedule>(make_workload("matmul(M=16,N=4,K=4)"), 5);
+  BlockRV b = sch->all_blocks()[0];
+  sch->sample_categorical({0, 16, 64}, {0.2, 0.3, 0.5});
+  sch->annotate(b, "meta_schedule.unroll_explicit", int64_t{16});
+  sch->annotate(b, "some.key", std::string("text"));
+  mt_trace* t = make_trace_handle(sch->trace());
+  const Trace& tr = trace_of(t);
+  size_t lists = 0, strings = 0;
+  for (size_t i = 0; i < tr.size(); ++i) {
+    const Instruction& inst = tr.instructions()[i];
+    size_t n_in = 99;
+    ASSERT_EQ(api().trace_num_inputs(t, i, &n_in), MT_OK);
+    EXPECT_EQ(n_in, inst.inputs.size());
+    for (size_t j = 0; j < inst.attrs.size(); ++j) {
+      int64_t buf[8];
+      size_t n = 0;
+      mt_status st = api().trace_attr_ints(t, i, j, buf, 8, &n);
+      if (const auto* v = std::get_if<std::vector<int64_t>>(&inst.attrs[j])) {
+        ASSERT_EQ(st, MT_OK);
+        EXPECT_EQ(std::vector<int64_t>(buf, buf + n), *v);
+        ++lists;
+      } else {
+        EXPECT_EQ(st, MT_ERROR_INVALID_ARGUMENT);
+      }
+      mt_str s{};
+      st = api().trace_attr_str(t, i, j, &s);
+      if (const auto* v = std::get_if<std::string>(&inst.attrs[j])) {
+        ASSERT_EQ(st, MT_OK);
+        EXPECT_EQ(str(s), *v);
+        ++strings;
+      } else {
+        EXPECT_EQ(st, MT_ERROR_INVALID_ARGUMENT);
+      }
+    }
+    size_t n = 0;
+    EXPECT_EQ(api().trace_attr_ints(t, i, inst.attrs.size(), nullptr, 0, &n),
+              MT_ERROR_OUT_OF_RANGE);
+  }
+  EXPECT_GE(lists, 1u) << "the categorical's candidates";
+  EXPECT_GE(strings, 2u) << "the annotation keys";
+  size_t n = 0;
+  EXPECT_EQ(api().trace_num_inputs(t, tr.size(), &n), MT_ERROR_OUT_OF_RANGE);
+  api().trace_release(t);
+}
+
 } // namespace
 } // namespace mt

@@ -357,6 +357,24 @@ typedef struct mt_host_api {
   mt_status (*candidate_list_push)(mt_candidate_list* list, const mt_candidate* c);
 
   /* End of version 1.3 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.4: the rest of an instruction without the trace's JSON form (check
+   * MT_HAS_FIELD before use) ----------------------------------------------------------------
+   * Mutators and postprocessors that look up sampling instructions (their candidates, the
+   * annotations that name them) read them here; trace_to_json serialises the whole trace, which
+   * on the search's hot path costs more than the lookups. */
+  /* Integer-list attribute j of instruction i (a sample_categorical's candidates), with the
+   * (out, capacity, count) convention; MT_ERROR_INVALID_ARGUMENT if it is not one. */
+  mt_status (*trace_attr_ints)(const mt_trace* trace, size_t i, size_t j, int64_t* out,
+                               size_t capacity, size_t* count);
+  /* String attribute j of instruction i (an annotation key), valid while the trace handle
+   * lives; MT_ERROR_INVALID_ARGUMENT if it is not one. */
+  mt_status (*trace_attr_str)(const mt_trace* trace, size_t i, size_t j, mt_str* out);
+  /* Number of inputs of instruction i (random variables, constants or none; their identity is
+   * in the JSON form). */
+  mt_status (*trace_num_inputs)(const mt_trace* trace, size_t i, size_t* out);
+
+  /* End of version 1.4 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -379,6 +397,10 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, search_num_design_spaces) / sizeof(void*)
                  host_api_v1_3_search_start);
 MT_STATIC_ASSERT(offsetof(mt_host_api, candidate_list_push) / sizeof(void*) == 161,
                  host_api_v1_3_search_end);
+MT_STATIC_ASSERT(offsetof(mt_host_api, trace_attr_ints) / sizeof(void*) == 162,
+                 host_api_v1_4_trace_attr_ints);
+MT_STATIC_ASSERT(offsetof(mt_host_api, trace_num_inputs) / sizeof(void*) == 164,
+                 host_api_v1_4_trace_num_inputs);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -94,6 +94,27 @@ public:
     check(api().trace_attr_int(get(), i, j, &v));
     return v;
   }
+  // ABI 1.4 (check has_attr_accessors() first; an older host has only to_json for these).
+  bool has_attr_accessors() const {
+    return MT_HAS_FIELD(&api(), mt_host_api, trace_num_inputs) && api().trace_num_inputs;
+  }
+  std::vector<int64_t> attr_ints(size_t i, size_t j) const {
+    size_t n = 0;
+    check(api().trace_attr_ints(get(), i, j, nullptr, 0, &n));
+    std::vector<int64_t> v(n);
+    check(api().trace_attr_ints(get(), i, j, v.data(), v.size(), &n));
+    return v;
+  }
+  std::string attr_str(size_t i, size_t j) const {
+    mt_str s{};
+    check(api().trace_attr_str(get(), i, j, &s));
+    return to_string(s);
+  }
+  size_t num_inputs(size_t i) const {
+    size_t n = 0;
+    check(api().trace_num_inputs(get(), i, &n));
+    return n;
+  }
   Trace with_decision(size_t i, const std::vector<int64_t>& decision) const {
     mt_trace* out = nullptr;
     check(api().trace_with_decision(get(), i, decision.data(), decision.size(), &out));
