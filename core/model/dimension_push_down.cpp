@@ -18,6 +18,12 @@ public:
   const std::vector<std::string>& conflicts() const { return conflicts_; }
 
 private:
+  struct Source {
+    std::string path; // of the parent's field
+    ConfigValue value;
+    std::string target; // the push_to entry being followed
+  };
+
   void walk(Config& c, const std::string& path) {
     const std::vector<FieldSpec>& fields = c.schema().fields();
     for (size_t i = 0; i < fields.size(); ++i) {
@@ -38,12 +44,6 @@ private:
           walk((*list)[k], index_config_path(p, k));
     }
   }
-
-  struct Source {
-    std::string path; // of the parent's field
-    ConfigValue value;
-    std::string target; // the push_to entry being followed
-  };
 
   [[noreturn]] void fail(const Source& src, const std::string& why) const {
     throw ConfigError("push-down of '" + src.path + "' to '" + src.target + "': " + why);
