@@ -183,6 +183,7 @@ const mt_host_api* host_api() {
     plugin_detail::fill_te_api(t);
     plugin_detail::fill_features_api(t);
     plugin_detail::fill_search_api(t);
+    plugin_detail::fill_layer_api(t);
     return t;
   }();
   return &table;

@@ -158,6 +158,7 @@ void fill_trace_api(mt_host_api& api);
 void fill_te_api(mt_host_api& api);
 void fill_features_api(mt_host_api& api); // ABI 1.1
 void fill_search_api(mt_host_api& api);   // ABI 1.3
+void fill_layer_api(mt_host_api& api);    // ABI 1.5
 
 } // namespace mt::plugin_detail
 

@@ -1,4 +1,6 @@
 #include "core/plugin/plugin_components.h"
+
+#include "core/plugin/layer_backend.h"
 #include "core/plugin/search_backend.h"
 
 #include "core/lower/lower.h"
@@ -430,6 +432,54 @@ std::vector<te::Tensor> PluginLayer::forward(const std::vector<te::Tensor>& inpu
       if (outs[i]) result.push_back(outs[i]->tensor);
   host_api()->te_builder_release(b);
   if (st != MT_OK) fail("forward", st);
+  return result;
+}
+
+bool PluginLayer::is_model_layer() const {
+  const mt_layer_vtable* vt = registration().desc->vtable.layer;
+  return MT_HAS_FIELD(vt, mt_layer_vtable, build) && vt->schema && vt->build;
+}
+
+std::string PluginLayer::schema() const {
+  return is_model_layer() ? std::string(registration().desc->vtable.layer->schema) : "";
+}
+
+std::vector<LayerParamDecl> PluginLayer::parameters() const {
+  const mt_layer_vtable* vt = registration().desc->vtable.layer;
+  if (!is_model_layer() || !vt->parameters) return {};
+  mt_layer_param_list_s list;
+  mt_status st = call_plugin([&] { return vt->parameters(self(), &list); });
+  if (st != MT_OK) fail("parameters", st);
+  return std::move(list.params);
+}
+
+std::vector<te::Tensor> PluginLayer::build(LayerBackend& backend,
+                                           const std::vector<te::Tensor>& inputs) const {
+  if (!is_model_layer())
+    throw std::invalid_argument("layer '" + info().name +
+                                "' is a version-1 layer (forward only), not a model layer "
+                                "(ABI 1.5 schema/build)");
+  const mt_layer_vtable* vt = registration().desc->vtable.layer;
+  mt_layer_context_s ctx(backend);
+  std::vector<const mt_te_tensor*> ins;
+  for (const auto& t : inputs)
+    ins.push_back(backend.builder().keep(t));
+  std::vector<const mt_te_tensor*> outs(16, nullptr);
+  size_t count = 0;
+  mt_status st = MT_OK;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    st = call_plugin([&] {
+      return vt->build(self(), &ctx, ins.data(), ins.size(), outs.data(), outs.size(), &count);
+    });
+    if (st != MT_ERROR_BUFFER_TOO_SMALL || count <= outs.size()) break;
+    outs.assign(count, nullptr);
+  }
+  if (st != MT_OK) fail("build", st);
+  std::vector<te::Tensor> result;
+  for (size_t i = 0; i < count && i < outs.size(); ++i) {
+    if (!outs[i]) fail("build", MT_ERROR_INTERNAL);
+    result.push_back(outs[i]->tensor);
+  }
   return result;
 }
 

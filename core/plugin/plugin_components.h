@@ -35,6 +35,9 @@ struct ComponentInfo {
   std::string plugin_name;
   // The targets whose default components it joins (ABI 1.3), if it declares any.
   std::optional<DefaultsDeclaration> joins_defaults;
+  // A model layer's config schema (ABI 1.5, JSON text, checked at registration); "" for
+  // other components and version-1 layers.
+  std::string layer_schema;
 };
 
 // Attributes of the target a component is initialised for ("kind", "num_cores",
@@ -160,10 +163,23 @@ public:
   std::unique_ptr<PluginModule> build(const Function& func) const;
 };
 
+class LayerBackend;
+struct LayerParamDecl;
+
 class PluginLayer : public PluginComponent {
 public:
   using PluginComponent::PluginComponent;
+  // Version 1: the outputs built from `inputs` on a builder of its own.
   std::vector<te::Tensor> forward(const std::vector<te::Tensor>& inputs) const;
+
+  // ABI 1.5, a layer of a model config tree (core/model): false for a version-1 layer.
+  bool is_model_layer() const;
+  // Its config schema, JSON text (components.h); "" for a version-1 layer.
+  std::string schema() const;
+  // The parameters of this configured instance.
+  std::vector<LayerParamDecl> parameters() const;
+  // The outputs built from `inputs` on `backend`'s builder, parameters and children.
+  std::vector<te::Tensor> build(LayerBackend& backend, const std::vector<te::Tensor>& inputs) const;
 };
 
 } // namespace mt

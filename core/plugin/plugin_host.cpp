@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/plugin/host_api.h"
+#include "core/plugin/layer_schema.h"
 #include "core/plugin/last_error.h"
 #include "core/plugin/loaded_plugin.h"
 
@@ -138,7 +139,10 @@ std::string table_problem(const mt_component_desc& d) {
   }
   case MT_COMPONENT_LAYER: {
     auto* vt = d.vtable.layer;
-    return check(vt, vt && MT_HAS_FIELD(vt, mt_layer_vtable, forward) && vt->forward);
+    // Version 1 (forward on a bare builder) or 1.5 (a layer of a model config tree).
+    bool v1 = vt && MT_HAS_FIELD(vt, mt_layer_vtable, forward) && vt->forward;
+    bool v1_5 = vt && MT_HAS_FIELD(vt, mt_layer_vtable, build) && vt->schema && vt->build;
+    return check(vt, v1 || v1_5);
   }
   default:
     return "unknown component kind " + std::to_string(d.kind);
@@ -360,13 +364,22 @@ const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
                     "duplicate component name: " + what + " is registered twice by this plugin");
 
     auto reg = std::make_shared<Registration>();
-    reg->info = ComponentInfo{kind, d->name, copy_c_string(d->description), rec.path, rec.name, {}};
+    reg->info = ComponentInfo{kind, d->name, copy_c_string(d->description), rec.path, rec.name, {}, {}};
     if (MT_HAS_FIELD(d, mt_component_desc, joins_defaults) && d->joins_defaults &&
         *d->joins_defaults) {
       try {
         reg->info.joins_defaults = parse_defaults_declaration(kind, d->joins_defaults);
       } catch (const std::invalid_argument& e) {
         return refuse(RefusalReason::InvalidAnswer, where + ": joins_defaults: " + e.what());
+      }
+    }
+    if (kind == ComponentKind::Layer && MT_HAS_FIELD(d->vtable.layer, mt_layer_vtable, build) &&
+        d->vtable.layer->schema) {
+      reg->info.layer_schema = copy_c_string(d->vtable.layer->schema);
+      try {
+        schema_check(reg->info.layer_schema);
+      } catch (const std::invalid_argument& e) {
+        return refuse(RefusalReason::InvalidAnswer, where + ": layer schema: " + e.what());
       }
     }
     reg->desc = d;

@@ -288,8 +288,10 @@ std::string unique_name(const std::string& base, std::set<std::string>* used) {
 
 } // namespace
 
-Function build(std::string name, const std::vector<Tensor>& inputs,
-               const std::vector<Tensor>& outputs) {
+namespace {
+
+Function build_function(std::string name, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>& outputs, bool computes_as_inputs) {
   auto fail = [&](const std::string& msg) {
     throw std::invalid_argument("build '" + name + "': " + msg);
   };
@@ -297,7 +299,8 @@ Function build(std::string name, const std::vector<Tensor>& inputs,
   std::unordered_set<const TensorNode*> input_set, output_set;
   for (const Tensor& t : inputs) {
     if (!t) fail("empty input tensor handle");
-    if (!t.is_placeholder()) fail("input '" + t.name() + "' is a compute, not a placeholder");
+    if (!t.is_placeholder() && !computes_as_inputs)
+      fail("input '" + t.name() + "' is a compute, not a placeholder");
     if (!input_set.insert(t.get()).second) fail("input '" + t.name() + "' listed twice");
   }
   for (const Tensor& t : outputs) {
@@ -314,11 +317,8 @@ Function build(std::string name, const std::vector<Tensor>& inputs,
     Tensor t = stack.back();
     stack.pop_back();
     if (!visited.insert(t.get()).second) continue;
-    if (t.is_placeholder()) {
-      if (!input_set.count(t.get()))
-        fail("tensor '" + t.name() + "' is read but is not one of the inputs");
-      continue;
-    }
+    if (input_set.count(t.get())) continue;
+    if (t.is_placeholder()) fail("tensor '" + t.name() + "' is read but is not one of the inputs");
     computes.push_back(t);
     for (const Tensor& in : t->inputs)
       stack.push_back(in);
@@ -400,6 +400,18 @@ Function build(std::string name, const std::vector<Tensor>& inputs,
   }
   f.body = make_seq(std::move(nests));
   return f;
+}
+
+} // namespace
+
+Function build(std::string name, const std::vector<Tensor>& inputs,
+               const std::vector<Tensor>& outputs) {
+  return build_function(std::move(name), inputs, outputs, /*computes_as_inputs=*/false);
+}
+
+Function build_region(std::string name, const std::vector<Tensor>& inputs,
+                      const std::vector<Tensor>& outputs) {
+  return build_function(std::move(name), inputs, outputs, /*computes_as_inputs=*/true);
 }
 
 } // namespace mt::te

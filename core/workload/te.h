@@ -123,5 +123,9 @@ Tensor pad(const Tensor& t, std::vector<int64_t> pads_before, std::vector<int64_
 // at root, in definition order.
 Function build(std::string name, const std::vector<Tensor>& inputs,
                const std::vector<Tensor>& outputs);
+// As build, but an input may be a compute as well: the region of the graph between `inputs`
+// and `outputs` (a fused part of a model, core/graph), every input a param.
+Function build_region(std::string name, const std::vector<Tensor>& inputs,
+                      const std::vector<Tensor>& outputs);
 
 } // namespace mt::te

@@ -155,8 +155,33 @@ typedef struct mt_layer_vtable {
                        size_t num_inputs, const mt_te_tensor** outputs, size_t capacity,
                        size_t* num_outputs);
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.5: a layer of a model config tree (docs/models.md). The instance is created
+   * (component create) with its node of the config tree as JSON: {"kind": NAME, field: value,
+   * ..., child: {"kind": ...}}, fields already checked against the schema, defaults filled in,
+   * dimensions pushed down from the parent.
+   *
+   * `schema`: the config fields, static JSON (NUL-terminated):
+   *   {"doc": "one line",
+   *    "fields": [{"name": "input_dim", "type": "int", "required": true, "doc": "..."},
+   *               {"name": "eps", "type": "float", "default": 1e-5, "doc": "..."},
+   *               {"name": "attention", "type": "layer", "default": {"kind": "..."}},
+   *               {"name": "layers", "type": "layer_list"}, ...],
+   *    "push_down": {"input_dim": ["attention.input_dim", "feed_forward.input_dim"]}}
+   * types: int, float, bool, string, int_list, float_list, layer, layer_list. push_down names
+   * fields of children that always take the parent's value (the dimensions they share). */
+  const char* schema;
+  /* Declares the configured instance's parameters (layer_param_push; optional: none). */
+  mt_status (*parameters)(void* self, mt_layer_param_list* out);
+  /* Builds the outputs from the inputs with the context's builder, parameters (layer_param)
+   * and children (layer_call_child). */
+  mt_status (*build)(void* self, mt_layer_context* ctx, const mt_te_tensor* const* inputs,
+                     size_t num_inputs, const mt_te_tensor** outputs, size_t capacity,
+                     size_t* num_outputs);
+  /* End of version 1.5 - DO NOT MODIFY ABOVE */
 } mt_layer_vtable;
 MT_STATIC_ASSERT(offsetof(mt_layer_vtable, forward) / sizeof(void*) == 2, layer_v1);
+MT_STATIC_ASSERT(offsetof(mt_layer_vtable, build) / sizeof(void*) == 5, layer_v1_5);
 
 /* One component a plugin registers. `name` is unique per kind across all loaded plugins
  * (convention: "vendor.Name"). Strings are NUL-terminated and static (they live as long as

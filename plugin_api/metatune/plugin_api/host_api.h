@@ -375,6 +375,30 @@ typedef struct mt_host_api {
   mt_status (*trace_num_inputs)(const mt_trace* trace, size_t i, size_t* out);
 
   /* End of version 1.4 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.5: model layers (check MT_HAS_FIELD) --------------------------------------
+   * A layer declares its parameters, then builds its computation on a layer context (valid
+   * for that one call). Names are relative to the layer ("weight", "bias"); the host prefixes
+   * the layer's path in the model ("encoder.layer.3.attention.q_proj.weight"). */
+  /* One parameter: `init` is JSON, {"kind": "normal", "std": 0.02} | {"kind": "uniform",
+   * "scale": s} (in [-s, s)) | {"kind": "zeros"} | {"kind": "ones"} | {"kind": "constant",
+   * "value": v}; empty = normal with std 0.02. */
+  mt_status (*layer_param_push)(mt_layer_param_list* list, mt_str name, mt_dtype dtype,
+                                const int64_t* shape, size_t ndim, mt_str init);
+  /* The model's tensor-expression builder (borrowed, valid for the call). */
+  mt_te_builder* (*layer_builder)(mt_layer_context* ctx);
+  /* A parameter the layer declared, as a placeholder of the model. */
+  mt_status (*layer_param)(mt_layer_context* ctx, mt_str name, const mt_te_tensor** out);
+  /* Number of children in a config field: 1 for a set `layer` field, the length of a
+   * `layer_list`, 0 when unset. */
+  mt_status (*layer_num_children)(mt_layer_context* ctx, mt_str field, size_t* out);
+  /* Builds child `index` of `field` on `inputs`; its outputs with the (out, capacity, count)
+   * convention. */
+  mt_status (*layer_call_child)(mt_layer_context* ctx, mt_str field, size_t index,
+                                const mt_te_tensor* const* inputs, size_t num_inputs,
+                                const mt_te_tensor** outputs, size_t capacity,
+                                size_t* num_outputs);
+  /* End of version 1.5 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -401,6 +425,10 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, trace_attr_ints) / sizeof(void*) == 162,
                  host_api_v1_4_trace_attr_ints);
 MT_STATIC_ASSERT(offsetof(mt_host_api, trace_num_inputs) / sizeof(void*) == 164,
                  host_api_v1_4_trace_num_inputs);
+MT_STATIC_ASSERT(offsetof(mt_host_api, layer_param_push) / sizeof(void*) == 165,
+                 host_api_v1_5_layer_start);
+MT_STATIC_ASSERT(offsetof(mt_host_api, layer_call_child) / sizeof(void*) == 169,
+                 host_api_v1_5_layer_end);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -18,12 +18,14 @@ extern "C" {
  * plugin built for the same major and a minor no newer than its own: structs and tables only
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
-#define MT_PLUGIN_ABI_VERSION_MINOR 4 /* 1.1: schedule_features, cost-model save/load;
+#define MT_PLUGIN_ABI_VERSION_MINOR 5 /* 1.1: schedule_features, cost-model save/load;
                                        1.2: program_partition_loops, transform_layout;
                                        1.3: search strategies on a search context,
                                             component_desc.joins_defaults;
                                        1.4: trace_attr_ints, trace_attr_str,
-                                            trace_num_inputs */
+                                            trace_num_inputs;
+                                       1.5: model layers (schema, parameters, build on
+                                            a layer context) */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
@@ -135,6 +137,11 @@ typedef struct mt_tune_context_s mt_tune_context;   /* target attributes for ini
 typedef struct mt_search_context_s mt_search_context;
 typedef struct mt_candidate_s mt_candidate;           /* reference counted (candidate_retain) */
 typedef struct mt_candidate_list_s mt_candidate_list; /* output of a strategy's next_batch */
+/* 1.5: what a model layer builds with: its parameters, its children and the tensor-expression
+ * builder of the model being instantiated (owned by the host, borrowed for one call); and the
+ * list a layer declares its parameters into. */
+typedef struct mt_layer_context_s mt_layer_context;
+typedef struct mt_layer_param_list_s mt_layer_param_list;
 
 /* ---- schedule random variables ---------------------------------------------------------------
  * Ids into a schedule's symbol table; valid in the schedule and in every copy made after them. */

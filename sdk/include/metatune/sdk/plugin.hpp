@@ -21,7 +21,12 @@
 
 namespace mt::sdk {
 
+class ModelLayer; // layer.hpp
+
 namespace detail {
+
+// layer.hpp: the function table of a model layer (ABI 1.5).
+template <typename T> const mt_layer_vtable* model_layer_table();
 
 // What the host's `self` pointer is for an SDK component: the object plus storage for data
 // whose lifetime the ABI ties to the instance (strings returned to the host).
@@ -296,8 +301,9 @@ inline const mt_target_vtable kTargetTable = {
     sizeof(mt_target_vtable), 1, release<T>, target_describe<T>, target_defaults<T>,
     target_build<T>};
 template <typename T>
-inline const mt_layer_vtable kLayerTable = {sizeof(mt_layer_vtable), 1, release<T>,
-                                            layer_forward<T>};
+inline const mt_layer_vtable kLayerTable = {
+    sizeof(mt_layer_vtable), 1, release<T>, layer_forward<T>,
+    nullptr /* 1.5 schema */, nullptr /* parameters */, nullptr /* build */};
 
 } // namespace detail
 
@@ -386,6 +392,9 @@ private:
     } else if constexpr (std::is_base_of_v<Target, T>) {
       d.kind = MT_COMPONENT_TARGET;
       d.vtable.target = &detail::kTargetTable<T>;
+    } else if constexpr (std::is_base_of_v<ModelLayer, T>) {
+      d.kind = MT_COMPONENT_LAYER;
+      d.vtable.layer = detail::model_layer_table<T>();
     } else if constexpr (std::is_base_of_v<Layer, T>) {
       d.kind = MT_COMPONENT_LAYER;
       d.vtable.layer = &detail::kLayerTable<T>;

@@ -1,0 +1,150 @@
+// Running a model's fused groups (see model_executor.h).
+#include "core/graph/model_executor.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plugin/plugin_components.h"
+#include "core/schedule/random.h"
+
+namespace mt {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// FNV-1a of the path, mixed with the seed: each parameter its own stream.
+uint64_t param_seed(uint64_t seed, const std::string& path) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : path)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h ^ (seed * 0x9e3779b97f4a7c15ULL);
+}
+
+void fill(NDArray& a, const ModelParam& p, uint64_t seed) {
+  if (a.dtype() != DType::f32())
+    throw std::invalid_argument("parameter '" + p.path + "': only f32 parameters are initialised");
+  nlohmann::json init = p.init.empty()
+                            ? nlohmann::json{{"kind", "normal"}, {"std", 0.02}}
+                            : nlohmann::json::parse(p.init, nullptr, /*allow_exceptions=*/false);
+  std::string kind = init.value("kind", std::string());
+  float* d = a.data_as<float>();
+  int64_t n = a.num_elements();
+  RandomEngine rng(param_seed(seed, p.path));
+  if (kind == "zeros" || kind == "ones" || kind == "constant") {
+    float v = kind == "zeros" ? 0.f : kind == "ones" ? 1.f : init.value("value", 0.f);
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = v;
+  } else if (kind == "uniform") {
+    double s = init.value("scale", 1.0);
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = static_cast<float>((2 * rng.uniform_real() - 1) * s);
+  } else if (kind == "normal") {
+    double sd = init.value("std", 0.02);
+    for (int64_t i = 0; i < n; i += 2) { // Box-Muller: two values per pair of draws
+      double u1 = 1.0 - rng.uniform_real(), u2 = rng.uniform_real();
+      double r = std::sqrt(-2.0 * std::log(u1)) * sd;
+      d[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+      if (i + 1 < n) d[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+    }
+  } else {
+    throw std::invalid_argument("parameter '" + p.path + "': unknown initialiser '" + p.init +
+                                "' (normal, uniform, zeros, ones, constant)");
+  }
+}
+
+} // namespace
+
+std::map<std::string, NDArray> init_params(const std::vector<ModelParam>& params, uint64_t seed) {
+  std::map<std::string, NDArray> out;
+  for (const ModelParam& p : params) {
+    NDArray a(p.dtype, p.shape);
+    fill(a, p, seed);
+    out.emplace(p.path, std::move(a));
+  }
+  return out;
+}
+
+ModelExecutor::ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
+                             const PluginTarget& target)
+    : graph_(graph), groups_(std::move(groups)) {
+  for (const ModelParam& p : graph_.params)
+    param_by_path_[p.path] = p.placeholder.get();
+  for (const FusedGroup& g : groups_) {
+    try {
+      modules_.push_back(target.build(g.func));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("building kernel '" + g.name + "' with " + target.info().name +
+                               ": " + e.what());
+    }
+    for (const te::Tensor& t : g.outputs)
+      buffers_.try_emplace(t.get(), t.dtype(), t.shape());
+  }
+}
+
+ModelExecutor::~ModelExecutor() = default;
+
+void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
+  for (const ModelParam& p : graph_.params) {
+    auto it = values.find(p.path);
+    if (it == values.end()) continue;
+    if (it->second.shape() != p.shape || it->second.dtype() != p.dtype)
+      throw std::invalid_argument(
+          "parameter '" + p.path + "': expected " + to_string(p.dtype) + " " + shape_text(p.shape) +
+          ", got " + to_string(it->second.dtype()) + " " + shape_text(it->second.shape()));
+    buffers_.insert_or_assign(p.placeholder.get(), it->second);
+  }
+  for (const auto& [path, v] : values)
+    if (!param_by_path_.count(path))
+      throw std::invalid_argument("no parameter '" + path + "' in the model");
+}
+
+NDArray& ModelExecutor::buffer_of(const te::TensorNode* t) {
+  auto it = buffers_.find(t);
+  if (it == buffers_.end()) {
+    for (const ModelParam& p : graph_.params)
+      if (p.placeholder.get() == t)
+        throw std::invalid_argument("parameter '" + p.path + "' has no value (set_params)");
+    throw std::logic_error("model executor: tensor '" + t->buffer->name +
+                           "' has no buffer (a bug in metatune)");
+  }
+  return it->second;
+}
+
+std::vector<NDArray> ModelExecutor::run(const std::vector<NDArray>& inputs) {
+  if (inputs.size() != graph_.inputs.size())
+    throw std::invalid_argument("the model takes " + std::to_string(graph_.inputs.size()) +
+                                " inputs, " + std::to_string(inputs.size()) + " given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const te::Tensor& t = graph_.inputs[i];
+    if (inputs[i].shape() != t.shape() || inputs[i].dtype() != t.dtype())
+      throw std::invalid_argument("input " + std::to_string(i) + " ('" + t.name() +
+                                  "'): expected " + to_string(t.dtype()) + " " +
+                                  shape_text(t.shape()) + ", got " + to_string(inputs[i].dtype()) +
+                                  " " + shape_text(inputs[i].shape()));
+    buffers_.insert_or_assign(t.get(), inputs[i]);
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::vector<NDArray*> args;
+    for (const te::Tensor& t : groups_[g].inputs)
+      args.push_back(&buffer_of(t.get()));
+    for (const te::Tensor& t : groups_[g].outputs)
+      args.push_back(&buffer_of(t.get()));
+    modules_[g]->run(args);
+  }
+  std::vector<NDArray> out;
+  for (const te::Tensor& t : graph_.outputs)
+    out.push_back(buffer_of(t.get()));
+  return out;
+}
+
+} // namespace mt

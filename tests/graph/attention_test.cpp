@@ -1,0 +1,199 @@
+// Attention layers (plugins/layers/attention.cpp) against a straightforward double-precision
+// multi-head attention written here: causal and padding masks, grouped-query heads, separate
+// and fused projections, and a two-layer stacked transformer.
+#include "graph_test_util.h"
+
+namespace mt {
+namespace {
+
+using namespace graph_test;
+
+struct Dims {
+  size_t B, S, D, H, KVH, Dh;
+};
+
+// softmax(q k^T * scale + masks) v, then the output projection; x [B, S, D], q/k/v/ctx
+// [B, S, heads * Dh].
+Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, const Matrix& v,
+                     const Matrix& ow, const Matrix* ob, bool causal, const Matrix* mask) {
+  const size_t group = d.H / d.KVH, qd = d.H * d.Dh, kvd = d.KVH * d.Dh;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d.Dh));
+  Matrix ctx(d.B * d.S * qd, 0.0);
+  for (size_t b = 0; b < d.B; ++b)
+    for (size_t h = 0; h < d.H; ++h)
+      for (size_t i = 0; i < d.S; ++i) {
+        size_t kh = h / group;
+        std::vector<double> s(d.S);
+        double mx = -1e300;
+        for (size_t j = 0; j < d.S; ++j) {
+          double dot = 0;
+          for (size_t e = 0; e < d.Dh; ++e)
+            dot += q[(b * d.S + i) * qd + h * d.Dh + e] * k[(b * d.S + j) * kvd + kh * d.Dh + e];
+          s[j] = dot * scale;
+          if ((causal && j > i) || (mask && (*mask)[b * d.S + j] < 0.5)) s[j] = -1e30;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (double& x : s)
+          sum += (x = std::exp(x - mx));
+        for (size_t j = 0; j < d.S; ++j)
+          for (size_t e = 0; e < d.Dh; ++e)
+            ctx[(b * d.S + i) * qd + h * d.Dh + e] +=
+                s[j] / sum * v[(b * d.S + j) * kvd + kh * d.Dh + e];
+      }
+  return linear_ref(ctx, ow, ob, d.B * d.S, qd, d.D);
+}
+
+json mha_config(const Dims& d, bool causal, bool fused) {
+  json qkv = {{"kind", fused ? "std.FusedQKVLinear" : "std.QKVLinear"},
+              {"input_dim", d.D},
+              {"num_heads", d.H},
+              {"num_kv_heads", d.KVH},
+              {"per_head_dim", d.Dh},
+              {"bias", true}};
+  return {{"kind", d.KVH == d.H ? "std.MultiheadAttention" : "std.GroupedQueryAttention"},
+          {"input_dim", d.D},
+          {"num_heads", d.H},
+          {"num_kv_heads", d.KVH},
+          {"per_head_dim", d.Dh},
+          {"causal", causal},
+          {"scale", 0.0},
+          {"output_bias", true},
+          {"qkv", qkv}};
+}
+
+// q, k, v of the reference from the run's own parameters.
+void projections(const ModelRun& run, const Dims& d, bool fused, const Matrix& x, Matrix& q,
+                 Matrix& k, Matrix& v) {
+  const size_t rows = d.B * d.S, qd = d.H * d.Dh, kvd = d.KVH * d.Dh;
+  if (!fused) {
+    Matrix qb = run.param("qkv.q_bias"), kb = run.param("qkv.k_bias"), vb = run.param("qkv.v_bias");
+    q = linear_ref(x, run.param("qkv.q_weight"), &qb, rows, d.D, qd);
+    k = linear_ref(x, run.param("qkv.k_weight"), &kb, rows, d.D, kvd);
+    v = linear_ref(x, run.param("qkv.v_weight"), &vb, rows, d.D, kvd);
+    return;
+  }
+  Matrix b = run.param("qkv.bias");
+  Matrix all = linear_ref(x, run.param("qkv.weight"), &b, rows, d.D, qd + 2 * kvd);
+  q.assign(rows * qd, 0), k.assign(rows * kvd, 0), v.assign(rows * kvd, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    const double* a = &all[r * (qd + 2 * kvd)];
+    std::copy(a, a + qd, &q[r * qd]);
+    std::copy(a + qd, a + qd + kvd, &k[r * kvd]);
+    std::copy(a + qd + kvd, a + qd + 2 * kvd, &v[r * kvd]);
+  }
+}
+
+void check_attention(const Dims& d, bool causal, bool fused, bool with_mask) {
+  SCOPED_TRACE(std::string(causal ? "causal" : "full") + (fused ? " fused" : " separate") +
+               (with_mask ? " masked" : "") + " H=" + std::to_string(d.H) +
+               " KVH=" + std::to_string(d.KVH));
+  std::vector<std::vector<int64_t>> shapes = {
+      {static_cast<int64_t>(d.B), static_cast<int64_t>(d.S), static_cast<int64_t>(d.D)}};
+  if (with_mask) shapes.push_back({static_cast<int64_t>(d.B), static_cast<int64_t>(d.S)});
+  ModelRun run(mha_config(d, causal, fused), shapes);
+  Matrix x = input(d.B * d.S * d.D, 1.0);
+  Matrix mask(d.B * d.S, 1.0);
+  for (size_t j = d.S - 2; j < d.S; ++j) // the last two tokens of the second sequence: padding
+    mask[(d.B - 1) * d.S + j] = 0.0;
+  Matrix q, k, v;
+  projections(run, d, fused, x, q, k, v);
+  Matrix ob = run.param("o_bias");
+  Matrix want =
+      attention_ref(d, q, k, v, run.param("o_weight"), &ob, causal, with_mask ? &mask : nullptr);
+  Matrix got = with_mask ? run({x, mask}) : run({x});
+  expect_close(got, want, 2e-5);
+}
+
+TEST(StdAttention, MultiheadMatchesReference) {
+  Dims d{2, 7, 24, 4, 4, 6};
+  check_attention(d, false, false, false);
+  check_attention(d, true, false, false);
+  check_attention(d, false, false, true);
+  check_attention(d, true, true, true);
+}
+
+TEST(StdAttention, GroupedQueryMatchesReference) {
+  Dims d{2, 5, 16, 4, 2, 8};
+  check_attention(d, true, false, false);
+  check_attention(d, false, true, true);
+}
+
+TEST(StdAttention, FusesIntoScoresSoftmaxContextAndProjections) {
+  Dims d{1, 6, 16, 2, 2, 8};
+  ModelRun run(mha_config(d, true, true), std::vector<int64_t>{1, 6, 16});
+  // qkv projection (+ bias, split) | scores (+ scale, mask) | softmax | context | out (+ bias)
+  std::vector<std::string> names;
+  for (const FusedGroup& g : run.exec->groups())
+    names.push_back(g.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"fused_qkv_proj", "fused_attn_scores", "fused_attn_max",
+                                      "fused_attn_context", "fused_attn_out"}));
+  // The softmax kernel holds the whole row: max, exp, sum, division.
+  EXPECT_EQ(run.exec->groups()[2].computes.size(), 4u);
+}
+
+TEST(StdAttention, StackedTransformerMatchesLayerByLayerReference) {
+  const size_t B = 1, S = 5, D = 16, H = 2, F = 32, L = 2;
+  json layer = {
+      {"kind", "std.TransformerLayer"},
+      {"input_dim", D},
+      {"self_attention",
+       {{"kind", "std.TransformerAttentionLayer"},
+        {"input_dim", D},
+        {"structure", "prenorm"},
+        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
+        {"attention", mha_config({B, S, D, H, H, D / H}, true, true)}}},
+      {"feed_forward",
+       {{"kind", "std.TransformerFeedForwardLayer"},
+        {"input_dim", D},
+        {"hidden_dim", F},
+        {"activation", "gelu"},
+        {"structure", "prenorm"},
+        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
+        {"linear1", {{"kind", "std.Linear"}, {"input_dim", D}, {"output_dim", F}, {"bias", true}}},
+        {"linear2",
+         {{"kind", "std.Linear"}, {"input_dim", F}, {"output_dim", D}, {"bias", true}}}}}};
+  json stack = {{"kind", "std.StackedTransformerLayer"},
+                {"input_dim", D},
+                {"num_layers", L},
+                {"layer", layer}};
+  ModelRun run(stack, std::vector<int64_t>{1, 5, 16});
+  Matrix x = input(B * S * D, 1.0), h = x;
+  const Dims d{B, S, D, H, H, D / H};
+  for (size_t l = 0; l < L; ++l) {
+    std::string p = "layer." + std::to_string(l) + ".";
+    std::string a = p + "self_attention.", f = p + "feed_forward.";
+    Matrix n =
+        layer_norm_ref(h, run.param(a + "norm.weight"), run.param(a + "norm.bias"), S, D, 1e-5);
+    Matrix qb = run.param(a + "attention.qkv.bias");
+    Matrix all = linear_ref(n, run.param(a + "attention.qkv.weight"), &qb, S, D, 3 * D);
+    Matrix q(S * D), k(S * D), v(S * D);
+    for (size_t r = 0; r < S; ++r)
+      for (size_t c = 0; c < D; ++c) {
+        q[r * D + c] = all[r * 3 * D + c];
+        k[r * D + c] = all[r * 3 * D + D + c];
+        v[r * D + c] = all[r * 3 * D + 2 * D + c];
+      }
+    Matrix ob = run.param(a + "attention.o_bias");
+    Matrix att = attention_ref(d, q, k, v, run.param(a + "attention.o_weight"), &ob, true, nullptr);
+    for (size_t i = 0; i < h.size(); ++i)
+      h[i] += att[i];
+    Matrix n2 =
+        layer_norm_ref(h, run.param(f + "norm.weight"), run.param(f + "norm.bias"), S, D, 1e-5);
+    Matrix b1 = run.param(f + "linear1.bias"), b2 = run.param(f + "linear2.bias");
+    Matrix u = linear_ref(n2, run.param(f + "linear1.weight"), &b1, S, D, F);
+    for (double& e : u)
+      e = gelu(e);
+    Matrix y = linear_ref(u, run.param(f + "linear2.weight"), &b2, S, F, D);
+    for (size_t i = 0; i < h.size(); ++i)
+      h[i] += y[i];
+  }
+  expect_close(run({x}), h, 5e-5);
+  // Both layers have their own parameters.
+  EXPECT_NE(run.param("layer.0.feed_forward.linear1.weight"),
+            run.param("layer.1.feed_forward.linear1.weight"));
+}
+
+} // namespace
+} // namespace mt

@@ -1,0 +1,158 @@
+// Helpers of the graph tests: the plugin host of this build, the LLVM CPU target, a model run
+// (instantiate, fuse, build, deterministic parameters) and double-precision reference pieces.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../tune/tune_test_util.h"
+#include "core/graph/fusion.h"
+#include "core/graph/model_executor.h"
+#include "core/graph/model_graph.h"
+#include "core/plugin/plugin_components.h"
+#include "core/plugin/plugin_host.h"
+#include "core/tuner/target_setup.h"
+
+namespace mt::graph_test {
+
+using json = nlohmann::json;
+using Matrix = std::vector<double>; // row-major [rows, cols]
+
+using tune_test::host; // the plugin host of this build tree
+
+inline const PluginTarget& llvm() {
+  static TargetSetup t = setup_target(host(), "llvm");
+  return *t.target;
+}
+
+// A model run: graph, executor and parameter values (deterministic from the seed).
+struct ModelRun {
+  ModelGraph graph;
+  std::unique_ptr<ModelExecutor> exec;
+  std::map<std::string, NDArray> params;
+  std::vector<std::vector<int64_t>> shapes;
+
+  ModelRun(const json& config, const std::vector<int64_t>& input_shape, uint64_t seed = 3)
+      : ModelRun(config, std::vector<std::vector<int64_t>>{input_shape}, seed) {}
+  // Inputs "x", then "mask" when there are two.
+  ModelRun(const json& config, const std::vector<std::vector<int64_t>>& input_shapes,
+           uint64_t seed = 3)
+      : shapes(input_shapes) {
+    std::vector<te::Tensor> in;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      in.push_back(te::placeholder(shapes[i], DType::f32(), i == 0 ? "x" : "mask"));
+    graph = instantiate_model(host(), config, in);
+    exec = std::make_unique<ModelExecutor>(graph, fuse(graph.outputs), llvm());
+    params = init_params(graph.params, seed);
+    // Non-trivial norms and biases: the initialisers give ones and zeros.
+    for (auto& [path, a] : params) {
+      float* d = a.data_as<float>();
+      for (int64_t i = 0; i < a.num_elements(); ++i)
+        d[i] += 0.1f * static_cast<float>(std::sin(0.7 * static_cast<double>(i) + path.size()));
+    }
+    exec->set_params(params);
+  }
+
+  Matrix param(const std::string& path) const {
+    const NDArray& a = params.at(path);
+    const float* d = a.data_as<float>();
+    return Matrix(d, d + a.num_elements());
+  }
+
+  Matrix operator()(const std::vector<Matrix>& inputs) {
+    std::vector<NDArray> xs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      NDArray x(DType::f32(), shapes.at(i));
+      EXPECT_EQ(static_cast<int64_t>(inputs[i].size()), x.num_elements()) << "test input size";
+      if (static_cast<int64_t>(inputs[i].size()) != x.num_elements()) return {};
+      for (size_t k = 0; k < inputs[i].size(); ++k)
+        x.data_as<float>()[k] = static_cast<float>(inputs[i][k]);
+      xs.push_back(std::move(x));
+    }
+    std::vector<NDArray> out = exec->run(xs);
+    const float* d = out.at(0).data_as<float>();
+    return Matrix(d, d + out[0].num_elements());
+  }
+  Matrix operator()(const Matrix& input, const std::vector<int64_t>& shape) {
+    EXPECT_EQ(shape, shapes.at(0));
+    return (*this)(std::vector<Matrix>{input});
+  }
+};
+
+inline Matrix input(size_t n, double scale = 1.0) {
+  Matrix m(n);
+  for (size_t i = 0; i < n; ++i)
+    m[i] = scale * std::cos(1.3 * static_cast<double>(i) + 0.2);
+  return m;
+}
+
+// y[r, o] = sum_k x[r, k] w[o, k] + b[o]
+inline Matrix linear_ref(const Matrix& x, const Matrix& w, const Matrix* b, size_t rows, size_t in,
+                         size_t out) {
+  Matrix y(rows * out);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t o = 0; o < out; ++o) {
+      double s = b ? (*b)[o] : 0.0;
+      for (size_t k = 0; k < in; ++k)
+        s += x[r * in + k] * w[o * in + k];
+      y[r * out + o] = s;
+    }
+  return y;
+}
+
+inline Matrix layer_norm_ref(const Matrix& x, const Matrix& g, const Matrix& b, size_t rows,
+                             size_t d, double eps) {
+  Matrix y(x.size());
+  for (size_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (size_t k = 0; k < d; ++k)
+      mean += x[r * d + k];
+    mean /= static_cast<double>(d);
+    for (size_t k = 0; k < d; ++k)
+      var += (x[r * d + k] - mean) * (x[r * d + k] - mean);
+    var /= static_cast<double>(d);
+    for (size_t k = 0; k < d; ++k)
+      y[r * d + k] = (x[r * d + k] - mean) / std::sqrt(var + eps) * g[k] + b[k];
+  }
+  return y;
+}
+
+inline Matrix rms_norm_ref(const Matrix& x, const Matrix& g, size_t rows, size_t d, double eps) {
+  Matrix y(x.size());
+  for (size_t r = 0; r < rows; ++r) {
+    double ms = 0;
+    for (size_t k = 0; k < d; ++k)
+      ms += x[r * d + k] * x[r * d + k];
+    ms /= static_cast<double>(d);
+    for (size_t k = 0; k < d; ++k)
+      y[r * d + k] = x[r * d + k] / std::sqrt(ms + eps) * g[k];
+  }
+  return y;
+}
+
+inline double gelu(double x) {
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+inline double silu(double x) {
+  return x / (1 + std::exp(-x));
+}
+
+inline void expect_close(const Matrix& got, const Matrix& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double e = std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i]));
+    if (e > worst) worst = e, at = i;
+  }
+  EXPECT_LE(worst, tol) << "element " << at << ": " << got[at] << " vs " << want[at];
+}
+
+} // namespace mt::graph_test
