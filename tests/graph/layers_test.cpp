@@ -130,5 +130,25 @@ TEST(StdLayers, ConfigErrorsNameTheLayerAndPath) {
   EXPECT_THROW(instantiate_model(host(), cfg, {x}), std::invalid_argument);
 }
 
+TEST(StdLayers, EmbeddingGathersRowsAndClampsIds) {
+  te::Tensor ids = te::placeholder({2, 5}, DType::i32(), "ids");
+  json cfg = {{"kind", "std.Embedding"}, {"num_embeddings", 11}, {"dim", 6}};
+  ModelGraph g = instantiate_model(host(), cfg, {ids});
+  ModelExecutor exec(g, fuse(g.outputs), llvm());
+  std::map<std::string, NDArray> params = init_params(g.params, 5);
+  exec.set_params(params);
+  NDArray in(DType::i32(), {2, 5});
+  std::vector<int32_t> id = {0, 3, 10, 7, 7, 1, -4, 25, 2, 9};
+  std::copy(id.begin(), id.end(), in.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({in});
+  const float* w = params.at("weight").data_as<float>();
+  const float* y = out.at(0).data_as<float>();
+  for (size_t t = 0; t < id.size(); ++t) {
+    int row = std::min(std::max(id[t], 0), 10);
+    for (size_t d = 0; d < 6; ++d)
+      EXPECT_EQ(y[t * 6 + d], w[row * 6 + d]) << "token " << t << " id " << id[t];
+  }
+}
+
 } // namespace
 } // namespace mt
