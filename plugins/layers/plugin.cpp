@@ -4,6 +4,7 @@
 #include "attention.hpp"
 #include "embedding.hpp"
 #include "feed_forward.hpp"
+#include "language_model.hpp"
 #include "layer_norm.hpp"
 #include "linear.hpp"
 #include "transformer.hpp"
@@ -27,6 +28,8 @@ METATUNE_PLUGIN("std_layers", "0.1", "Standard model layers (AXLearn's set)") {
       "norm, up-projection, activation or SwiGLU, down, residual");
   registry.add<TransformerLayer>("std.TransformerLayer",
                                  "attention sublayer + feed-forward sublayer");
+  registry.add<Decoder>("std.Decoder", "GPT-style decoder: embeddings, stack, norm, LM head");
+  registry.add<Encoder>("std.Encoder", "BERT-style encoder: embeddings, norm, stack");
   registry.add<StackedTransformerLayer>("std.StackedTransformerLayer",
                                         "a layer config repeated num_layers times");
 }

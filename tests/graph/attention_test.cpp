@@ -8,42 +8,6 @@ namespace {
 
 using namespace graph_test;
 
-struct Dims {
-  size_t B, S, D, H, KVH, Dh;
-};
-
-// softmax(q k^T * scale + masks) v, then the output projection; x [B, S, D], q/k/v/ctx
-// [B, S, heads * Dh].
-Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, const Matrix& v,
-                     const Matrix& ow, const Matrix* ob, bool causal, const Matrix* mask) {
-  const size_t group = d.H / d.KVH, qd = d.H * d.Dh, kvd = d.KVH * d.Dh;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d.Dh));
-  Matrix ctx(d.B * d.S * qd, 0.0);
-  for (size_t b = 0; b < d.B; ++b)
-    for (size_t h = 0; h < d.H; ++h)
-      for (size_t i = 0; i < d.S; ++i) {
-        size_t kh = h / group;
-        std::vector<double> s(d.S);
-        double mx = -1e300;
-        for (size_t j = 0; j < d.S; ++j) {
-          double dot = 0;
-          for (size_t e = 0; e < d.Dh; ++e)
-            dot += q[(b * d.S + i) * qd + h * d.Dh + e] * k[(b * d.S + j) * kvd + kh * d.Dh + e];
-          s[j] = dot * scale;
-          if ((causal && j > i) || (mask && (*mask)[b * d.S + j] < 0.5)) s[j] = -1e30;
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        for (double& x : s)
-          sum += (x = std::exp(x - mx));
-        for (size_t j = 0; j < d.S; ++j)
-          for (size_t e = 0; e < d.Dh; ++e)
-            ctx[(b * d.S + i) * qd + h * d.Dh + e] +=
-                s[j] / sum * v[(b * d.S + j) * kvd + kh * d.Dh + e];
-      }
-  return linear_ref(ctx, ow, ob, d.B * d.S, qd, d.D);
-}
-
 json mha_config(const Dims& d, bool causal, bool fused) {
   json qkv = {{"kind", fused ? "std.FusedQKVLinear" : "std.QKVLinear"},
               {"input_dim", d.D},

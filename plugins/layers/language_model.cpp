@@ -1,0 +1,113 @@
+// std.Decoder and std.Encoder. Each owns its embedding tables (so that the decoder's LM head
+// can be the token table itself, as GPT-2 ties them) and gathers from them directly; the sum
+// of the embeddings is elementwise work fused into the gather's kernel.
+#include "language_model.hpp"
+
+#include "te_ops.hpp"
+
+namespace mt::std_layers {
+
+namespace {
+
+// The ids input and the optional mask, checked.
+void check_inputs(const std::string& layer, const std::vector<TeTensor>& inputs) {
+  if (inputs.empty() || inputs.size() > 2 || !inputs[0].dtype().is_int() ||
+      inputs[0].shape().size() != 2)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     layer + " takes integer ids [B, S] and optionally a padding mask [B, S]");
+}
+
+// table[clamp(ids[b, s])][d] (+ extra(b, s, d) when given).
+TeTensor gather(TensorBuilder& b, const std::string& name, const TeTensor& ids,
+                const TeTensor& table, int64_t rows, int64_t dim,
+                const std::function<TeExpr(const std::vector<TeExpr>&)>& extra) {
+  std::vector<int64_t> shape = ids.shape();
+  shape.push_back(dim);
+  return b.compute(name, shape, [&](const std::vector<TeExpr>& v) {
+    TeExpr id = b.cast(sdk::DType::index(), ids(v[0], v[1]));
+    id = sdk::min(sdk::max(id, b.int_imm(0)), b.int_imm(rows - 1));
+    TeExpr e = table(id, v[2]);
+    return extra ? e + extra(v) : e;
+  });
+}
+
+void check_positions(const std::string& layer, int64_t seq, int64_t max_positions) {
+  if (max_positions > 0 && seq > max_positions)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, layer + ": sequence of " + std::to_string(seq) +
+                                                    " beyond max_positions " +
+                                                    std::to_string(max_positions));
+}
+
+} // namespace
+
+Decoder::Decoder(std::string_view config) {
+  sdk::LayerConfig cfg(config);
+  vocab_ = cfg.get<int64_t>("vocab_size");
+  dim_ = cfg.get<int64_t>("dim");
+  positions_ = cfg.get<int64_t>("max_positions", 0);
+  tied_ = cfg.get<bool>("tied_lm_head", true);
+}
+
+void Decoder::parameters(sdk::ParamList& p) {
+  p.push("token_weight", sdk::DType::f32(), {vocab_, dim_});
+  if (positions_ > 0) p.push("position_weight", sdk::DType::f32(), {positions_, dim_});
+  if (!tied_) p.push("lm_head_weight", sdk::DType::f32(), {vocab_, dim_});
+}
+
+std::vector<TeTensor> Decoder::build(sdk::LayerContext& ctx, const std::vector<TeTensor>& inputs) {
+  check_inputs("std.Decoder", inputs);
+  TensorBuilder& b = ctx.builder();
+  const TeTensor& ids = inputs[0];
+  check_positions("std.Decoder", ids.shape()[1], positions_);
+  TeTensor tok = ctx.param("token_weight");
+  TeTensor pos = positions_ > 0 ? ctx.param("position_weight") : TeTensor();
+  TeTensor x =
+      gather(b, "embed", ids, tok, vocab_, dim_,
+             positions_ > 0 ? std::function<TeExpr(const std::vector<TeExpr>&)>(
+                                  [&](const std::vector<TeExpr>& v) { return pos(v[1], v[2]); })
+                            : nullptr);
+  std::vector<TeTensor> in = inputs;
+  in[0] = x;
+  TeTensor h = ctx.call1("transformer", in);
+  if (ctx.num_children("output_norm")) h = ctx.call1("output_norm", {h});
+  TeTensor head = tied_ ? tok : ctx.param("lm_head_weight");
+  std::vector<int64_t> shape = leading(h.shape());
+  shape.push_back(vocab_);
+  TeExpr k = b.reduce_axis(dim_, "k");
+  return {b.compute_reduce("lm_head", shape, [&](const std::vector<TeExpr>& v) {
+    return sdk::TeReduction{MT_REDUCE_SUM, h(v[0], v[1], k) * head(v[2], k), {k}};
+  })};
+}
+
+Encoder::Encoder(std::string_view config) {
+  sdk::LayerConfig cfg(config);
+  vocab_ = cfg.get<int64_t>("vocab_size");
+  dim_ = cfg.get<int64_t>("dim");
+  positions_ = cfg.get<int64_t>("max_positions", 512);
+  types_ = cfg.get<int64_t>("type_vocab_size", 2);
+  if (positions_ <= 0 || types_ <= 0)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     "std.Encoder: max_positions and type_vocab_size must be positive");
+}
+
+void Encoder::parameters(sdk::ParamList& p) {
+  p.push("token_weight", sdk::DType::f32(), {vocab_, dim_});
+  p.push("position_weight", sdk::DType::f32(), {positions_, dim_});
+  p.push("type_weight", sdk::DType::f32(), {types_, dim_});
+}
+
+std::vector<TeTensor> Encoder::build(sdk::LayerContext& ctx, const std::vector<TeTensor>& inputs) {
+  check_inputs("std.Encoder", inputs);
+  TensorBuilder& b = ctx.builder();
+  const TeTensor& ids = inputs[0];
+  check_positions("std.Encoder", ids.shape()[1], positions_);
+  TeTensor pos = ctx.param("position_weight"), type = ctx.param("type_weight");
+  TeTensor x = gather(
+      b, "embed", ids, ctx.param("token_weight"), vocab_, dim_,
+      [&](const std::vector<TeExpr>& v) { return pos(v[1], v[2]) + type(b.int_imm(0), v[2]); });
+  std::vector<TeTensor> in = inputs;
+  in[0] = ctx.call1("embedding_norm", {x});
+  return {ctx.call1("transformer", in)};
+}
+
+} // namespace mt::std_layers
