@@ -3,12 +3,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "core/graph/layer_registry.h"
 #include "core/model/safetensors_file.h"
+#include "core/plugin/plugin_host.h"
 
 namespace mt {
 
@@ -133,6 +137,90 @@ private:
   int64_t vocab_ = 0, positions_ = 0, dim_ = 0, layers_ = 0, heads_ = 0, inner_ = 0;
 };
 
+class Bert {
+public:
+  Bert(const ConfigRegistry& reg, const std::string& dir) {
+    std::string cfg_path = dir + "/config.json";
+    nlohmann::json j = read_json(cfg_path);
+    layers_ = int_field(j, cfg_path, "num_hidden_layers");
+    int64_t dim = int_field(j, cfg_path, "hidden_size");
+    int64_t heads = int_field(j, cfg_path, "num_attention_heads");
+    if (dim % heads)
+      throw std::invalid_argument(cfg_path + ": hidden_size " + std::to_string(dim) +
+                                  " is not a multiple of num_attention_heads " +
+                                  std::to_string(heads));
+    double eps = j.value("layer_norm_eps", 1e-12);
+    std::string act = j.value("hidden_act", std::string("gelu"));
+    if (act != "gelu" && act != "relu" && act != "gelu_new")
+      throw std::invalid_argument(cfg_path + ": hidden_act '" + act +
+                                  "' is not supported (gelu, gelu_new, relu)");
+    config = reg.make("std.Encoder");
+    const std::string a = "transformer.layer.self_attention.",
+                      f = "transformer.layer.feed_forward.";
+    config.set("vocab_size", int_field(j, cfg_path, "vocab_size"))
+        .set("dim", dim)
+        .set("max_positions", int_field(j, cfg_path, "max_position_embeddings", 512))
+        .set("type_vocab_size", int_field(j, cfg_path, "type_vocab_size", 2))
+        .set("embedding_norm.eps", eps)
+        .set("transformer.num_layers", layers_)
+        .set(a + "structure", "postnorm")
+        .set(a + "norm.eps", eps)
+        .set(a + "attention.num_heads", heads)
+        .set(a + "attention.causal", false)
+        .set(f + "hidden_dim", int_field(j, cfg_path, "intermediate_size", 4 * dim))
+        .set(f + "activation", act == "gelu_new" ? "gelu_tanh" : act)
+        .set(f + "structure", "postnorm")
+        .set(f + "norm.eps", eps);
+  }
+
+  // metatune path -> checkpoint tensor (nn.Linear weights are [out, in] as ours).
+  std::map<std::string, Source> mapping(const SafetensorsFile& file, const std::string& pre) const {
+    // Old checkpoints name LayerNorm's parameters gamma / beta.
+    auto ln = [&](const std::string& base, bool weight) {
+      std::string modern = base + (weight ? ".weight" : ".bias");
+      return file.find(pre + modern) ? modern : base + (weight ? ".gamma" : ".beta");
+    };
+    std::map<std::string, Source> m = {
+        {"token_weight", {"embeddings.word_embeddings.weight"}},
+        {"position_weight", {"embeddings.position_embeddings.weight"}},
+        {"type_weight", {"embeddings.token_type_embeddings.weight"}},
+        {"embedding_norm.weight", {ln("embeddings.LayerNorm", true)}},
+        {"embedding_norm.bias", {ln("embeddings.LayerNorm", false)}}};
+    for (int64_t i = 0; i < layers_; ++i) {
+      std::string p = "transformer.layer." + std::to_string(i) + ".";
+      std::string h = "encoder.layer." + std::to_string(i) + ".";
+      std::string a = p + "self_attention.", f = p + "feed_forward.";
+      for (const char* x : {"q", "k", "v"}) {
+        std::string hf = std::string(x) == "q" ? "query" : std::string(x) == "k" ? "key" : "value";
+        m[a + "attention.qkv." + x + "_weight"] = {h + "attention.self." + hf + ".weight"};
+        m[a + "attention.qkv." + x + "_bias"] = {h + "attention.self." + hf + ".bias"};
+      }
+      m[a + "attention.o_weight"] = {h + "attention.output.dense.weight"};
+      m[a + "attention.o_bias"] = {h + "attention.output.dense.bias"};
+      m[a + "norm.weight"] = {ln(h + "attention.output.LayerNorm", true)};
+      m[a + "norm.bias"] = {ln(h + "attention.output.LayerNorm", false)};
+      m[f + "linear1.weight"] = {h + "intermediate.dense.weight"};
+      m[f + "linear1.bias"] = {h + "intermediate.dense.bias"};
+      m[f + "linear2.weight"] = {h + "output.dense.weight"};
+      m[f + "linear2.bias"] = {h + "output.dense.bias"};
+      m[f + "norm.weight"] = {ln(h + "output.LayerNorm", true)};
+      m[f + "norm.bias"] = {ln(h + "output.LayerNorm", false)};
+    }
+    return m;
+  }
+
+  // What an encoder does not use: the pooler, task heads, position-id buffers.
+  static bool ignorable(const std::string& name) {
+    return name.rfind("pooler.", 0) == 0 || name.rfind("cls.", 0) == 0 ||
+           name == "embeddings.position_ids";
+  }
+
+  Config config;
+
+private:
+  int64_t layers_ = 0;
+};
+
 // The parameter at `path` of shape `want` from the checkpoint's tensor `src`.
 NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const Source& src,
                    const std::string& path, const std::vector<int64_t>& want) {
@@ -163,57 +251,65 @@ NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const
 
 } // namespace
 
-HfModel load_hf_checkpoint(const ConfigRegistry& layers, const std::string& dir) {
+HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string cfg_path = dir + "/config.json";
   nlohmann::json j = read_json(cfg_path);
   std::string type = j.value("model_type", std::string());
-  if (type != "gpt2")
+  if (type != "gpt2" && type != "bert")
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
-                                "' is not supported yet (supported: gpt2)");
-  Gpt2 model(layers, dir);
+                                "' is not supported yet (supported: gpt2, bert)");
+  ConfigRegistry layers = layer_config_registry(host);
+  // The config first: its errors name config.json, before the weights are looked at.
+  std::optional<Gpt2> gpt2;
+  std::optional<Bert> bert;
   HfModel out;
   out.model_type = type;
-  out.config = model.config;
+  if (type == "gpt2")
+    out.config = gpt2.emplace(layers, dir).config;
+  else
+    out.config = bert.emplace(layers, dir).config;
   std::string weights = dir + "/model.safetensors";
   if (!std::filesystem::exists(weights))
     throw std::invalid_argument(weights + ": missing (the checkpoint's weights)");
   SafetensorsFile file = SafetensorsFile::open(weights);
-  // Names may carry the module prefix of GPT2LMHeadModel.
-  std::string prefix = file.find("wte.weight") ? "" : "transformer.";
-  // Shapes from the config tree itself: the model is instantiated later, so they are
-  // derived here from the same numbers.
-  Config r = out.config;
-  r.resolve();
-  const int64_t V = r.get<int64_t>("vocab_size"), D = r.get<int64_t>("dim"),
-                P = r.get<int64_t>("max_positions"),
-                F = r.get<int64_t>("transformer.layer.feed_forward.hidden_dim");
+  std::string prefix;
+  std::map<std::string, Source> mapping;
+  std::function<bool(const std::string&)> ignorable;
+  if (gpt2) {
+    // Names may carry the module prefix of GPT2LMHeadModel.
+    prefix = file.find("wte.weight") ? "" : "transformer.";
+    mapping = gpt2->mapping();
+    ignorable = Gpt2::ignorable;
+  } else {
+    // BertModel saves without a prefix, the task models (BertForMaskedLM, ...) with "bert.";
+    // their heads ("cls.") sit outside it.
+    prefix = file.find("embeddings.word_embeddings.weight") ? "" : "bert.";
+    mapping = bert->mapping(file, prefix);
+    ignorable = Bert::ignorable;
+  }
+  // The parameters' shapes from the model itself: instantiated on a one-token input (the
+  // shapes of parameters do not depend on the input's).
+  te::Tensor probe = te::placeholder({1, 1}, DType::i32(), "ids");
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ModelParam& p : instantiate_model(host, out.config, {probe}).params)
+    shapes[p.path] = p.shape;
   std::set<std::string> used;
-  for (const auto& [path, src] : model.mapping()) {
-    std::vector<int64_t> want;
-    if (path == "token_weight")
-      want = {V, D};
-    else if (path == "position_weight")
-      want = {P, D};
-    else if (path.ends_with("qkv.weight"))
-      want = {3 * D, D};
-    else if (path.ends_with("qkv.bias"))
-      want = {3 * D};
-    else if (path.ends_with("o_weight"))
-      want = {D, D};
-    else if (path.ends_with("linear1.weight"))
-      want = {F, D};
-    else if (path.ends_with("linear1.bias"))
-      want = {F};
-    else if (path.ends_with("linear2.weight"))
-      want = {D, F};
-    else
-      want = {D}; // norms, o_bias, linear2.bias
-    out.params.emplace(path, read_param(file, prefix, src, path, want));
+  for (const auto& [path, src] : mapping) {
+    auto it = shapes.find(path);
+    if (it == shapes.end())
+      throw std::logic_error("hf_checkpoint: no parameter '" + path + "' in the " + type +
+                             " model (a bug in metatune's mapping)");
+    out.params.emplace(path, read_param(file, prefix, src, path, it->second));
     used.insert(prefix + src.name);
   }
+  if (out.params.size() != shapes.size())
+    throw std::logic_error("hf_checkpoint: the " + type + " mapping covers " +
+                           std::to_string(out.params.size()) + " of " +
+                           std::to_string(shapes.size()) + " parameters (a bug in metatune)");
   std::string extra;
   for (const std::string& n : file.names())
-    if (!used.count(n) && !Gpt2::ignorable(n.substr(n.rfind(prefix, 0) == 0 ? prefix.size() : 0)))
+    if (!used.count(n) && !ignorable(n) &&
+        !ignorable(n.substr(!prefix.empty() && n.rfind(prefix, 0) == 0 ? prefix.size() : 0)))
       extra += (extra.empty() ? "" : ", ") + n;
   if (!extra.empty())
     throw std::invalid_argument(weights + ": tensors the model does not use: " + extra);

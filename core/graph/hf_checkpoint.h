@@ -1,14 +1,14 @@
 // Hugging Face checkpoint folders (config.json + model.safetensors) as metatune models: the
 // config.json becomes a config tree of the standard layers, the tensors are mapped by name onto
-// its parameters (transposed where Hugging Face stores them the other way round). GPT-2 for
-// now (model_type "gpt2"); every other model_type is refused by name.
+// its parameters (transposed where Hugging Face stores them the other way round). GPT-2
+// (model_type "gpt2": std.Decoder) and the BERT family ("bert": std.Encoder); every other
+// model_type is refused by name.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "core/model/config.h"
-#include "core/model/config_registry.h"
 #include "core/runtime/ndarray.h"
 
 namespace mt {
@@ -21,7 +21,9 @@ struct HfModel {
 
 // std::invalid_argument naming the file and the field or tensor: a missing or malformed
 // config.json, an unsupported model_type, a missing tensor, one of the wrong shape, a tensor
-// the model does not use (except GPT-2's attention-mask buffers and a tied lm_head).
-HfModel load_hf_checkpoint(const ConfigRegistry& layers, const std::string& dir);
+// the model does not use (except GPT-2's attention-mask buffers and tied lm_head, BERT's
+// pooler and task heads). The layers are those `host` loaded (plugins/layers).
+class PluginHost;
+HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir);
 
 } // namespace mt

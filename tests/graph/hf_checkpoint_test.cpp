@@ -140,16 +140,11 @@ Matrix gpt2_ref(const Checkpoint& c, const Gpt2Dims& g, const std::vector<int32_
   return linear_ref(h, wte, nullptr, S, D, g.V); // tied head: logits = h wte^T
 }
 
-const ConfigRegistry& layers() {
-  static ConfigRegistry r = layer_config_registry(host());
-  return r;
-}
-
 TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {
   Gpt2Dims g;
   Checkpoint c(g, "ok");
   c.write();
-  HfModel m = load_hf_checkpoint(layers(), c.dir.string());
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
   EXPECT_EQ(m.model_type, "gpt2");
   std::vector<int32_t> ids = {7, 44, 0, 13, 13, 2};
   te::Tensor in = te::placeholder({1, static_cast<int64_t>(ids.size())}, DType::i32(), "ids");
@@ -164,9 +159,132 @@ TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {
   expect_close(Matrix(got, got + out[0].num_elements()), gpt2_ref(c, g, ids), 5e-5);
 }
 
+// A BERT folder as BertForMaskedLM saves it: "bert."-prefixed encoder tensors, nn.Linear
+// weights [out, in], the pooler and an MLM head the encoder does not use.
+struct BertCheckpoint {
+  fs::path dir;
+  std::map<std::string, std::vector<float>> tensors;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  int64_t V = 31, P = 12, D = 16, L = 2, H = 4, F = 24;
+
+  BertCheckpoint() {
+    dir = fs::temp_directory_path() / ("mt_hf_bert_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json")
+        << nlohmann::json{{"model_type", "bert"},     {"vocab_size", V},
+                          {"hidden_size", D},         {"num_hidden_layers", L},
+                          {"num_attention_heads", H}, {"intermediate_size", F},
+                          {"hidden_act", "gelu"},     {"max_position_embeddings", P},
+                          {"type_vocab_size", 2},     {"layer_norm_eps", 1e-12}}
+               .dump(2);
+    uint64_t k = 3;
+    auto add = [&](const std::string& n, std::vector<int64_t> shape, double scale, double base) {
+      size_t count = 1;
+      for (int64_t x : shape)
+        count *= static_cast<size_t>(x);
+      std::vector<float> v(count);
+      for (size_t i = 0; i < count; ++i)
+        v[i] = static_cast<float>(base + scale * std::cos(0.29 * static_cast<double>(i) + k));
+      ++k;
+      tensors[n] = std::move(v);
+      shapes[n] = std::move(shape);
+    };
+    const std::string e = "bert.embeddings.";
+    add(e + "word_embeddings.weight", {V, D}, 0.2, 0);
+    add(e + "position_embeddings.weight", {P, D}, 0.1, 0);
+    add(e + "token_type_embeddings.weight", {2, D}, 0.1, 0);
+    add(e + "LayerNorm.weight", {D}, 0.1, 1), add(e + "LayerNorm.bias", {D}, 0.05, 0);
+    for (int64_t l = 0; l < L; ++l) {
+      std::string h = "bert.encoder.layer." + std::to_string(l) + ".";
+      for (const char* x : {"query", "key", "value"}) {
+        add(h + "attention.self." + x + ".weight", {D, D}, 0.2, 0);
+        add(h + "attention.self." + x + ".bias", {D}, 0.02, 0);
+      }
+      add(h + "attention.output.dense.weight", {D, D}, 0.15, 0);
+      add(h + "attention.output.dense.bias", {D}, 0.02, 0);
+      add(h + "attention.output.LayerNorm.weight", {D}, 0.1, 1);
+      add(h + "attention.output.LayerNorm.bias", {D}, 0.05, 0);
+      add(h + "intermediate.dense.weight", {F, D}, 0.15, 0);
+      add(h + "intermediate.dense.bias", {F}, 0.02, 0);
+      add(h + "output.dense.weight", {D, F}, 0.15, 0);
+      add(h + "output.dense.bias", {D}, 0.02, 0);
+      add(h + "output.LayerNorm.weight", {D}, 0.1, 1);
+      add(h + "output.LayerNorm.bias", {D}, 0.05, 0);
+    }
+    add("bert.pooler.dense.weight", {D, D}, 0.1, 0), add("bert.pooler.dense.bias", {D}, 0, 0);
+    add("cls.predictions.bias", {V}, 0.01, 0);
+    std::vector<SafetensorsTensor> ts;
+    for (const auto& [n, v] : tensors)
+      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
+    write_safetensors((dir / "model.safetensors").string(), ts);
+  }
+  ~BertCheckpoint() { fs::remove_all(dir); }
+  Matrix m(const std::string& n) const {
+    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
+  }
+
+  Matrix forward(const std::vector<int32_t>& ids, const Matrix& mask) const {
+    const size_t S = ids.size(), d = D, f = F;
+    const std::string e = "bert.embeddings.";
+    Matrix w = m(e + "word_embeddings.weight"), p = m(e + "position_embeddings.weight"),
+           t = m(e + "token_type_embeddings.weight"), h(S * d);
+    for (size_t i = 0; i < S; ++i)
+      for (size_t c = 0; c < d; ++c)
+        h[i * d + c] = w[ids[i] * d + c] + p[i * d + c] + t[c];
+    h = layer_norm_ref(h, m(e + "LayerNorm.weight"), m(e + "LayerNorm.bias"), S, d, 1e-12);
+    for (int64_t l = 0; l < L; ++l) {
+      std::string pre = "bert.encoder.layer." + std::to_string(l) + ".";
+      auto lin = [&](const std::string& n, const Matrix& x, size_t in, size_t out) {
+        Matrix b = m(pre + n + ".bias");
+        return linear_ref(x, m(pre + n + ".weight"), &b, S, in, out);
+      };
+      Matrix q = lin("attention.self.query", h, d, d), k = lin("attention.self.key", h, d, d),
+             v = lin("attention.self.value", h, d, d);
+      Matrix ob = m(pre + "attention.output.dense.bias");
+      Dims dims{1, S, d, static_cast<size_t>(H), static_cast<size_t>(H), d / H};
+      Matrix a =
+          attention_ref(dims, q, k, v, m(pre + "attention.output.dense.weight"), &ob, false, &mask);
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] += a[i];
+      h = layer_norm_ref(h, m(pre + "attention.output.LayerNorm.weight"),
+                         m(pre + "attention.output.LayerNorm.bias"), S, d, 1e-12);
+      Matrix u = lin("intermediate.dense", h, d, f);
+      for (double& x : u)
+        x = gelu(x);
+      Matrix y = lin("output.dense", u, f, d);
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] += y[i];
+      h = layer_norm_ref(h, m(pre + "output.LayerNorm.weight"), m(pre + "output.LayerNorm.bias"), S,
+                         d, 1e-12);
+    }
+    return h;
+  }
+};
+
+TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
+  BertCheckpoint c;
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
+  EXPECT_EQ(m.model_type, "bert");
+  std::vector<int32_t> ids = {2, 30, 5, 5, 0, 0, 0};
+  Matrix mask = {1, 1, 1, 1, 1, 0, 0};
+  const int64_t S = static_cast<int64_t>(ids.size());
+  te::Tensor in = te::placeholder({1, S}, DType::i32(), "ids");
+  te::Tensor mk = te::placeholder({1, S}, DType::f32(), "mask");
+  ModelGraph graph = instantiate_model(host(), m.config, {in, mk});
+  ModelExecutor exec(graph, fuse(graph.outputs), llvm());
+  exec.set_params(m.params);
+  NDArray x(DType::i32(), {1, S}), xm(DType::f32(), {1, S});
+  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
+  for (int64_t t = 0; t < S; ++t)
+    xm.data_as<float>()[t] = static_cast<float>(mask[t]);
+  std::vector<NDArray> out = exec.run({x, xm});
+  const float* got = out.at(0).data_as<float>();
+  expect_close(Matrix(got, got + out[0].num_elements()), c.forward(ids, mask), 1e-4);
+}
+
 std::string load_error(Checkpoint& c) {
   try {
-    load_hf_checkpoint(layers(), c.dir.string());
+    load_hf_checkpoint(host(), c.dir.string());
   } catch (const std::exception& e) {
     return e.what();
   }
