@@ -19,17 +19,54 @@ namespace {
 using namespace graph_test;
 namespace fs = std::filesystem;
 
+// Tensors of a checkpoint being written: deterministic values base + scale * wave(f * i + k),
+// k counting the tensors added, so each tensor differs.
+struct HfTensors {
+  std::map<std::string, std::vector<float>> tensors;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  double (*wave)(double) = nullptr;
+  double freq = 0;
+  uint64_t k = 0;
+
+  HfTensors(double (*w)(double), double f, uint64_t first) : wave(w), freq(f), k(first) {}
+  void add(const std::string& n, std::vector<int64_t> shape, double scale, double base) {
+    size_t count = 1;
+    for (int64_t x : shape)
+      count *= static_cast<size_t>(x);
+    std::vector<float> v(count);
+    for (size_t i = 0; i < count; ++i)
+      v[i] = static_cast<float>(base + scale * wave(freq * static_cast<double>(i) + k));
+    ++k;
+    tensors[n] = std::move(v);
+    shapes[n] = std::move(shape);
+  }
+  void write(const fs::path& file) const {
+    std::vector<SafetensorsTensor> ts;
+    for (const auto& [n, v] : tensors)
+      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
+    write_safetensors(file.string(), ts);
+  }
+  Matrix m(const std::string& n) const {
+    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
+  }
+};
+
+double sine(double x) {
+  return std::sin(x);
+}
+double cosine(double x) {
+  return std::cos(x);
+}
+
 struct Gpt2Dims {
   int64_t V = 45, P = 16, D = 16, L = 2, H = 2;
 };
 
 // A checkpoint folder, removed at the end.
-struct Checkpoint {
+struct Checkpoint : HfTensors {
   fs::path dir;
-  std::map<std::string, std::vector<float>> tensors;
-  std::map<std::string, std::vector<int64_t>> shapes;
 
-  explicit Checkpoint(const Gpt2Dims& g, const std::string& tag) {
+  explicit Checkpoint(const Gpt2Dims& g, const std::string& tag) : HfTensors(sine, 0.37, 1) {
     dir = fs::temp_directory_path() / ("mt_hf_" + tag + "_" + std::to_string(getpid()));
     fs::create_directories(dir);
     std::ofstream(dir / "config.json") << nlohmann::json{
@@ -44,18 +81,6 @@ struct Checkpoint {
         {"layer_norm_epsilon", 1e-5},
         {"architectures",
          {"GPT2LMHeadModel"}}}.dump(2);
-    uint64_t k = 1;
-    auto add = [&](const std::string& n, std::vector<int64_t> shape, double scale, double base) {
-      size_t count = 1;
-      for (int64_t x : shape)
-        count *= static_cast<size_t>(x);
-      std::vector<float> v(count);
-      for (size_t i = 0; i < count; ++i)
-        v[i] = static_cast<float>(base + scale * std::sin(0.37 * static_cast<double>(i) + k));
-      ++k;
-      tensors[n] = std::move(v);
-      shapes[n] = std::move(shape);
-    };
     const int64_t D = g.D, F = 4 * g.D;
     add("wte.weight", {g.V, D}, 0.1, 0);
     add("wpe.weight", {g.P, D}, 0.05, 0);
@@ -74,15 +99,7 @@ struct Checkpoint {
   }
   ~Checkpoint() { fs::remove_all(dir); }
 
-  void write() const {
-    std::vector<SafetensorsTensor> ts;
-    for (const auto& [n, v] : tensors)
-      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
-    write_safetensors((dir / "model.safetensors").string(), ts);
-  }
-  Matrix m(const std::string& n) const {
-    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
-  }
+  void write() const { HfTensors::write(dir / "model.safetensors"); }
 };
 
 double gelu_tanh(double x) {
@@ -161,13 +178,11 @@ TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {
 
 // A BERT folder as BertForMaskedLM saves it: "bert."-prefixed encoder tensors, nn.Linear
 // weights [out, in], the pooler and an MLM head the encoder does not use.
-struct BertCheckpoint {
+struct BertCheckpoint : HfTensors {
   fs::path dir;
-  std::map<std::string, std::vector<float>> tensors;
-  std::map<std::string, std::vector<int64_t>> shapes;
   int64_t V = 31, P = 12, D = 16, L = 2, H = 4, F = 24;
 
-  BertCheckpoint() {
+  BertCheckpoint() : HfTensors(cosine, 0.29, 3) {
     dir = fs::temp_directory_path() / ("mt_hf_bert_" + std::to_string(getpid()));
     fs::create_directories(dir);
     std::ofstream(dir / "config.json")
@@ -177,18 +192,6 @@ struct BertCheckpoint {
                           {"hidden_act", "gelu"},     {"max_position_embeddings", P},
                           {"type_vocab_size", 2},     {"layer_norm_eps", 1e-12}}
                .dump(2);
-    uint64_t k = 3;
-    auto add = [&](const std::string& n, std::vector<int64_t> shape, double scale, double base) {
-      size_t count = 1;
-      for (int64_t x : shape)
-        count *= static_cast<size_t>(x);
-      std::vector<float> v(count);
-      for (size_t i = 0; i < count; ++i)
-        v[i] = static_cast<float>(base + scale * std::cos(0.29 * static_cast<double>(i) + k));
-      ++k;
-      tensors[n] = std::move(v);
-      shapes[n] = std::move(shape);
-    };
     const std::string e = "bert.embeddings.";
     add(e + "word_embeddings.weight", {V, D}, 0.2, 0);
     add(e + "position_embeddings.weight", {P, D}, 0.1, 0);
@@ -213,15 +216,9 @@ struct BertCheckpoint {
     }
     add("bert.pooler.dense.weight", {D, D}, 0.1, 0), add("bert.pooler.dense.bias", {D}, 0, 0);
     add("cls.predictions.bias", {V}, 0.01, 0);
-    std::vector<SafetensorsTensor> ts;
-    for (const auto& [n, v] : tensors)
-      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
-    write_safetensors((dir / "model.safetensors").string(), ts);
+    write(dir / "model.safetensors");
   }
   ~BertCheckpoint() { fs::remove_all(dir); }
-  Matrix m(const std::string& n) const {
-    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
-  }
 
   Matrix forward(const std::vector<int32_t>& ids, const Matrix& mask) const {
     const size_t S = ids.size(), d = D, f = F;
