@@ -1,7 +1,9 @@
 // Running a model's fused groups (see model_executor.h).
 #include "core/graph/model_executor.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -74,21 +76,52 @@ std::map<std::string, NDArray> init_params(const std::vector<ModelParam>& params
   return out;
 }
 
-ModelExecutor::ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
-                             const PluginTarget& target)
-    : graph_(graph), groups_(std::move(groups)) {
-  for (const ModelParam& p : graph_.params)
-    param_by_path_[p.path] = p.placeholder.get();
-  for (const FusedGroup& g : groups_) {
+namespace {
+
+std::vector<std::shared_ptr<const PluginModule>> build_all(const std::vector<FusedGroup>& groups,
+                                                           const PluginTarget& target) {
+  std::vector<std::shared_ptr<const PluginModule>> out;
+  for (const FusedGroup& g : groups) {
     try {
-      modules_.push_back(target.build(g.func));
+      out.push_back(target.build(g.func));
     } catch (const std::exception& e) {
       throw std::runtime_error("building kernel '" + g.name + "' with " + target.info().name +
                                ": " + e.what());
     }
-    for (const te::Tensor& t : g.outputs)
-      buffers_.try_emplace(t.get(), t.dtype(), t.shape());
   }
+  return out;
+}
+
+} // namespace
+
+ModelExecutor::ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
+                             const PluginTarget& target)
+    : ModelExecutor(graph, groups, build_all(groups, target)) {}
+
+ModelExecutor::ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
+                             std::vector<std::shared_ptr<const PluginModule>> kernels)
+    : graph_(graph), groups_(std::move(groups)), modules_(std::move(kernels)) {
+  if (modules_.size() != groups_.size())
+    throw std::invalid_argument("model executor: " + std::to_string(groups_.size()) +
+                                " groups but " + std::to_string(modules_.size()) + " kernels");
+  for (const ModelParam& p : graph_.params)
+    param_by_path_[p.path] = p.placeholder.get();
+  allocate();
+}
+
+void ModelExecutor::allocate() {
+  plan_ = plan_memory(groups_, graph_.outputs);
+  plan_.verify();
+  // operator new[] of std::byte is aligned only to max_align_t: over-allocate and align.
+  arena_storage_ = std::make_unique<std::byte[]>(plan_.arena_bytes + MemoryPlan::kAlignment);
+  auto base = reinterpret_cast<uintptr_t>(arena_storage_.get());
+  auto* arena = reinterpret_cast<std::byte*>((base + MemoryPlan::kAlignment - 1) /
+                                             MemoryPlan::kAlignment * MemoryPlan::kAlignment);
+  for (const PlannedBuffer& b : plan_.buffers)
+    buffers_.try_emplace(b.tensor, b.tensor->buffer->dtype, b.tensor->buffer->shape,
+                         static_cast<void*>(arena + b.offset));
+  for (const te::Tensor& t : graph_.outputs)
+    buffers_.try_emplace(t.get(), t.dtype(), t.shape());
 }
 
 ModelExecutor::~ModelExecutor() = default;
@@ -133,13 +166,21 @@ std::vector<NDArray> ModelExecutor::run(const std::vector<NDArray>& inputs) {
                                   " " + shape_text(inputs[i].shape()));
     buffers_.insert_or_assign(t.get(), inputs[i]);
   }
+  group_seconds_.assign(profiling_ ? groups_.size() : 0, 0.0);
   for (size_t g = 0; g < groups_.size(); ++g) {
     std::vector<NDArray*> args;
     for (const te::Tensor& t : groups_[g].inputs)
       args.push_back(&buffer_of(t.get()));
     for (const te::Tensor& t : groups_[g].outputs)
       args.push_back(&buffer_of(t.get()));
+    if (!profiling_) {
+      modules_[g]->run(args);
+      continue;
+    }
+    auto start = std::chrono::steady_clock::now();
     modules_[g]->run(args);
+    group_seconds_[g] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   std::vector<NDArray> out;
   for (const te::Tensor& t : graph_.outputs)

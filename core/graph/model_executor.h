@@ -1,6 +1,8 @@
-// Running a model: its fused groups (fusion.h) as kernels built by a target, the parameters
-// and intermediates in buffers, the groups called in order. The kernel of a group is the
-// target's build of the group's function as given (untuned) or of a schedule for it.
+// Running a model: its fused groups (fusion.h) as kernels, the parameters and inputs in the
+// caller's buffers, the intermediates in one arena laid out by the static memory plan
+// (memory_plan.h), the groups called in order. A group's kernel is a target's build of its
+// function (untuned), of a schedule for it, or a library's implementation
+// (kernel_selection.h chooses); its params are the group's inputs, then its outputs.
 #pragma once
 
 #include <map>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "core/graph/fusion.h"
+#include "core/graph/memory_plan.h"
 #include "core/graph/model_graph.h"
 #include "core/runtime/ndarray.h"
 
@@ -26,6 +29,9 @@ public:
   // `groups` from fuse(graph.outputs); every group's function built by `target` now.
   ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
                 const PluginTarget& target);
+  // One kernel per group, built already (the same module may serve several groups).
+  ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> groups,
+                std::vector<std::shared_ptr<const PluginModule>> kernels);
   ~ModelExecutor();
   ModelExecutor(const ModelExecutor&) = delete;
   ModelExecutor& operator=(const ModelExecutor&) = delete;
@@ -36,13 +42,23 @@ public:
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
   const std::vector<FusedGroup>& groups() const { return groups_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
+  // With profiling on, run() times every group call: group_seconds()[g] is group g's time in
+  // the last run (the wall time of its kernel call).
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::vector<double>& group_seconds() const { return group_seconds_; }
 
 private:
   NDArray& buffer_of(const te::TensorNode* t);
+  void allocate();
 
   const ModelGraph& graph_;
   std::vector<FusedGroup> groups_;
-  std::vector<std::unique_ptr<PluginModule>> modules_;
+  std::vector<std::shared_ptr<const PluginModule>> modules_;
+  MemoryPlan plan_;
+  std::unique_ptr<std::byte[]> arena_storage_;
+  bool profiling_ = false;
+  std::vector<double> group_seconds_;
   std::map<const te::TensorNode*, NDArray> buffers_; // params, inputs, intermediates
   std::map<std::string, const te::TensorNode*> param_by_path_;
 };

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
-#include "core/workload/flop_count.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
+#include "core/workload/flop_count.h"
 #include "core/workload/library.h"
 #include "hosts/cli/command.h"
 

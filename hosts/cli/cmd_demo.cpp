@@ -70,7 +70,8 @@ int demo(const DemoOptions& o) {
 }
 
 mt::cli::RegisterCommand reg("demo", [](CLI::App& app) -> std::function<int()> {
-  auto* sub = app.add_subcommand("demo", "Random schedules of a workload, checked in the interpreter");
+  auto* sub =
+      app.add_subcommand("demo", "Random schedules of a workload, checked in the interpreter");
   auto o = std::make_shared<DemoOptions>();
   sub->add_option("-w,--workload", o->workload, "Workload spec, e.g. 'matmul(M=64,N=64,K=64)'");
   sub->add_option("-n,--schedules", o->schedules, "Number of random schedules");

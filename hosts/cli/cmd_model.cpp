@@ -1,141 +1,196 @@
-// `metatune model run --config FILE | --hf DIR [--seq N] [--batch B] [--tokens 1,2,...]
-// [--seed S] [--repeats R]`: a model instantiated from a config tree of the loaded layers (or a
-// Hugging Face checkpoint folder), fused into kernels, built by the LLVM target and run --
-// untuned for now: the tuned path is issue 14's next step. Prints the kernels, the latency
-// and, for a decoder, the most likely next token.
+// `metatune model run|tune|bench --config FILE | --hf DIR [--weights FILE] [--seq N]
+// [--batch B] [--tokens 1,2,...]`: a model instantiated from a config tree of the loaded
+// layers (or a Hugging Face checkpoint folder), fused into kernels, one task per distinct
+// workload.
+//   run    builds the kernels for an implementation policy (untuned; with --db the faster of
+//          the tuned and the library record per task) and runs the model, printing the
+//          latency, what ran per task (--profile: and its time), a decoder's next token;
+//          --save-output writes the first output as .npy.
+//   tune   tunes the tasks under one budget into --db (weights: how many kernels run each),
+//          with the library (oneDNN) measured per task as in `metatune tune`.
+//   bench  one run of each policy, same weights and inputs: untuned, library (oneDNN where it
+//          implements a task), and with --db tuned and best; latency and a per-task breakdown.
 #include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/graph/fusion.h"
-#include "core/graph/hf_checkpoint.h"
-#include "core/graph/layer_registry.h"
-#include "core/graph/model_executor.h"
-#include "core/model/config_json.h"
-#include "core/plugin/plugin_host.h"
-#include "core/tuner/target_setup.h"
+#include <nlohmann/json.hpp>
+
+#include "core/database/database.h"
+#include "core/tuner/tune_log.h"
+#include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
+#include "hosts/cli/model_execution.h"
+#include "hosts/cli/model_source.h"
+#include "hosts/cli/npy_file.h"
+#include "hosts/cli/stop_signal.h"
+#include "hosts/cli/tune_flags.h"
+#include "hosts/cli/tune_report.h"
 
 namespace mt::cli {
 
 namespace {
 
 struct ModelRunOptions {
-  std::string config, hf, tokens;
-  int64_t seq = 16, batch = 1;
-  uint64_t seed = 1;
+  ModelSourceOptions source;
+  std::string db, target = "llvm", implementations, save_output, log_level;
   int repeats = 3;
-  std::vector<std::string> plugin_paths;
+  bool profile = false;
+  bool quiet = false;
+  std::vector<std::string> libraries{"onednn.cpu"};
 };
 
-std::vector<int32_t> parse_tokens(const std::string& text) {
-  std::vector<int32_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    out.push_back(std::stoi(item));
-  return out;
+std::unique_ptr<Database> open_read_only(const std::string& path) {
+  if (path.empty()) return nullptr;
+  DatabaseOptions dbo;
+  dbo.read_only = true;
+  return Database::open(path, dbo);
+}
+
+KernelSelectionOptions selection(const ModelRunOptions& o, KernelPolicy p, const Database* db) {
+  KernelSelectionOptions s;
+  s.policy = p;
+  s.target = o.target;
+  s.libraries = o.libraries;
+  s.db = db;
+  return s;
+}
+
+void print_next_token(const LoadedModel& m, const NDArray& logits) {
+  const float* last = logits.data_as<float>() + (m.seq - 1) * m.vocab;
+  int64_t best = std::max_element(last, last + m.vocab) - last;
+  std::printf("next token after the last position: %lld (logit %.4f)\n",
+              static_cast<long long>(best), last[best]);
 }
 
 int run_model(const ModelRunOptions& o) {
-  if (o.config.empty() == o.hf.empty())
-    throw std::invalid_argument("give one of --config FILE or --hf DIR");
-  PluginHost host;
-  std::vector<std::filesystem::path> search(o.plugin_paths.begin(), o.plugin_paths.end());
-  for (const auto& p : PluginHost::default_search_path())
-    search.push_back(p);
-  host.discover(search);
-  Config config;
-  std::map<std::string, NDArray> weights;
-  if (!o.hf.empty()) {
-    HfModel m = load_hf_checkpoint(host, o.hf);
-    config = m.config;
-    weights = std::move(m.params);
-  } else {
-    config = load_config_file(layer_config_registry(host), o.config);
-  }
-  std::vector<int32_t> ids = parse_tokens(o.tokens);
-  int64_t seq = ids.empty() ? o.seq : static_cast<int64_t>(ids.size());
-  if (o.batch < 1 || seq < 1) throw std::invalid_argument("--batch and --seq must be positive");
-  Config resolved = config;
-  resolved.resolve();
-  int64_t vocab = resolved.get<int64_t>("vocab_size");
-  if (ids.empty())
-    for (int64_t t = 0; t < seq; ++t)
-      ids.push_back(static_cast<int32_t>((t * 7919 + 11) % vocab));
-  bool encoder = config.kind() == "std.Encoder";
-  std::vector<te::Tensor> inputs = {te::placeholder({o.batch, seq}, DType::i32(), "ids")};
-  if (encoder) inputs.push_back(te::placeholder({o.batch, seq}, DType::f32(), "mask"));
-
-  auto t0 = std::chrono::steady_clock::now();
-  ModelGraph graph = instantiate_model(host, config, inputs);
-  std::vector<FusedGroup> groups = fuse(graph.outputs);
-  int64_t params = 0;
-  for (const ModelParam& p : graph.params) {
-    int64_t n = 1;
-    for (int64_t d : p.shape)
-      n *= d;
-    params += n;
-  }
-  std::printf("%s: %zu parameter tensors, %.1fM parameters, %zu kernels (batch %lld, seq %lld)\n",
-              config.kind().c_str(), graph.params.size(), static_cast<double>(params) / 1e6,
-              groups.size(), static_cast<long long>(o.batch), static_cast<long long>(seq));
-  std::printf("building the kernels with the llvm target (untuned)...\n");
+  configure_logging(o.log_level);
+  LoadedModel m = load_model(o.source);
+  std::unique_ptr<Database> db = open_read_only(o.db);
+  KernelPolicy policy = o.implementations.empty()
+                            ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
+                            : parse_kernel_policy(o.implementations);
+  std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  TargetSetup target = setup_target(host, "llvm");
-  ModelExecutor exec(graph, std::move(groups), *target.target);
-  double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  exec.set_params(weights.empty() ? init_params(graph.params, o.seed) : weights);
-
-  NDArray in(DType::i32(), {o.batch, seq});
-  for (int64_t b = 0; b < o.batch; ++b)
-    std::copy(ids.begin(), ids.end(), in.data_as<int32_t>() + b * seq);
-  std::vector<NDArray> args = {in};
-  if (encoder) {
-    NDArray mask(DType::f32(), {o.batch, seq});
-    std::fill(mask.data_as<float>(), mask.data_as<float>() + mask.num_elements(), 1.0f);
-    args.push_back(mask);
-  }
-  std::vector<NDArray> out = exec.run(args); // warm-up
-  std::vector<double> times;
-  for (int r = 0; r < std::max(1, o.repeats); ++r) {
-    auto s = std::chrono::steady_clock::now();
-    out = exec.run(args);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
-  }
-  std::sort(times.begin(), times.end());
-  std::printf("built in %.1f s; latency %.2f ms (median of %zu runs; every kernel: llvm, "
-              "untuned)\n",
-              build_s, 1e3 * times[times.size() / 2], times.size());
-  if (!encoder) {
-    const float* last = out[0].data_as<float>() + (seq - 1) * vocab;
-    int64_t best = std::max_element(last, last + vocab) - last;
-    std::printf("next token after the last position: %lld (logit %.4f)\n",
-                static_cast<long long>(best), last[best]);
+  KernelSelector selector(*m.host, selection(o, policy, db.get()));
+  CompiledModel c = compile_model(m, selector, o.quiet);
+  ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
+  std::printf("built in %.1f s; latency %.2f ms (median of %zu runs; %s kernels: %s)\n",
+              c.build_seconds, 1e3 * t.median(), t.runs.size(), to_string(policy),
+              c.summary().c_str());
+  const MemoryPlan& plan = c.executor->memory_plan();
+  std::printf("intermediates: %.1f MB in the memory plan (%.1f MB without reuse)\n",
+              plan.arena_bytes / 1e6, plan.unplanned_bytes / 1e6);
+  if (o.profile) print_task_breakdown(m, c, o.repeats);
+  std::vector<NDArray> out = c.executor->run(m.inputs);
+  if (!m.encoder) print_next_token(m, out.at(0));
+  if (!o.save_output.empty()) {
+    save_npy(out.at(0), o.save_output);
+    std::printf("output %s written to %s\n", out[0].shape_string().c_str(), o.save_output.c_str());
   }
   return 0;
 }
 
+struct ModelTuneOptions : TuneFlags {
+  ModelSourceOptions source;
+};
+
+int tune_model(ModelTuneOptions& o) {
+  configure_logging(o.log_level);
+  o.source.plugin_paths = o.plugin_paths;
+  LoadedModel m = load_model(o.source);
+  std::cerr << m.describe() << "\n";
+  finish_tune_options(o, *m.host);
+  std::vector<TuneTask> tasks = tune_tasks(m.tasks);
+  const std::atomic<bool>* stop = install_stop_handlers();
+  std::unique_ptr<ProgressPrinter> progress;
+  if (!o.quiet) progress = std::make_unique<ProgressPrinter>(Terminal::standard_error());
+  TuneResult r = tune(*m.host, tasks, o.tune, progress.get(), stop);
+  print_summary(r);
+  if (!r.interrupted) print_comparison(r);
+  if (o.json) std::cout << to_json(r, o.tune).dump() << "\n";
+  std::cout << std::flush;
+  return r.interrupted ? 130 : 0;
+}
+
+int bench_model(const ModelRunOptions& o) {
+  configure_logging(o.log_level);
+  LoadedModel m = load_model(o.source);
+  std::unique_ptr<Database> db = open_read_only(o.db);
+  std::printf("%s\n", m.describe().c_str());
+  std::fflush(stdout);
+  std::vector<KernelPolicy> policies = {KernelPolicy::Untuned, KernelPolicy::Library};
+  if (db) policies.insert(policies.end(), {KernelPolicy::Tuned, KernelPolicy::Best});
+  nlohmann::json rows = nlohmann::json::array();
+  for (KernelPolicy p : policies) {
+    KernelSelector selector(*m.host, selection(o, p, db.get()));
+    if (p == KernelPolicy::Library && !selector.has_library()) {
+      std::printf("%-8s  no library target loaded\n", to_string(p));
+      continue;
+    }
+    CompiledModel c = compile_model(m, selector, o.quiet);
+    ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
+    std::printf("%-8s %9.2f ms  (median of %zu; built in %.1f s; %s)\n", to_string(p),
+                1e3 * t.median(), t.runs.size(), c.build_seconds, c.summary().c_str());
+    std::fflush(stdout);
+    if (o.profile) print_task_breakdown(m, c, o.repeats);
+    rows.push_back({{"implementations", to_string(p)},
+                    {"latency_ms", 1e3 * t.median()},
+                    {"runs_ms", t.runs},
+                    {"build_seconds", c.build_seconds},
+                    {"kernels", c.summary()}});
+  }
+  if (!o.save_output.empty()) {
+    std::ofstream(o.save_output) << rows.dump(2) << "\n";
+    std::printf("results written to %s\n", o.save_output.c_str());
+  }
+  return 0;
+}
+
+void add_run_options(CLI::App* cmd, ModelRunOptions& o, bool bench) {
+  add_model_source_options(cmd, o.source);
+  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
+  if (!bench)
+    cmd->add_option("--implementations", o.implementations,
+                    "untuned, tuned, library or best (default: best with --db, else untuned)");
+  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
+  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  cmd->add_option("--repeats", o.repeats, "Timed runs after one warm-up")->capture_default_str();
+  cmd->add_flag("--profile", o.profile, "Time each kernel call and print the per-task breakdown");
+  cmd->add_option("--save-output", o.save_output,
+                  bench ? "Write the results as JSON to this file"
+                        : "Write the first output to this .npy file");
+  cmd->add_flag("-q,--quiet", o.quiet, "No progress display");
+  cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
+}
+
 RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
-  auto opt = std::make_shared<ModelRunOptions>();
+  auto run_opt = std::make_shared<ModelRunOptions>();
+  auto bench_opt = std::make_shared<ModelRunOptions>();
+  auto tune_opt = std::make_shared<ModelTuneOptions>();
   auto* model = app.add_subcommand("model", "Models from config trees or Hugging Face folders");
   model->require_subcommand(1);
-  auto* run = model->add_subcommand("run", "Instantiate, fuse, build and run a model (untuned)");
-  run->add_option("--config", opt->config, "A config tree (JSON; configs/ has GPT-2 and BERT)");
-  run->add_option("--hf", opt->hf, "A Hugging Face folder: config.json + model.safetensors");
-  run->add_option("--seq", opt->seq, "Sequence length (without --tokens)")->capture_default_str();
-  run->add_option("--batch", opt->batch, "Batch size")->capture_default_str();
-  run->add_option("--tokens", opt->tokens, "Comma-separated token ids (default: made up)");
-  run->add_option("--seed", opt->seed, "Seed of the random weights (without --hf)")
-      ->capture_default_str();
-  run->add_option("--repeats", opt->repeats, "Timed runs after one warm-up")->capture_default_str();
-  run->add_option("--path", opt->plugin_paths, "Plugin directory searched first (repeatable)");
-  return [opt] { return run_model(*opt); };
+  auto* run = model->add_subcommand("run", "Build and run a model (untuned, or from --db)");
+  add_run_options(run, *run_opt, false);
+  auto* tune_cmd = model->add_subcommand(
+      "tune", "Tune a model's distinct kernels under one budget into --db; Ctrl-C stops "
+              "cleanly, the same command resumes");
+  add_model_source_options(tune_cmd, tune_opt->source, /*shapes_only=*/true);
+  tune_opt->tune.db_path = "tune.db";
+  add_tune_flags(tune_cmd, *tune_opt);
+  auto* bench = model->add_subcommand(
+      "bench", "Latency of the model untuned, with the library, tuned and best (--db)");
+  add_run_options(bench, *bench_opt, true);
+  return [=]() -> int {
+    if (run->parsed()) return run_model(*run_opt);
+    if (tune_cmd->parsed()) return tune_model(*tune_opt);
+    return bench_model(*bench_opt);
+  };
 });
 
 } // namespace

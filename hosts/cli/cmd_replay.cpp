@@ -13,14 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/ir/printer.h"
-#include "core/plugin/plugin_host.h"
 #include "core/database/database.h"
-#include "core/workload/flop_count.h"
+#include "core/ir/printer.h"
 #include "core/measure/measure.h"
 #include "core/measure/reference_cache.h"
+#include "core/plugin/plugin_host.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
+#include "core/workload/flop_count.h"
 #include "hosts/cli/command.h"
 
 namespace mt::cli {

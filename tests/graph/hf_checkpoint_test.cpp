@@ -12,6 +12,7 @@
 #include "core/graph/layer_registry.h"
 #include "core/model/safetensors_writer.h"
 #include "graph_test_util.h"
+#include "tuned_model.h"
 
 namespace mt {
 namespace {
@@ -157,6 +158,19 @@ Matrix gpt2_ref(const Checkpoint& c, const Gpt2Dims& g, const std::vector<int32_
   return linear_ref(h, wte, nullptr, S, D, g.V); // tied head: logits = h wte^T
 }
 
+// The GPT-2 folder's model on its ids, run by `exec` (untuned or tuned kernels), against the
+// float64 forward.
+void expect_gpt2_matches(const Checkpoint& c, const Gpt2Dims& g, const ModelGraph& graph,
+                         ModelExecutor& exec, const HfModel& m, const std::vector<int32_t>& ids) {
+  exec.set_params(m.params); // every parameter, by path (set_params refuses unknown ones)
+  EXPECT_EQ(m.params.size(), graph.params.size());
+  NDArray x(DType::i32(), {1, static_cast<int64_t>(ids.size())});
+  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({x});
+  const float* got = out.at(0).data_as<float>();
+  expect_close(Matrix(got, got + out[0].num_elements()), gpt2_ref(c, g, ids), 5e-5);
+}
+
 TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {
   Gpt2Dims g;
   Checkpoint c(g, "ok");
@@ -167,13 +181,20 @@ TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {
   te::Tensor in = te::placeholder({1, static_cast<int64_t>(ids.size())}, DType::i32(), "ids");
   ModelGraph graph = instantiate_model(host(), m.config, {in});
   ModelExecutor exec(graph, fuse(graph.outputs), llvm());
-  exec.set_params(m.params); // every parameter, by path (set_params refuses unknown ones)
-  EXPECT_EQ(m.params.size(), graph.params.size());
-  NDArray x(DType::i32(), {1, static_cast<int64_t>(ids.size())});
-  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
-  std::vector<NDArray> out = exec.run({x});
-  const float* got = out.at(0).data_as<float>();
-  expect_close(Matrix(got, got + out[0].num_elements()), gpt2_ref(c, g, ids), 5e-5);
+  expect_gpt2_matches(c, g, graph, exec, m, ids);
+}
+
+TEST(HfCheckpoint, Gpt2FolderTunedMatchesTheFloat64Forward) {
+  Gpt2Dims g;
+  Checkpoint c(g, "tuned");
+  c.write();
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
+  std::vector<int32_t> ids = {7, 44, 0, 13, 13, 2};
+  te::Tensor in = te::placeholder({1, static_cast<int64_t>(ids.size())}, DType::i32(), "ids");
+  ModelGraph graph = instantiate_model(host(), m.config, {in});
+  TunedModel tuned(graph, "gpt2");
+  tuned.expect_all_tuned();
+  expect_gpt2_matches(c, g, graph, *tuned.exec, m, ids);
 }
 
 // A BERT folder as BertForMaskedLM saves it: "bert."-prefixed encoder tensors, nn.Linear
@@ -258,17 +279,10 @@ struct BertCheckpoint : HfTensors {
   }
 };
 
-TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
-  BertCheckpoint c;
-  HfModel m = load_hf_checkpoint(host(), c.dir.string());
-  EXPECT_EQ(m.model_type, "bert");
-  std::vector<int32_t> ids = {2, 30, 5, 5, 0, 0, 0};
-  Matrix mask = {1, 1, 1, 1, 1, 0, 0};
+// The BERT folder's model on padded ids, run by `exec`, against the float64 forward.
+void expect_bert_matches(const BertCheckpoint& c, const HfModel& m, ModelExecutor& exec,
+                         const std::vector<int32_t>& ids, const Matrix& mask) {
   const int64_t S = static_cast<int64_t>(ids.size());
-  te::Tensor in = te::placeholder({1, S}, DType::i32(), "ids");
-  te::Tensor mk = te::placeholder({1, S}, DType::f32(), "mask");
-  ModelGraph graph = instantiate_model(host(), m.config, {in, mk});
-  ModelExecutor exec(graph, fuse(graph.outputs), llvm());
   exec.set_params(m.params);
   NDArray x(DType::i32(), {1, S}), xm(DType::f32(), {1, S});
   std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
@@ -277,6 +291,32 @@ TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
   std::vector<NDArray> out = exec.run({x, xm});
   const float* got = out.at(0).data_as<float>();
   expect_close(Matrix(got, got + out[0].num_elements()), c.forward(ids, mask), 1e-4);
+}
+
+ModelGraph bert_graph(const HfModel& m, int64_t S) {
+  te::Tensor in = te::placeholder({1, S}, DType::i32(), "ids");
+  te::Tensor mk = te::placeholder({1, S}, DType::f32(), "mask");
+  return instantiate_model(host(), m.config, {in, mk});
+}
+
+TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
+  BertCheckpoint c;
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
+  EXPECT_EQ(m.model_type, "bert");
+  std::vector<int32_t> ids = {2, 30, 5, 5, 0, 0, 0};
+  ModelGraph graph = bert_graph(m, static_cast<int64_t>(ids.size()));
+  ModelExecutor exec(graph, fuse(graph.outputs), llvm());
+  expect_bert_matches(c, m, exec, ids, {1, 1, 1, 1, 1, 0, 0});
+}
+
+TEST(HfCheckpoint, BertFolderTunedMatchesTheFloat64Forward) {
+  BertCheckpoint c;
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
+  std::vector<int32_t> ids = {2, 30, 5, 5, 0, 0, 0};
+  ModelGraph graph = bert_graph(m, static_cast<int64_t>(ids.size()));
+  TunedModel tuned(graph, "bert");
+  tuned.expect_all_tuned();
+  expect_bert_matches(c, m, *tuned.exec, ids, {1, 1, 1, 1, 1, 0, 0});
 }
 
 std::string load_error(Checkpoint& c) {

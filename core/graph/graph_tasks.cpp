@@ -1,0 +1,50 @@
+// Distinct workloads of a model graph (see graph_tasks.h).
+#include "core/graph/graph_tasks.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/ir/structural.h"
+
+namespace mt {
+
+std::vector<GraphTask> graph_tasks(const std::vector<FusedGroup>& groups,
+                                   const std::string& model) {
+  std::vector<GraphTask> tasks;
+  std::unordered_multimap<uint64_t, size_t> by_hash;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    uint64_t h = structural_hash(groups[g].func);
+    size_t found = tasks.size();
+    // A hash match is confirmed structurally: a collision must not run one group's kernel
+    // on another's buffers.
+    auto [lo, hi] = by_hash.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (structural_equal(tasks[it->second].workload, groups[g].func)) found = it->second;
+    if (found == tasks.size()) {
+      by_hash.emplace(h, tasks.size());
+      tasks.push_back({model + "/" + groups[g].name, groups[g].func, h, {}});
+    }
+    tasks[found].groups.push_back(g);
+  }
+  return tasks;
+}
+
+std::vector<size_t> task_of_group(const std::vector<GraphTask>& tasks, size_t num_groups) {
+  std::vector<size_t> out(num_groups, SIZE_MAX);
+  for (size_t t = 0; t < tasks.size(); ++t)
+    for (size_t g : tasks[t].groups)
+      out.at(g) = t;
+  for (size_t g = 0; g < num_groups; ++g)
+    if (out[g] == SIZE_MAX)
+      throw std::logic_error("graph_tasks: group " + std::to_string(g) + " has no task");
+  return out;
+}
+
+std::vector<TuneTask> tune_tasks(const std::vector<GraphTask>& tasks) {
+  std::vector<TuneTask> out;
+  for (const GraphTask& t : tasks)
+    out.push_back({t.name, t.workload, t.weight()});
+  return out;
+}
+
+} // namespace mt

@@ -1,0 +1,182 @@
+// Choosing and building each task's implementation (see kernel_selection.h).
+#include "core/graph/kernel_selection.h"
+
+#include <stdexcept>
+
+#include <metatune/plugin_api/types.h>
+#include <spdlog/spdlog.h>
+
+#include "core/database/database.h"
+#include "core/plugin/plugin_error.h"
+#include "core/plugin/plugin_host.h"
+
+namespace mt {
+
+KernelPolicy parse_kernel_policy(const std::string& name) {
+  if (name == "untuned") return KernelPolicy::Untuned;
+  if (name == "tuned") return KernelPolicy::Tuned;
+  if (name == "library") return KernelPolicy::Library;
+  if (name == "best") return KernelPolicy::Best;
+  throw std::invalid_argument("unknown implementation policy '" + name +
+                              "' (untuned, tuned, library, best)");
+}
+
+const char* to_string(KernelPolicy p) {
+  switch (p) {
+  case KernelPolicy::Untuned:
+    return "untuned";
+  case KernelPolicy::Tuned:
+    return "tuned";
+  case KernelPolicy::Library:
+    return "library";
+  case KernelPolicy::Best:
+    return "best";
+  }
+  return "?";
+}
+
+std::string TaskKernel::label() const {
+  std::string s = component;
+  if (!library) s += tuned ? " tuned" : " untuned";
+  if (record_id) s += " (record " + std::to_string(record_id) + ")";
+  return s;
+}
+
+KernelSelector::KernelSelector(const PluginHost& host, KernelSelectionOptions options)
+    : options_(std::move(options)), target_(setup_target(host, options_.target)) {
+  if (options_.policy != KernelPolicy::Untuned)
+    libraries_ = open_library_targets(host, options_.libraries, target_.component);
+  if ((options_.policy == KernelPolicy::Tuned || options_.policy == KernelPolicy::Best) &&
+      !options_.db)
+    throw std::invalid_argument(std::string("the '") + to_string(options_.policy) +
+                                "' implementations need a tuning database (--db)");
+}
+
+KernelSelector::~KernelSelector() = default;
+
+TaskKernel KernelSelector::untuned(const GraphTask& task, std::string note) const {
+  TaskKernel k;
+  try {
+    k.module = target_.target->build(task.workload);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("building '" + task.name + "' with " + target_.component + ": " +
+                             e.what());
+  }
+  k.component = target_.component;
+  k.note = std::move(note);
+  return k;
+}
+
+std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
+  if (!options_.db) return std::nullopt;
+  std::optional<TuningRecord> rec = options_.db->best(task.workload, target_.target_string);
+  if (!rec) return std::nullopt;
+  // The trace names the blocks of the stored workload, which may come from another layer or
+  // model: replay it there (same structure, same parameter order) and build that.
+  Function stored = options_.db->workload_function(rec->workload_id);
+  TaskKernel k;
+  try {
+    k.module = target_.target->build(replay(*rec, stored));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("building '" + task.name + "' from " + options_.db->path() +
+                             " record " + std::to_string(rec->id) + ": " + e.what());
+  }
+  k.component = target_.component;
+  k.tuned = true;
+  k.record_id = rec->id;
+  k.recorded_seconds = rec->mean_secs();
+  return k;
+}
+
+std::optional<TaskKernel> KernelSelector::library_from_record(const GraphTask& task) const {
+  if (!options_.db) return std::nullopt;
+  std::optional<TaskKernel> best;
+  for (const LibraryTarget& lib : libraries_) {
+    std::optional<TuningRecord> rec = options_.db->best(task.workload, lib.key);
+    if (!rec || (best && best->recorded_seconds <= rec->mean_secs())) continue;
+    TaskKernel k;
+    try {
+      k.module = lib.target->build(task.workload);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("building '" + task.name + "' with " + lib.component + " (record " +
+                               std::to_string(rec->id) + "): " + e.what());
+    }
+    k.component = lib.component;
+    k.library = true;
+    k.record_id = rec->id;
+    k.recorded_seconds = rec->mean_secs();
+    best = std::move(k);
+  }
+  return best;
+}
+
+std::optional<TaskKernel> KernelSelector::library_build(const GraphTask& task,
+                                                        std::string* why) const {
+  for (const LibraryTarget& lib : libraries_) {
+    TaskKernel k;
+    try {
+      k.module = lib.target->build(task.workload);
+    } catch (const PluginError& e) {
+      if (e.status() != MT_ERROR_UNSUPPORTED) throw;
+      spdlog::debug("{}: {} does not implement it: {}", task.name, lib.component, e.what());
+      *why += (why->empty() ? "" : "; ") + lib.component + " does not implement it";
+      continue;
+    }
+    k.component = lib.component;
+    k.library = true;
+    return k;
+  }
+  if (libraries_.empty()) *why = "no library target is loaded";
+  return std::nullopt;
+}
+
+TaskKernel KernelSelector::select(const GraphTask& task) const {
+  switch (options_.policy) {
+  case KernelPolicy::Untuned:
+    return untuned(task, "");
+  case KernelPolicy::Tuned:
+    if (auto k = tuned(task)) return std::move(*k);
+    return untuned(task, "no tuned record");
+  case KernelPolicy::Library: {
+    std::string why;
+    if (auto k = library_build(task, &why)) return std::move(*k);
+    if (auto k = tuned(task)) {
+      k->note = why;
+      return std::move(*k);
+    }
+    return untuned(task, why + (options_.db ? "; no tuned record" : ""));
+  }
+  case KernelPolicy::Best: {
+    std::optional<TaskKernel> t = tuned(task), l = library_from_record(task);
+    if (t && (!l || t->recorded_seconds <= l->recorded_seconds)) return std::move(*t);
+    if (l) return std::move(*l);
+    return untuned(task, "no record in the database");
+  }
+  }
+  throw std::logic_error("kernel selection: unknown policy");
+}
+
+std::vector<TaskKernel> select_kernels(const KernelSelector& selector,
+                                       const std::vector<GraphTask>& tasks,
+                                       const std::function<void(size_t, size_t)>& progress) {
+  std::vector<TaskKernel> out;
+  for (const GraphTask& t : tasks) {
+    out.push_back(selector.select(t));
+    if (progress) progress(out.size(), tasks.size());
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<const PluginModule>>
+group_kernels(const std::vector<GraphTask>& tasks, const std::vector<TaskKernel>& kernels,
+              size_t num_groups) {
+  if (kernels.size() != tasks.size())
+    throw std::invalid_argument("group_kernels: " + std::to_string(tasks.size()) + " tasks, " +
+                                std::to_string(kernels.size()) + " kernels");
+  std::vector<std::shared_ptr<const PluginModule>> out;
+  for (size_t t : task_of_group(tasks, num_groups))
+    out.push_back(kernels[t].module);
+  return out;
+}
+
+} // namespace mt

@@ -1,0 +1,85 @@
+// Compiling, timing and profiling a model for the CLI (see model_execution.h).
+#include "hosts/cli/model_execution.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+namespace mt::cli {
+
+std::string CompiledModel::summary() const {
+  std::map<std::string, size_t> counts;
+  for (const TaskKernel& k : kernels)
+    ++counts[k.library ? k.component : k.component + (k.tuned ? " tuned" : " untuned")];
+  std::string out;
+  for (const auto& [what, n] : counts)
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  return out;
+}
+
+CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector, bool quiet) {
+  auto start = std::chrono::steady_clock::now();
+  CompiledModel c;
+  c.kernels = select_kernels(selector, m.tasks, [quiet](size_t done, size_t total) {
+    if (quiet) return;
+    std::fprintf(stderr, "\rbuilt %zu/%zu kernels", done, total);
+    if (done == total) std::fprintf(stderr, "\r%40s\r", "");
+    std::fflush(stderr);
+  });
+  c.executor = std::make_unique<ModelExecutor>(m.graph, m.groups,
+                                               group_kernels(m.tasks, c.kernels, m.groups.size()));
+  c.executor->set_params(m.params);
+  c.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, int repeats) {
+  exec.run(inputs); // warm-up: first-touch of the arena, caches, lazy binding
+  ModelTiming t;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    auto s = std::chrono::steady_clock::now();
+    exec.run(inputs);
+    t.runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+  }
+  std::sort(t.runs.begin(), t.runs.end());
+  return t;
+}
+
+void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats) {
+  ModelExecutor& exec = *c.executor;
+  exec.set_profiling(true);
+  std::vector<std::vector<double>> per_group(m.groups.size());
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    exec.run(m.inputs);
+    for (size_t g = 0; g < m.groups.size(); ++g)
+      per_group[g].push_back(exec.group_seconds()[g]);
+  }
+  exec.set_profiling(false);
+  std::vector<size_t> task_of = task_of_group(m.tasks, m.groups.size());
+  std::vector<double> task_seconds(m.tasks.size(), 0);
+  double total = 0;
+  for (size_t g = 0; g < m.groups.size(); ++g) {
+    std::sort(per_group[g].begin(), per_group[g].end());
+    double s = per_group[g][per_group[g].size() / 2];
+    task_seconds[task_of[g]] += s;
+    total += s;
+  }
+  std::vector<size_t> order(m.tasks.size());
+  for (size_t t = 0; t < order.size(); ++t)
+    order[t] = t;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return task_seconds[a] > task_seconds[b]; });
+  std::printf("per task (median of %d profiled runs; kernel calls only, %.2f ms in all):\n",
+              std::max(1, repeats), total * 1e3);
+  for (size_t t : order) {
+    const TaskKernel& k = c.kernels[t];
+    std::printf("  %8.3f ms %5.1f%%  x%-3zu %-40s %s%s%s\n", task_seconds[t] * 1e3,
+                total > 0 ? 100 * task_seconds[t] / total : 0.0, m.tasks[t].groups.size(),
+                m.tasks[t].name.c_str(), k.label().c_str(), k.note.empty() ? "" : "  -- ",
+                k.note.c_str());
+  }
+}
+
+} // namespace mt::cli

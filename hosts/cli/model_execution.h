@@ -1,0 +1,39 @@
+// A loaded model (model_source.h) compiled for one implementation policy
+// (core/graph/kernel_selection.h): one kernel per distinct workload, built once and shared by
+// the groups that run it, an executor over them holding the weights, and the timing and
+// per-task report the `model run` and `model bench` commands print.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph/kernel_selection.h"
+#include "core/graph/model_executor.h"
+#include "hosts/cli/model_source.h"
+
+namespace mt::cli {
+
+struct CompiledModel {
+  KernelPolicy policy = KernelPolicy::Untuned;
+  std::vector<TaskKernel> kernels; // per task of the model
+  std::unique_ptr<ModelExecutor> executor;
+  double build_seconds = 0;
+  std::string summary() const; // "31 llvm.cpu tuned, 4 onednn.cpu, 2 llvm.cpu untuned"
+};
+
+// Builds every task's kernel (progress on stderr unless `quiet`) and sets the weights.
+CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector, bool quiet);
+
+struct ModelTiming {
+  std::vector<double> runs; // seconds, sorted
+  double median() const { return runs.empty() ? 0 : runs[runs.size() / 2]; }
+};
+// One warm-up run, then `repeats` timed runs of the whole model.
+ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, int repeats);
+
+// Per task: its kernels' share of one profiled run (median of `repeats`), implementation and
+// count, the slowest first.
+void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats);
+
+} // namespace mt::cli

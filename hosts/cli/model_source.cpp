@@ -1,0 +1,146 @@
+// Loading the model of a `metatune model` command (see model_source.h).
+#include "hosts/cli/model_source.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/graph/hf_checkpoint.h"
+#include "core/graph/layer_registry.h"
+#include "core/graph/model_executor.h"
+#include "core/model/config_json.h"
+#include "core/model/safetensors_file.h"
+#include "hosts/cli/tune_flags.h"
+
+namespace mt::cli {
+
+namespace {
+
+std::vector<int32_t> parse_tokens(const std::string& text) {
+  std::vector<int32_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--tokens: '" + item + "' is not a token id");
+    }
+  }
+  return out;
+}
+
+// A safetensors file whose names are the model's parameter paths; shapes are checked when the
+// executor takes them (set_params names the parameter).
+std::map<std::string, NDArray> load_weights_file(const std::string& path) {
+  SafetensorsFile file = SafetensorsFile::open(path);
+  std::map<std::string, NDArray> out;
+  for (const SafetensorsTensorInfo& t : file.tensors()) {
+    NDArray a(DType::f32(), t.shape);
+    file.to_f32(t.name, {a.data_as<float>(), static_cast<size_t>(a.num_elements())});
+    out.emplace(t.name, std::move(a));
+  }
+  return out;
+}
+
+} // namespace
+
+void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_only) {
+  cmd->add_option("--config", o.config, "A config tree (JSON; configs/ has GPT-2 and BERT)");
+  cmd->add_option("--hf", o.hf, "A Hugging Face folder: config.json + model.safetensors");
+  cmd->add_option("--seq", o.seq, "Sequence length (without --tokens)")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  if (shapes_only) return; // tuning: the plugin path and seed are the tuning flags'
+  cmd->add_option("--weights", o.weights,
+                  "Weights for --config: a safetensors file named by parameter paths "
+                  "(default: random, from --seed)");
+  cmd->add_option("--tokens", o.tokens, "Comma-separated token ids (default: made up)");
+  cmd->add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--path", o.plugin_paths, "Plugin directory searched first (repeatable)");
+}
+
+int64_t LoadedModel::num_parameters() const {
+  int64_t total = 0;
+  for (const ModelParam& p : graph.params) {
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      n *= d;
+    total += n;
+  }
+  return total;
+}
+
+std::string LoadedModel::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%s: %zu parameter tensors, %.1fM parameters, %zu kernels of %zu distinct "
+                "workloads (batch %lld, seq %lld)",
+                name.c_str(), graph.params.size(), static_cast<double>(num_parameters()) / 1e6,
+                groups.size(), tasks.size(), static_cast<long long>(batch),
+                static_cast<long long>(seq));
+  return buf;
+}
+
+LoadedModel load_model(const ModelSourceOptions& o) {
+  if (o.config.empty() == o.hf.empty())
+    throw std::invalid_argument("give one of --config FILE or --hf DIR");
+  if (!o.hf.empty() && !o.weights.empty())
+    throw std::invalid_argument("--weights is for --config; an --hf folder has its own weights");
+  // A model mixes kernels of targets with different thread runtimes on the same cores: the
+  // llvm target's pool sleeps between kernels, while OpenMP (oneDNN's) spins for
+  // milliseconds after each primitive by default and starves the next kernel's threads
+  // (GPT-2's oneDNN layer norms ran 100x slower mixed than alone). Read by libgomp when a
+  // plugin first loads it, so it is set before any plugin is loaded; a user's value wins.
+  setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+  LoadedModel m;
+  m.host = std::make_unique<PluginHost>();
+  m.host->discover(plugin_search_path(o.plugin_paths));
+  if (!o.hf.empty()) {
+    HfModel hf = load_hf_checkpoint(*m.host, o.hf);
+    m.config = hf.config;
+    m.params = std::move(hf.params);
+  } else {
+    m.config = load_config_file(layer_config_registry(*m.host), o.config);
+    if (!o.weights.empty()) m.params = load_weights_file(o.weights);
+  }
+  m.name = m.config.kind();
+  std::vector<int32_t> ids = parse_tokens(o.tokens);
+  m.batch = o.batch;
+  m.seq = ids.empty() ? o.seq : static_cast<int64_t>(ids.size());
+  if (m.batch < 1 || m.seq < 1) throw std::invalid_argument("--batch and --seq must be positive");
+  Config resolved = m.config;
+  resolved.resolve();
+  m.vocab = resolved.get<int64_t>("vocab_size");
+  for (int32_t id : ids)
+    if (id < 0 || id >= m.vocab)
+      throw std::invalid_argument("--tokens: id " + std::to_string(id) +
+                                  " is outside the vocabulary [0, " + std::to_string(m.vocab) +
+                                  ")");
+  if (ids.empty())
+    for (int64_t t = 0; t < m.seq; ++t)
+      ids.push_back(static_cast<int32_t>((t * 7919 + 11) % m.vocab));
+  m.encoder = m.config.kind() == "std.Encoder";
+
+  std::vector<te::Tensor> inputs = {te::placeholder({m.batch, m.seq}, DType::i32(), "ids")};
+  if (m.encoder) inputs.push_back(te::placeholder({m.batch, m.seq}, DType::f32(), "mask"));
+  m.graph = instantiate_model(*m.host, m.config, inputs);
+  m.groups = fuse(m.graph.outputs);
+  m.tasks = graph_tasks(m.groups, m.name);
+  if (m.params.empty()) m.params = init_params(m.graph.params, o.seed);
+
+  NDArray in(DType::i32(), {m.batch, m.seq});
+  for (int64_t b = 0; b < m.batch; ++b)
+    std::copy(ids.begin(), ids.end(), in.data_as<int32_t>() + b * m.seq);
+  m.inputs.push_back(std::move(in));
+  if (m.encoder) {
+    NDArray mask(DType::f32(), {m.batch, m.seq});
+    mask.fill(1.0);
+    m.inputs.push_back(std::move(mask));
+  }
+  return m;
+}
+
+} // namespace mt::cli

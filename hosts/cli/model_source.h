@@ -1,0 +1,52 @@
+// The model a `metatune model ...` command works on, from its command line: a config tree
+// (--config FILE) or a Hugging Face folder (--hf DIR), optional weights (--weights FILE: a
+// safetensors file named by metatune's parameter paths; an HF folder brings its own), the
+// input shape (--batch, --seq or --tokens) -- instantiated, fused and cut into tasks, with
+// the input values to run it on.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/graph/fusion.h"
+#include "core/graph/graph_tasks.h"
+#include "core/graph/model_graph.h"
+#include "core/model/config.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/ndarray.h"
+
+namespace mt::cli {
+
+struct ModelSourceOptions {
+  std::string config, hf, weights, tokens;
+  int64_t seq = 16, batch = 1;
+  uint64_t seed = 1;
+  std::vector<std::string> plugin_paths;
+};
+
+// `shapes_only`: what tuning needs (the model and its input shape), no weights or tokens.
+void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_only = false);
+
+struct LoadedModel {
+  std::unique_ptr<PluginHost> host;
+  Config config;
+  std::string name; // the config's kind, or the HF folder's model_type
+  bool encoder = false;
+  int64_t batch = 1, seq = 1, vocab = 0;
+  ModelGraph graph;
+  std::vector<FusedGroup> groups;
+  std::vector<GraphTask> tasks;
+  std::vector<NDArray> inputs;           // token ids (and an encoder's all-ones mask)
+  std::map<std::string, NDArray> params; // the loaded weights, else initialised from the seed
+  int64_t num_parameters() const;
+  std::string describe() const; // "std.Decoder: 148 parameter tensors, 124.4M parameters, ..."
+};
+
+// Throws std::invalid_argument naming the file and field or tensor for bad input.
+LoadedModel load_model(const ModelSourceOptions& o);
+
+} // namespace mt::cli

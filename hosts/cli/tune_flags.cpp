@@ -1,0 +1,110 @@
+// Command-line options of a tuning run (see tune_flags.h).
+#include "hosts/cli/tune_flags.h"
+
+#include <iostream>
+
+#include "core/plugin/plugin_host.h"
+
+namespace mt::cli {
+
+void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
+  TuneOptions& t = f.tune;
+  cmd->add_option("--target", t.target,
+                  "Target: 'llvm', 'llvm -mcpu=... -mattr=...', or a "
+                  "target component name")
+      ->capture_default_str();
+  cmd->add_option("--trials", t.trials,
+                  "Records wanted in the database for these workloads and target, those "
+                  "already there included")
+      ->capture_default_str();
+  cmd->add_option("--db", t.db_path, "Tuning database (SQLite file)")->capture_default_str();
+  cmd->add_option("--seed", t.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--strategy", t.strategy,
+                  "Search strategy component: search.Evolutionary, search.ReplayTrace or a "
+                  "plugin's (`metatune plugins` lists them; 'evolutionary' and 'replay' are "
+                  "short names); NAME{json} configures it")
+      ->capture_default_str();
+  cmd->add_option("--scheduler", t.scheduler, "Task scheduler: gradient or round-robin")
+      ->capture_default_str();
+  cmd->add_option("--cost-model", t.cost_model,
+                  "Cost model component (cost.XGBoost, cost.Random) or 'none'")
+      ->capture_default_str();
+  cmd->add_option("--cost-model-file", t.cost_model_path,
+                  "Load the cost model from this file if it exists; save it after each batch");
+  cmd->add_option("--per-task-cap", t.per_task_cap, "Records per workload at most (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", t.batch_size, "Candidates measured per scheduler turn")
+      ->capture_default_str();
+  cmd->add_option("--repeats", t.measure.repeats, "Timed repeats per candidate")
+      ->capture_default_str();
+  cmd->add_option("--min-repeat-ms", f.min_repeat_ms,
+                  "Each repeat calls the kernel for at least this long")
+      ->capture_default_str();
+  cmd->add_flag("--flush-cache", t.measure.flush_cache, "Evict the caches before each repeat");
+  cmd->add_option("--build-timeout", t.measure.build_timeout_s, "Seconds per build")
+      ->capture_default_str();
+  cmd->add_option("--run-timeout", t.measure.run_timeout_s, "Seconds per measurement")
+      ->capture_default_str();
+  cmd->add_option("--parallel-builds", t.measure.parallel_builds,
+                  "Candidates built at once (0 = one per core)")
+      ->capture_default_str();
+  cmd->add_option("--population", t.evolutionary.population, "Evolutionary search population")
+      ->capture_default_str();
+  cmd->add_option("--sampling-threads", t.sampling_threads,
+                  "Threads the search samples candidates on (0 = one per core; the candidates "
+                  "are the same for any number)")
+      ->capture_default_str();
+  cmd->add_option("--library", f.libraries,
+                  "Library target whose implementations compete with the tuned kernels "
+                  "(repeatable; default onednn.cpu when registered)");
+  cmd->add_flag("--no-library", f.no_library, "No library implementations");
+  cmd->add_flag("--no-compare", f.no_compare,
+                "Skip the side-by-side re-measurement of tuned and library kernels at the end");
+  cmd->add_option("--compare-repeats", t.compare_repeats,
+                  "Alternating timed repeats of each implementation in the comparison")
+      ->capture_default_str();
+  cmd->add_option("--verify-top", t.verify.top,
+                  "At the end, measure this many of the fastest records again (fresh workers) "
+                  "and report the one with the best median; 0 = trust the single measurements")
+      ->capture_default_str();
+  cmd->add_option("--verify-rounds", t.verify.rounds,
+                  "Fresh-worker measurements of each record in that re-measurement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--reference-cache", t.reference_cache_dir,
+                  "Directory keeping the reference results between runs; 'none' = no cache "
+                  "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "
+                  "~/.cache/metatune; then /reference)")
+      ->capture_default_str();
+  cmd->add_option("--plugin-path", f.plugin_paths,
+                  "Also load plugins from this directory (first; repeatable)");
+  cmd->add_flag("--json", f.json, "End the output with one line of JSON");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress display");
+  cmd->add_option("--log-level", f.log_level,
+                  "trace, debug, info, warn, error or off (default: $METATUNE_LOG, else info)");
+}
+
+void finish_tune_options(TuneFlags& f, const PluginHost& host) {
+  f.tune.measure.min_repeat_seconds = f.min_repeat_ms * 1e-3;
+  if (f.no_library) {
+    f.tune.library_targets.clear();
+  } else if (!f.libraries.empty()) {
+    f.tune.library_targets = f.libraries;
+    for (const auto& l : f.libraries)
+      if (!host.find(ComponentKind::Target, l))
+        std::cerr << "warning: --library " << l
+                  << ": no such target component is registered; not used\n";
+  }
+  f.tune.compare = !f.no_compare;
+  // --reference-cache: 'none' (or empty) = no cache.
+  if (f.tune.reference_cache_dir == "none") f.tune.reference_cache_dir.clear();
+}
+
+std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& first) {
+  std::vector<std::filesystem::path> search(first.begin(), first.end());
+  for (const auto& p : PluginHost::default_search_path())
+    search.push_back(p);
+  return search;
+}
+
+} // namespace mt::cli

@@ -1,0 +1,38 @@
+// The options of a tuning run on the command line, shared by `metatune tune` and
+// `metatune model tune`: target, budget, search, measurement, library candidates, the end-of-
+// run re-measurements, output. Each command adds what only it has (workloads, a model).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/tuner/tuner.h"
+
+namespace mt {
+class PluginHost;
+}
+
+namespace mt::cli {
+
+struct TuneFlags {
+  TuneOptions tune;
+  std::vector<std::string> plugin_paths;
+  bool json = false;
+  bool quiet = false;
+  std::string log_level;
+  double min_repeat_ms = 100;
+  std::vector<std::string> libraries; // --library; empty = TuneOptions' default
+  bool no_library = false;
+  bool no_compare = false;
+};
+
+void add_tune_flags(CLI::App* cmd, TuneFlags& f);
+// After parsing, with the plugins loaded: the options the flags imply (repeat time, library
+// targets -- warning about unregistered ones --, comparison, reference cache).
+void finish_tune_options(TuneFlags& f, const PluginHost& host);
+// The plugin search path: --plugin-path directories first, then the default ones.
+std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& first);
+
+} // namespace mt::cli
