@@ -79,6 +79,9 @@ ConfigSchema schema_of(const ComponentInfo& c) {
 
 ConfigRegistry layer_config_registry(const PluginHost& host) {
   ConfigRegistry reg;
+  reg.set_unknown_kind_note("no loaded plugin provides a layer of this kind (`metatune layers` "
+                            "lists those found; --path DIR or METATUNE_PLUGIN_PATH adds a "
+                            "plugin directory)");
   for (const ComponentInfo& c : host.components(ComponentKind::Layer)) {
     if (c.layer_schema.empty()) continue; // a version-1 layer: not part of config trees
     try {

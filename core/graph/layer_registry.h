@@ -14,7 +14,8 @@ namespace mt {
 
 class PluginHost;
 
-// Every model layer found by `host`, by its component name ("std.Linear").
+// Every model layer found by `host`, by its component name ("std.Linear"). An unknown kind's
+// error says that no loaded plugin provides it and how a plugin directory is added.
 ConfigRegistry layer_config_registry(const PluginHost& host);
 
 // `config` resolved and checked (on a copy: Config::validate), then instantiated.

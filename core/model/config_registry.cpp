@@ -26,6 +26,7 @@ std::shared_ptr<const ConfigSchema> ConfigRegistry::schema_ptr(const std::string
   for (const std::string& k : known)
     list += (list.empty() ? "" : ", ") + k;
   throw ConfigError("unknown config kind '" + kind + "'" + did_you_mean(kind, known) +
+                    (unknown_kind_note_.empty() ? "" : ": " + unknown_kind_note_) +
                     "; known kinds: " + (list.empty() ? "(none)" : list));
 }
 

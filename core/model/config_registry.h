@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model/config.h"
@@ -20,7 +21,10 @@ public:
   void add(ConfigSchema schema);
 
   bool contains(const std::string& kind) const;
-  // Unknown kinds throw ConfigError with a "did you mean" and the registered kinds.
+  // Why a kind may be missing, said after the kind in the error of an unknown one (the layer
+  // registry: that no loaded plugin provides it, and how to add one).
+  void set_unknown_kind_note(std::string note) { unknown_kind_note_ = std::move(note); }
+  // Unknown kinds throw ConfigError with a "did you mean", the note, and the registered kinds.
   const ConfigSchema& schema(const std::string& kind) const;
   std::shared_ptr<const ConfigSchema> schema_ptr(const std::string& kind) const;
   std::vector<std::string> kinds() const; // sorted
@@ -35,6 +39,7 @@ private:
   Config make(const std::string& kind, std::vector<std::string>& making) const;
 
   std::map<std::string, std::shared_ptr<const ConfigSchema>> schemas_;
+  std::string unknown_kind_note_;
 };
 
 } // namespace mt

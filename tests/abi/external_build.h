@@ -1,7 +1,9 @@
-// What a plugin author does, for the tests that load out-of-tree plugins: install the SDK
-// component of this build tree into a temporary prefix, then configure and build a separate
-// CMake project against it (find_package(metatune) + metatune_add_plugin). Everything lives in
-// one temporary folder, removed at the end; the commands' output goes to one log file.
+// What a plugin author does, for the tests that load out-of-tree plugins (tests/abi, and the
+// layer plugin of tests/graph): install the SDK component of this build tree into a temporary
+// prefix, then configure and build a separate CMake project against it (find_package(metatune)
+// + metatune_add_plugin). Everything lives in one temporary folder, removed at the end; the
+// commands' output goes to one log file. The including target defines MT_TEST_PROJECT_BINARY_DIR,
+// MT_TEST_CMAKE_COMMAND and MT_TEST_CMAKE_GENERATOR.
 #pragma once
 
 #include <unistd.h>

@@ -40,15 +40,19 @@ struct ModelRun {
   std::vector<std::vector<int64_t>> shapes;
 
   ModelRun(const json& config, const std::vector<int64_t>& input_shape, uint64_t seed = 3)
-      : ModelRun(config, std::vector<std::vector<int64_t>>{input_shape}, seed) {}
-  // Inputs "x", then "mask" when there are two.
+      : ModelRun(host(), config, std::vector<std::vector<int64_t>>{input_shape}, seed) {}
   ModelRun(const json& config, const std::vector<std::vector<int64_t>>& input_shapes,
            uint64_t seed = 3)
+      : ModelRun(host(), config, input_shapes, seed) {}
+  // Inputs "x", then "mask" when there are two; the layers of `plugins` (this build's, or a
+  // host that also loaded a plugin built out of tree).
+  ModelRun(const PluginHost& plugins, const json& config,
+           const std::vector<std::vector<int64_t>>& input_shapes, uint64_t seed = 3)
       : shapes(input_shapes) {
     std::vector<te::Tensor> in;
     for (size_t i = 0; i < shapes.size(); ++i)
       in.push_back(te::placeholder(shapes[i], DType::f32(), i == 0 ? "x" : "mask"));
-    graph = instantiate_model(host(), config, in);
+    graph = instantiate_model(plugins, config, in);
     exec = std::make_unique<ModelExecutor>(graph, fuse(graph.outputs), llvm());
     params = init_params(graph.params, seed);
     // Non-trivial norms and biases: the initialisers give ones and zeros.

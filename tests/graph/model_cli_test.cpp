@@ -3,26 +3,14 @@
 // a did-you-mean, and a non-zero exit status.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
+
+#include "cli_run.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result metatune(const std::string& args) {
-  std::string cmd = std::string(METATUNE_CLI) + " " + args + " 2>&1";
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p))
-    r.output.append(buf, n);
-  r.status = pclose(p);
-  return r;
-}
+using mt::graph_test::metatune;
+using Result = mt::graph_test::CliResult;
 
 const std::string kData = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/";
 
