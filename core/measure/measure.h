@@ -45,6 +45,17 @@ struct Reference {
 
   static Reference compute(const Function& workload, uint64_t seed = 1, int threads = 0);
 
+  // Another way to compute the outputs than the interpreter: fills the outputs of `args`
+  // (Reference::args, inputs already set) for `workload`. `name` tells the results apart
+  // (they need not be bit-identical to the interpreter's): it is part of the cache key.
+  struct Evaluator {
+    std::string name; // "llvm.cpu"
+    std::function<void(const Function& workload, std::vector<NDArray>& args)> run;
+  };
+  // The same inputs as compute(), the outputs from `evaluator`.
+  static Reference compute_with(const Function& workload, uint64_t seed,
+                                const Evaluator& evaluator);
+
   // Arguments for one run of a candidate: copies of the inputs, and outputs filled with NaN
   // (integers: -77) so that an element the kernel never writes shows up in the comparison.
   std::vector<NDArray> fresh_args() const;

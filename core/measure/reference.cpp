@@ -13,16 +13,15 @@
 #include <thread>
 
 #include "core/lower/interpreter.h"
-#include "core/runtime/arguments.h"
 #include "core/measure/measure.h"
 #include "core/measure/reference_cache.h"
+#include "core/runtime/arguments.h"
 
 namespace mt {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
 
 bool is_exactly(const Expr& e, const Expr& var) {
   return e && e.same_as(var);
@@ -179,6 +178,15 @@ Reference Reference::compute(const Function& workload, uint64_t seed, int thread
   } else {
     interpret_sliced(workload, ref.args, threads);
   }
+  ref.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return ref;
+}
+
+Reference Reference::compute_with(const Function& workload, uint64_t seed,
+                                  const Evaluator& evaluator) {
+  Reference ref = reference_inputs(workload, seed);
+  auto t0 = Clock::now();
+  evaluator.run(workload, ref.args);
   ref.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return ref;
 }

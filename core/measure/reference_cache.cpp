@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -250,28 +251,37 @@ std::string default_reference_cache_dir() {
 }
 
 std::string reference_cache_file(const std::string& cache_dir, const Function& workload,
-                                 uint64_t seed) {
-  return (fs::path(cache_dir) / (hex16(structural_hash(workload)) + "-s" + std::to_string(seed) +
-                                 "-v" + std::to_string(kReferenceCacheVersion) + ".mtref"))
+                                 uint64_t seed, const std::string& evaluator) {
+  std::string by;
+  for (char c : evaluator) // a file-name-safe spelling of the evaluator's name
+    by += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '_';
+  return (fs::path(cache_dir) /
+          (hex16(structural_hash(workload)) + "-s" + std::to_string(seed) +
+           (by.empty() ? "" : "-" + by) + "-v" + std::to_string(kReferenceCacheVersion) + ".mtref"))
       .string();
 }
 
 Reference load_or_compute_reference(const Function& workload, uint64_t seed,
                                     const std::string& cache_dir, int threads,
-                                    ReferenceCacheInfo* info) {
+                                    ReferenceCacheInfo* info,
+                                    const Reference::Evaluator* evaluator) {
   ReferenceCacheInfo local;
   ReferenceCacheInfo& out = info ? *info : local;
   out = {};
   auto t0 = Clock::now();
   auto done = [&] { out.seconds = std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto compute = [&] {
+    return evaluator ? Reference::compute_with(workload, seed, *evaluator)
+                     : Reference::compute(workload, seed, threads);
+  };
   if (cache_dir.empty()) {
-    Reference ref = Reference::compute(workload, seed, threads);
+    Reference ref = compute();
     done();
     return ref;
   }
 
   uint64_t hash = structural_hash(workload);
-  out.file = reference_cache_file(cache_dir, workload, seed);
+  out.file = reference_cache_file(cache_dir, workload, seed, evaluator ? evaluator->name : "");
   std::error_code ec;
   if (fs::exists(out.file, ec)) {
     Reference ref = reference_inputs(workload, seed);
@@ -287,7 +297,7 @@ Reference load_or_compute_reference(const Function& workload, uint64_t seed,
     }
   }
 
-  Reference ref = Reference::compute(workload, seed, threads);
+  Reference ref = compute();
   try {
     store(out.file, hash, seed, ref);
     out.stored = true;

@@ -29,8 +29,10 @@ std::string default_reference_cache_dir();
 // Where the reference of (workload, seed) is kept under `cache_dir`:
 // "<structural hash, 16 hex digits>-s<seed>-v<version>.mtref". The structural hash ignores
 // the function's and the buffers' names, so the same computation shares one file.
+// With an evaluator (Reference::Evaluator) its name is part of the key:
+// "<hash>-s<seed>-<name>-v<version>.mtref".
 std::string reference_cache_file(const std::string& cache_dir, const Function& workload,
-                                 uint64_t seed);
+                                 uint64_t seed, const std::string& evaluator = "");
 
 // What load_or_compute_reference did.
 struct ReferenceCacheInfo {
@@ -48,9 +50,12 @@ struct ReferenceCacheInfo {
 // runs never see half a file). An empty `cache_dir` disables the cache. Problems with the
 // cache are logged as warnings naming the file and the reason, never thrown. A loaded
 // reference's compute_seconds is the interpreter time of the run that wrote the file.
+// With `evaluator`, the outputs are computed by it instead (Reference::compute_with) and kept
+// under its own key.
 Reference load_or_compute_reference(const Function& workload, uint64_t seed,
                                     const std::string& cache_dir, int threads = 0,
-                                    ReferenceCacheInfo* info = nullptr);
+                                    ReferenceCacheInfo* info = nullptr,
+                                    const Reference::Evaluator* evaluator = nullptr);
 
 // The reference before interpretation: inputs random exactly as Reference::compute makes
 // them, outputs filled as fresh_args() fills them. Defined in reference.cpp, next to

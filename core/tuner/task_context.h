@@ -48,7 +48,9 @@ public:
   // TuneError when the rules produce no design space.
   void build_search(const TaskSetup& setup);
   // Loads or computes the reference result (once); says which, for the log ("" when it was
-  // there already).
+  // there already). A task of at least options.reference_by_target_flops has it computed by
+  // the tuning target's build of the unscheduled workload, the smaller ones by the
+  // interpreter.
   std::string ensure_reference(const TuneOptions& options);
   // The library implementations not yet in the database: measured like any candidate (own
   // worker, output checked), committed under the library's key. `measurers` (one per library
@@ -70,6 +72,7 @@ public:
   std::unique_ptr<SearchStrategy> strategy;
   Reference reference;
   bool has_reference = false;
+  const TargetSetup* target = nullptr; // the tuning target (build_search)
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
 

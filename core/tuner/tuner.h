@@ -102,6 +102,13 @@ struct TuneOptions {
   // resumed run, or the same workload tuned in another model, does not recompute it. Empty
   // = no cache.
   std::string reference_cache_dir = default_reference_cache_dir();
+  // Tasks of at least this many flops per call get their reference from the tuning target's
+  // build of the unscheduled workload, not from the interpreter: matmul 1024^3 takes ~40 s
+  // interpreted on 2 cores and ~1 s built by llvm, and a model's LM head five times that.
+  // The targets' unscheduled builds are tested against the interpreter over the workload
+  // library (tests/llvm/workload_test.cpp) and every model layer (tests/graph); the
+  // interpreter stays the oracle of the tests. 0 = always the target; +inf = never.
+  double reference_by_target_flops = 2e8;
   // An embedding application's measure callbacks (measure_callback.h), called after the
   // built-in ones (commit to the database, cost model update, progress events) for every
   // trial and every batch of the run: a trial they see is already in the database, with its

@@ -71,6 +71,10 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Fresh-worker measurements of each record in that re-measurement")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--reference-by-target-flops", t.reference_by_target_flops,
+                  "Tasks of at least this many flops get their reference result from the "
+                  "target's unscheduled build instead of the interpreter (0 = always)")
+      ->capture_default_str();
   cmd->add_option("--reference-cache", t.reference_cache_dir,
                   "Directory keeping the reference results between runs; 'none' = no cache "
                   "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "

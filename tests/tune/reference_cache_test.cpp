@@ -370,6 +370,46 @@ TEST(ReferenceCache, TunerStoresThenLoads) {
   EXPECT_TRUE(std::isfinite(r2.tasks.at(0).best_seconds));
 }
 
+// A large task's reference comes from the tuning target's unscheduled build: close to the
+// interpreter's (not bit-identical: another summation order may round differently), filed
+// under its own key, and it checks the candidates as the interpreter's does.
+TEST(ReferenceCache, LargeTasksGetTheirReferenceFromTheTargetsUnscheduledBuild) {
+  TempDir tmp;
+  tune_test::TempDb db;
+  std::string cache = (tmp.dir / "cache").string();
+  const char* spec = "dense(M=48,N=40,K=56)";
+  Function w = make_workload(spec);
+  TuneOptions o = tune_test::quick_options(db.path, 4);
+  o.reference_cache_dir = cache;
+  o.reference_by_target_flops = 0; // every task
+  configure_logging("info");
+  ::testing::internal::CaptureStderr();
+  TuneResult r = tune(tune_test::host(), {{spec, {}, 1}}, o);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  configure_logging("warn");
+  EXPECT_NE(log.find("reference computed by llvm.cpu (unscheduled build)"), std::string::npos)
+      << log;
+  EXPECT_TRUE(std::isfinite(r.tasks.at(0).best_seconds)) << "every candidate refused";
+  std::string file = reference_cache_file(cache, w, o.seed, "llvm.cpu");
+  EXPECT_NE(file, reference_cache_file(cache, w, o.seed));
+  ASSERT_TRUE(fs::is_regular_file(file));
+  EXPECT_FALSE(fs::exists(reference_cache_file(cache, w, o.seed)));
+
+  // Its outputs (read back from the cache: the evaluator is not called) against the
+  // interpreter's, on the same inputs.
+  Reference::Evaluator cached_only{"llvm.cpu", {}};
+  ReferenceCacheInfo info;
+  Reference by_target = load_or_compute_reference(w, o.seed, cache, 0, &info, &cached_only);
+  EXPECT_TRUE(info.from_cache);
+  Reference interpreted = Reference::compute(w, o.seed);
+  ASSERT_EQ(by_target.args.size(), interpreted.args.size());
+  for (size_t i = 0; i < w.params.size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(allclose(by_target.args[i], interpreted.args[i], 1e-5, 1e-6, &why))
+        << w.params[i]->name << ": " << why;
+  }
+}
+
 // `metatune tune --reference-cache DIR` writes there; `--reference-cache none` writes nowhere,
 // not even in $METATUNE_CACHE_DIR.
 TEST(ReferenceCache, CliOption) {
