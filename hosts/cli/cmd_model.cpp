@@ -11,6 +11,7 @@
 //   bench  one run of each policy, same weights and inputs: untuned, library (oneDNN where it
 //          implements a task), and with --db tuned and best; latency and a per-task breakdown.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
+#include "core/graph/sequence_buckets.h"
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
@@ -68,6 +70,30 @@ void print_next_token(const LoadedModel& m, const NDArray& logits) {
               static_cast<long long>(best), last[best]);
 }
 
+int run_bucketed(const ModelRunOptions& o, const LoadedModel& m, const KernelSelector& selector,
+                 KernelPolicy policy) {
+  auto start = std::chrono::steady_clock::now();
+  BucketedModel model(*m.host, m.config, o.source.buckets, m.batch, m.encoder, selector, m.params);
+  double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const NDArray* mask = m.encoder ? &m.inputs.at(1) : nullptr;
+  std::vector<NDArray> out = model.run(m.inputs[0], mask); // warm-up
+  std::vector<double> runs;
+  for (int r = 0; r < std::max(1, o.repeats); ++r) {
+    auto s = std::chrono::steady_clock::now();
+    out = model.run(m.inputs[0], mask);
+    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  std::printf("built %zu buckets in %.1f s; %lld tokens run in the bucket of %lld: latency %.2f "
+              "ms (median of %zu runs; %s kernels)\n",
+              model.buckets().size(), build_s, static_cast<long long>(m.seq),
+              static_cast<long long>(model.bucket_for(m.seq).seq), 1e3 * runs[runs.size() / 2],
+              runs.size(), to_string(policy));
+  if (!m.encoder) print_next_token(m, out.at(0));
+  if (!o.save_output.empty()) save_npy(out.at(0), o.save_output);
+  return 0;
+}
+
 int run_model(const ModelRunOptions& o) {
   configure_logging(o.log_level);
   LoadedModel m = load_model(o.source);
@@ -78,6 +104,7 @@ int run_model(const ModelRunOptions& o) {
   std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
   KernelSelector selector(*m.host, selection(o, policy, db.get()));
+  if (!o.source.buckets.empty()) return run_bucketed(o, m, selector, policy);
   CompiledModel c = compile_model(m, selector, o.quiet);
   ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
   std::printf("built in %.1f s; latency %.2f ms (median of %zu runs; %s kernels: %s)\n",
@@ -107,6 +134,17 @@ int tune_model(ModelTuneOptions& o) {
   std::cerr << m.describe() << "\n";
   finish_tune_options(o, *m.host);
   std::vector<TuneTask> tasks = tune_tasks(m.tasks);
+  if (!o.source.buckets.empty()) { // every bucket's tasks under the one budget
+    // Shapes differ between buckets, so their workloads do too: named by bucket.
+    tasks.clear();
+    for (int64_t seq : o.source.buckets) {
+      ModelGraph g = BucketedModel::graph_for(*m.host, m.config, m.batch, seq, m.encoder);
+      for (TuneTask& t :
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@" + std::to_string(seq))))
+        tasks.push_back(std::move(t));
+    }
+    std::cerr << o.source.buckets.size() << " buckets: " << tasks.size() << " tasks\n";
+  }
   const std::atomic<bool>* stop = install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;
   if (!o.quiet) progress = std::make_unique<ProgressPrinter>(Terminal::standard_error());

@@ -53,6 +53,10 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_
   cmd->add_option("--hf", o.hf, "A Hugging Face folder: config.json + model.safetensors");
   cmd->add_option("--seq", o.seq, "Sequence length (without --tokens)")->capture_default_str();
   cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  cmd->add_option("--buckets", o.buckets,
+                  "Sequence-length buckets, e.g. 32,64,128: one compiled model each, a sequence "
+                  "runs padded in the smallest that holds it")
+      ->delimiter(',');
   if (shapes_only) return; // tuning: the plugin path and seed are the tuning flags'
   cmd->add_option("--weights", o.weights,
                   "Weights for --config: a safetensors file named by parameter paths "

@@ -26,6 +26,9 @@ struct ModelSourceOptions {
   int64_t seq = 16, batch = 1;
   uint64_t seed = 1;
   std::vector<std::string> plugin_paths;
+  // Sequence-length buckets (core/graph/sequence_buckets.h): run pads into the smallest that
+  // holds the sequence; tune tunes the tasks of all of them.
+  std::vector<int64_t> buckets;
 };
 
 // `shapes_only`: what tuning needs (the model and its input shape), no weights or tokens.
