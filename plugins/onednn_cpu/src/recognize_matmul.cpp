@@ -74,24 +74,61 @@ public:
     return out;
   }
 
-  // A known condition is dense over its dims: consecutive dims merge when it varies along
-  // all or none of them.
-  Condition operator()(const Condition& c, const std::string& what) const {
+  // A known condition is a dense table over its dims: consecutive dims merge when it varies
+  // along all or none of them; along part of a group it is spread over the whole group first.
+  // `extents`: the full dims.
+  Condition operator()(const Condition& c, const std::vector<int64_t>& extents,
+                       const std::string& what) const {
     Condition out = c;
     if (c.src) {
       out.src = (*this)(*c.src, what);
       out.dims = out.src->dims;
       return out;
     }
+    std::vector<int64_t> full = c.dims;
+    size_t d = 0;
+    for (size_t n : sizes_) {
+      bool any = false;
+      for (size_t k = d; k < d + n; ++k)
+        any = any || c.dims[k] > 1;
+      for (size_t k = d; k < d + n && any; ++k)
+        full[k] = extents[k];
+      d += n;
+    }
+    if (full != c.dims) out = spread(c, full);
     TensorRef dense;
-    dense.dims = c.dims;
-    dense.strides = P::row_major_strides(c.dims);
+    dense.dims = out.dims;
+    dense.strides = P::row_major_strides(out.dims);
     fix_unit_strides(&dense);
     out.dims = (*this)(dense, what).dims;
     return out;
   }
 
 private:
+  // The table of `c` over `dims` (each c.dims[d] is 1 or dims[d]).
+  static Condition spread(const Condition& c, const std::vector<int64_t>& dims) {
+    Condition out = c;
+    out.dims = dims;
+    int64_t points = 1;
+    for (int64_t n : dims)
+      points *= n;
+    if (points > (int64_t{1} << 24)) reject("a position mask too large to tabulate");
+    out.values.assign(static_cast<size_t>(points), 0);
+    std::vector<int64_t> at(dims.size(), 0);
+    for (int64_t i = 0; i < points; ++i) {
+      int64_t from = 0;
+      for (size_t d = 0; d < dims.size(); ++d)
+        from = from * c.dims[d] + (c.dims[d] > 1 ? at[d] : 0);
+      out.values[static_cast<size_t>(i)] = c.values[static_cast<size_t>(from)];
+      for (size_t d = dims.size(); d-- > 0;)
+        if (++at[d] < dims[d])
+          break;
+        else
+          at[d] = 0;
+    }
+    return out;
+  }
+
   std::vector<size_t> sizes_;
 };
 
@@ -155,13 +192,16 @@ public:
     if (!non_overlapping(op.src) || !non_overlapping(op.weights))
       reject("an operand read through overlapping windows");
     const std::vector<LogicalDim> logical = pick(dims_, dst_at);
+    std::vector<int64_t> extents;
+    for (const LogicalDim& d : logical)
+      extents.push_back(d.extent);
     op.dst = dst_c(output_view(sp_, logical), "output");
     Plan plan;
     for (const PostOp& p : match_tail(sp_, 1, logical)) {
       PostOp q = p;
       if (is_binary(p.alg)) q.src1 = dst_c(p.src1, std::string(to_string(p.alg)) + " operand");
       for (Condition& c : q.conds)
-        c = dst_c(c, "mask");
+        c = dst_c(c, extents, "mask");
       plan.post_ops.push_back(q);
     }
     op.bias = take_bias(&plan.post_ops, op.dst.dims.size() - 1, /*keep_rank=*/true);
