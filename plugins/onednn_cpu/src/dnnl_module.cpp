@@ -1,6 +1,7 @@
 // Plan -> oneDNN primitives, and the module that runs them.
 #include "dnnl_module.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -131,11 +132,13 @@ struct DnnlModule::Impl {
 
   // The post-ops with their second operands bound to slots (created once, shared by the fused
   // and the unfused form).
-  std::vector<Flat> flatten(const std::vector<PostOp>& ops) {
+  // `full`: the dst dims, to give mask tables no broadcast.
+  std::vector<Flat> flatten(const std::vector<PostOp>& ops,
+                            const std::vector<int64_t>* full = nullptr) {
     std::vector<Flat> out;
     for (const PostOp& p : ops) {
       if (p.alg == Alg::Select) {
-        select(p, &out);
+        select(p, full, &out);
       } else if (is_binary(p.alg)) {
         out.push_back({p.alg, 1, 0, user(p.src1)});
       } else {
@@ -144,8 +147,8 @@ struct DnnlModule::Impl {
     }
     return out;
   }
-  void select(const PostOp& p, std::vector<Flat>* out) {
-    auto mask = std::make_shared<SelectMask>(p);
+  void select(const PostOp& p, const std::vector<int64_t>* full, std::vector<Flat>* out) {
+    auto mask = std::make_shared<SelectMask>(p, full);
     TensorRef table;
     table.dims = mask->dims();
     table.strides = P::row_major_strides(table.dims);
@@ -224,11 +227,46 @@ struct DnnlModule::Impl {
     }
   }
 
-  // Creates the primitive descriptor with the post-ops fused if oneDNN accepts them; `make`
-  // builds it from an attribute.
+  // Creates the primitive descriptor with the post-ops (bound to slots in *ops) fused if
+  // oneDNN accepts them; `make` builds it from an attribute. oneDNN's optimised kernels take
+  // few broadcasts of a binary post-op's operand (a causal mask, the same for every batch and
+  // head, sends a batched matmul to the reference kernel): then the mask tables are made full
+  // size, filled once (or per call, for a mask read from a tensor).
   template <typename PD, typename Make>
-  PD with_post_ops(const std::vector<Flat>& ops, Make make,
-                   std::vector<std::pair<int, int>>* binary_args, bool* fused) {
+  PD with_post_ops(const std::vector<PostOp>& post_ops, const std::vector<int64_t>& dst_dims,
+                   Make make, std::vector<Flat>* ops, std::vector<std::pair<int, int>>* binary_args,
+                   bool* fused) {
+    const size_t mark = prepare.size();
+    *ops = flatten(post_ops);
+    PD pd = fuse<PD>(*ops, make, binary_args, fused);
+    auto reference = [](const PD& d) {
+      return std::string(d.impl_info_str()).rfind("ref", 0) == 0;
+    };
+    bool broadcast_mask = std::any_of(post_ops.begin(), post_ops.end(), [&](const PostOp& p) {
+      return p.alg == Alg::Select && SelectMask(p).dims() != dst_dims;
+    });
+    if (!reference(pd) || !broadcast_mask) return pd;
+    std::vector<std::function<void(const std::vector<sdk::TensorView>&)>> first(
+        prepare.begin() + static_cast<std::ptrdiff_t>(mark), prepare.end());
+    prepare.resize(mark);
+    std::vector<std::pair<int, int>> full_args;
+    bool full_fused = false;
+    std::vector<Flat> full_ops = flatten(post_ops, &dst_dims);
+    PD full = fuse<PD>(full_ops, make, &full_args, &full_fused);
+    if (!reference(full)) {
+      *ops = full_ops;
+      *binary_args = full_args;
+      *fused = full_fused;
+      return full;
+    }
+    prepare.resize(mark);
+    prepare.insert(prepare.end(), first.begin(), first.end());
+    return pd;
+  }
+
+  template <typename PD, typename Make>
+  PD fuse(const std::vector<Flat>& ops, Make make, std::vector<std::pair<int, int>>* binary_args,
+          bool* fused) {
     if (!ops.empty()) {
       try {
         dnnl::primitive_attr attr = attr_for(ops, binary_args);
@@ -269,7 +307,7 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
   std::vector<std::pair<int, int>> bargs, after;
   bool fused = false;
   int dst_user = -1;
-  const std::vector<Flat> ops = flatten(post_ops);
+  std::vector<Flat> ops;
   if (const auto* m = std::get_if<MatmulOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       auto d = m->bias ? dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(*m->bias),
@@ -277,7 +315,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                        : dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(m->dst));
       return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::matmul::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::matmul::primitive_desc>(post_ops, m->dst.dims, make, &ops, &bargs,
+                                                          &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(m->src, pd.src_desc())},
                                          {DNNL_ARG_WEIGHTS, input(m->weights, pd.weights_desc())}};
     if (m->bias) args[DNNL_ARG_BIAS] = input(*m->bias, pd.bias_desc());
@@ -297,7 +336,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                                                          to_dims(c->pad_l), to_dims(c->pad_r));
       return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::convolution_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::convolution_forward::primitive_desc>(post_ops, c->dst.dims, make,
+                                                                       &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(c->src, pd.src_desc())},
                                          {DNNL_ARG_WEIGHTS, input(c->weights, pd.weights_desc())}};
     if (c->bias) args[DNNL_ARG_BIAS] = input(*c->bias, pd.bias_desc());
@@ -313,7 +353,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                                     to_dims(p->kernel), to_dims(p->pad_l), to_dims(p->pad_r));
       return dnnl::pooling_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::pooling_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::pooling_forward::primitive_desc>(post_ops, p->dst.dims, make,
+                                                                   &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(p->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(p->dst, pd.dst_desc(), &dst_user, &after);
     if (pd.workspace_desc().get_size() > 0) args[DNNL_ARG_WORKSPACE] = scratch(pd.workspace_desc());
@@ -323,6 +364,7 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
         dnnl::softmax_forward::desc(pk::forward_inference, desc_of(s->src), s->axis), cpu_engine());
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(s->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(s->dst, pd.dst_desc(), &dst_user, &after);
+    ops = flatten(post_ops);
     finish(dnnl::softmax_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
            pd.impl_info_str());
   } else if (const auto* l = std::get_if<LayerNormOp>(&main)) {
@@ -339,6 +381,7 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
     if (pd.mean_desc().get_size() > 0) args[DNNL_ARG_MEAN] = scratch(pd.mean_desc());
     if (pd.variance_desc().get_size() > 0) args[DNNL_ARG_VARIANCE] = scratch(pd.variance_desc());
     args[DNNL_ARG_DST] = output(l->dst, pd.dst_desc(), &dst_user, &after);
+    ops = flatten(post_ops);
     finish(dnnl::layer_normalization_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
            pd.impl_info_str());
   } else if (const auto* r = std::get_if<ReductionOp>(&main)) {
@@ -349,7 +392,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
       dnnl::reduction::desc d(kAlg[r->kind], desc_of(r->src), desc_of(r->dst), r->p, 0.f);
       return dnnl::reduction::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::reduction::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::reduction::primitive_desc>(post_ops, r->dst.dims, make, &ops,
+                                                             &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(r->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(r->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::reduction(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
@@ -359,7 +403,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                                     eltwise_alpha(e->op), eltwise_beta(e->op));
       return dnnl::eltwise_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::eltwise_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::eltwise_forward::primitive_desc>(post_ops, e->dst.dims, make,
+                                                                   &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(e->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(e->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::eltwise_forward(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
@@ -368,7 +413,8 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
       dnnl::binary::desc d(binary_alg(b->alg), desc_of(b->src0), desc_of(b->src1), desc_of(b->dst));
       return dnnl::binary::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::binary::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::binary::primitive_desc>(post_ops, b->dst.dims, make, &ops, &bargs,
+                                                          &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC_0, input(b->src0, pd.src0_desc())},
                                          {DNNL_ARG_SRC_1, input(b->src1, pd.src1_desc())}};
     args[DNNL_ARG_DST] = output(b->dst, pd.dst_desc(), &dst_user, &after);

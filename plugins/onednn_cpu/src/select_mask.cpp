@@ -29,7 +29,12 @@ bool compare(float v, Cmp c, double t) {
 
 } // namespace
 
-SelectMask::SelectMask(const PostOp& select) : conds_(select.conds), fill_(select.fill) {
+SelectMask::SelectMask(const PostOp& select, const std::vector<int64_t>* full)
+    : conds_(select.conds), fill_(select.fill) {
+  if (full) {
+    dims_ = *full;
+    return;
+  }
   for (const Condition& c : conds_) {
     if (dims_.empty()) dims_.assign(c.dims.size(), 1);
     for (size_t d = 0; d < c.dims.size(); ++d)

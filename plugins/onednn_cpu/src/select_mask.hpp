@@ -14,7 +14,8 @@ namespace mt::onednn {
 
 class SelectMask {
 public:
-  explicit SelectMask(const PostOp& select);
+  // `full`: dims for the tables (the dst's) instead of the smallest the conditions allow.
+  explicit SelectMask(const PostOp& select, const std::vector<int64_t>* full = nullptr);
 
   // The dims of hi and lo: where any condition varies, else 1.
   const std::vector<int64_t>& dims() const { return dims_; }
