@@ -151,6 +151,60 @@ TEST(OnednnModelKernels, CausalAndPaddingMasksTogether) {
   }
 }
 
+// Heads read with strides and offsets from other layouts: q and k as slices of one
+// [B, S, 3 * H * D] projection, and v as [B, S, H, D].
+TEST(OnednnModelKernels, HeadsFromPackedAndFourDimensionalLayouts) {
+  Function scores = parse_function(R"(func packed(qkv: f32[2, 4, 48], out: f32[2, 2, 4, 4]) {
+  buffer acc: f32[2, 2, 4, 4]
+  for b in 2 {
+    for h in 2 {
+      for i in 4 {
+        for j in 4 {
+          for d in 8 {
+            block acc(vb: S[2] = b, vh: S[2] = h, vi: S[4] = i, vj: S[4] = j, vd: R[8] = d) {
+              init { acc[vb, vh, vi, vj] = 0f32 }
+              acc[vb, vh, vi, vj] = acc[vb, vh, vi, vj] + qkv[vb, vi, vh * 8 + vd] * qkv[vb, vj, vh * 8 + vd + 16]
+            }
+          }
+        }
+      }
+    }
+  }
+  for b in 2 {
+    for h in 2 {
+      for i in 4 {
+        for j in 4 {
+          block masked(vb: S[2] = b, vh: S[2] = h, vi: S[4] = i, vj: S[4] = j) {
+            out[vb, vh, vi, vj] = select(vj <= vi, acc[vb, vh, vi, vj] * 0.125f32, -1e+30f32)
+          }
+        }
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(scores));
+  expect_matches_reference(scores);
+  EXPECT_EQ(last_build().plan, "[2,2,4,8] x [2,2,8,4] -> [2,2,4,4] +linear +select");
+  Function context =
+      parse_function(R"(func ctx(p: f32[2, 2, 4, 4], v: f32[2, 4, 2, 8], out: f32[2, 4, 16]) {
+  for b in 2 {
+    for i in 4 {
+      for c in 16 {
+        for j in 4 {
+          block out(vb: S[2] = b, vi: S[4] = i, vc: S[16] = c, vj: R[4] = j) {
+            init { out[vb, vi, vc] = 0f32 }
+            out[vb, vi, vc] = out[vb, vi, vc] + p[vb, vc // 8, vi, vj] * v[vb, vj, vc // 8, vc % 8]
+          }
+        }
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(context));
+  expect_matches_reference(context);
+  EXPECT_EQ(last_build().plan, "[2,2,4,4] x [2,2,4,8] -> [2,2,4,8]");
+}
+
 // Every kernel of a model from a shipped config, made small: all but the embedding gather
 // (integer ids: not an f32 operator; the first norm is fused with it) are offered and match
 // the interpreter.
