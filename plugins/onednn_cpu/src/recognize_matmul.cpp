@@ -14,7 +14,7 @@
 //   - a weight stored [N, K] is a weights view with strides (1, K): no transpose is made;
 //   - the operands are ordered so that dst's innermost dim is N where the output allows it.
 #include <algorithm>
-#include <numeric>
+#include <tuple>
 
 #include "logical_dims.hpp"
 #include "recognize.hpp"
@@ -137,17 +137,43 @@ public:
   explicit MatmulMatcher(const StageProgram& sp) : sp_(sp), m_(sp.stages[0]) {}
 
   Plan plan() {
+    operands();
+    classify();
+    order();
+    return build();
+  }
+
+private:
+  // The two operands and their views over all digits of the main stage.
+  void operands() {
     if (m_.reduce != Reduce::Sum || m_.init != 0) reject("the first step is not a sum reduction");
-    auto [la, lb] = product(m_);
-    if (!sp_.is_param(la->buffer) || !sp_.is_param(lb->buffer))
+    std::tie(la_, lb_) = product(m_);
+    if (!sp_.is_param(la_->buffer) || !sp_.is_param(lb_->buffer))
       reject("an operand is not a parameter");
-    if (P::expr_equal(la, lb)) reject("a square, not a product of two operands");
+    if (P::expr_equal(la_, lb_)) reject("a square, not a product of two operands");
     dims_ = stage_digits(sp_, 0);
     const DigitMap digits = digit_map(sp_, 0, dims_);
-    StridedAccess a = strided_access(la->buffer, la->args, digits, dims_);
-    StridedAccess b = strided_access(lb->buffer, lb->args, digits, dims_);
-    classify(a, b);
+    a_ = strided_access(la_->buffer, la_->args, digits, dims_);
+    b_ = strided_access(lb_->buffer, lb_->args, digits, dims_);
+  }
 
+  void classify() {
+    for (size_t i = 0; i < dims_.size(); ++i) {
+      const bool in_a = a_.strides[i] != 0, in_b = b_.strides[i] != 0;
+      if (dims_[i].pos >= 0) {
+        if (!in_a && !in_b) reject("an output dimension neither operand depends on");
+        (in_a && in_b ? batch_ : in_a ? rows_ : cols_).push_back(i);
+      } else {
+        if (!in_a || !in_b) reject("a reduction over one operand only");
+        red_.push_back(i);
+      }
+    }
+    if (red_.empty()) reject("no reduction shared by both operands");
+  }
+
+  // Outer digit first in each group (by the output's strides; the reduction by the first
+  // operand's), and the operands swapped when that makes dst's innermost dim N.
+  void order() {
     std::vector<size_t> out;
     for (size_t i = 0; i < dims_.size(); ++i)
       if (dims_[i].pos >= 0) out.push_back(i);
@@ -164,31 +190,31 @@ public:
     by_dst(&rows_);
     by_dst(&cols_);
     std::stable_sort(red_.begin(), red_.end(),
-                     [&](size_t x, size_t y) { return a.strides[x] > a.strides[y]; });
-    // dst's innermost dim should be N: swap the operands when it is a row.
-    bool swap = !rows_.empty() && dst_stride(rows_.back()) == 1 &&
-                (cols_.empty() || dst_stride(cols_.back()) != 1);
-    if (swap) {
-      std::swap(la, lb);
-      std::swap(a, b);
+                     [&](size_t x, size_t y) { return a_.strides[x] > a_.strides[y]; });
+    if (!rows_.empty() && dst_stride(rows_.back()) == 1 &&
+        (cols_.empty() || dst_stride(cols_.back()) != 1)) {
+      std::swap(la_, lb_);
+      std::swap(a_, b_);
       std::swap(rows_, cols_);
     }
+  }
 
-    std::vector<size_t> src_at = concat({batch_, rows_, red_});
-    std::vector<size_t> wei_at = concat({batch_, red_, cols_});
-    std::vector<size_t> dst_at = concat({batch_, rows_, cols_});
-    std::vector<size_t> groups(batch_.size(), 1);
-    const Collapse src_c(concat_sizes(groups, {rows_.size(), red_.size()}));
-    const Collapse wei_c(concat_sizes(groups, {red_.size(), cols_.size()}));
-    const Collapse dst_c(concat_sizes(groups, {rows_.size(), cols_.size()}));
+  Plan build() const {
+    const std::vector<size_t> src_at = concat({batch_, rows_, red_});
+    const std::vector<size_t> wei_at = concat({batch_, red_, cols_});
+    const std::vector<size_t> dst_at = concat({batch_, rows_, cols_});
+    const std::vector<size_t> batch(batch_.size(), 1); // each batch digit its own dim
+    const Collapse src_c(concat_sizes(batch, {rows_.size(), red_.size()}));
+    const Collapse wei_c(concat_sizes(batch, {red_.size(), cols_.size()}));
+    const Collapse dst_c(concat_sizes(batch, {rows_.size(), cols_.size()}));
 
     MatmulOp op;
-    op.src = src_c(strided_ref(sp_.param_of(la->buffer), pick(a, src_at), pick(dims_, src_at),
+    op.src = src_c(strided_ref(sp_.param_of(la_->buffer), pick(a_, src_at), pick(dims_, src_at),
                                /*broadcast=*/false),
                    "first operand");
-    op.weights =
-        wei_c(strided_ref(sp_.param_of(lb->buffer), pick(b, wei_at), pick(dims_, wei_at), false),
-              "second operand");
+    op.weights = wei_c(strided_ref(sp_.param_of(lb_->buffer), pick(b_, wei_at), pick(dims_, wei_at),
+                                   /*broadcast=*/false),
+                       "second operand");
     if (!non_overlapping(op.src) || !non_overlapping(op.weights))
       reject("an operand read through overlapping windows");
     const std::vector<LogicalDim> logical = pick(dims_, dst_at);
@@ -213,21 +239,6 @@ public:
     return plan;
   }
 
-private:
-  void classify(const StridedAccess& a, const StridedAccess& b) {
-    for (size_t i = 0; i < dims_.size(); ++i) {
-      const bool in_a = a.strides[i] != 0, in_b = b.strides[i] != 0;
-      if (dims_[i].pos >= 0) {
-        if (!in_a && !in_b) reject("an output dimension neither operand depends on");
-        (in_a && in_b ? batch_ : in_a ? rows_ : cols_).push_back(i);
-      } else {
-        if (!in_a || !in_b) reject("a reduction over one operand only");
-        red_.push_back(i);
-      }
-    }
-    if (red_.empty()) reject("no reduction shared by both operands");
-  }
-
   static std::vector<size_t> concat(std::initializer_list<std::vector<size_t>> parts) {
     std::vector<size_t> out;
     for (const auto& p : parts)
@@ -242,7 +253,9 @@ private:
 
   const StageProgram& sp_;
   const Stage& m_;
-  std::vector<LogicalDim> dims_;
+  P::Expr la_, lb_;                               // the operand loads: src, weights once ordered
+  StridedAccess a_, b_;                           // their views over dims_
+  std::vector<LogicalDim> dims_;                  // every digit of the main stage
   std::vector<size_t> batch_, rows_, cols_, red_; // indices into dims_
 };
 

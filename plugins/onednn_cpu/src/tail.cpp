@@ -2,9 +2,6 @@
 // view. A stage may apply several steps at once (scores * scale, then a causal select, then a
 // padding select, all in one stage of an attention kernel): its value is peeled from the
 // outside in, each layer one eltwise / binary step or a select with a constant fill.
-#include <algorithm>
-#include <cmath>
-
 #include "expr_pattern.hpp"
 #include "logical_dims.hpp"
 #include "recognize.hpp"
