@@ -1,9 +1,13 @@
 // Plan -> oneDNN primitives, and the module that runs them.
 #include "dnnl_module.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "select_mask.hpp"
 
 namespace mt::onednn {
 
@@ -78,10 +82,10 @@ algorithm binary_alg(Alg a) {
 }
 
 // alpha for relu is its negative slope: 0.
-float eltwise_alpha(const PostOp& p) {
+template <typename Op> float eltwise_alpha(const Op& p) {
   return p.alg == Alg::Relu ? 0.f : p.alg == Alg::Linear ? p.alpha : 0.f;
 }
-float eltwise_beta(const PostOp& p) {
+template <typename Op> float eltwise_beta(const Op& p) {
   return p.alg == Alg::Linear ? p.beta : 0.f;
 }
 
@@ -89,8 +93,15 @@ float eltwise_beta(const PostOp& p) {
 
 struct DnnlModule::Impl {
   struct Slot {
-    int param = -1; // >= 0: bound to that argument on every call
+    int param = -1; // >= 0: bound to that argument (from element `offset` on) on every call
     memory mem;
+    int64_t offset = 0;
+  };
+  // A post-op as oneDNN takes it: a Select is two binary steps on tables in scratch slots.
+  struct Flat {
+    Alg alg = Alg::Relu;
+    float alpha = 1, beta = 0;
+    int src1 = -1; // binary: the slot of the second operand
   };
   struct Step {
     Step(dnnl::primitive p, std::unordered_map<int, int> a)
@@ -104,16 +115,54 @@ struct DnnlModule::Impl {
   dnnl::stream stream{cpu_engine()};
   std::vector<Slot> slots;
   std::vector<Step> steps;
+  // Run before the steps on each call (the tables of a mask read from the caller's tensors).
+  std::vector<std::function<void(const std::vector<sdk::TensorView>&)>> prepare;
   std::string implementation;
   int reorders = 0, unfused = 0;
 
   int user(const TensorRef& r) {
-    slots.push_back({static_cast<int>(r.param), memory(desc_of(r), cpu_engine(), nullptr)});
+    slots.push_back(
+        {static_cast<int>(r.param), memory(desc_of(r), cpu_engine(), nullptr), r.offset});
     return static_cast<int>(slots.size() - 1);
   }
   int scratch(const memory::desc& md) {
-    slots.push_back({-1, memory(md, cpu_engine())});
+    slots.push_back({-1, memory(md, cpu_engine()), 0});
     return static_cast<int>(slots.size() - 1);
+  }
+
+  // The post-ops with their second operands bound to slots (created once, shared by the fused
+  // and the unfused form).
+  // `full`: the dst dims, to give mask tables no broadcast.
+  std::vector<Flat> flatten(const std::vector<PostOp>& ops,
+                            const std::vector<int64_t>* full = nullptr) {
+    std::vector<Flat> out;
+    for (const PostOp& p : ops) {
+      if (p.alg == Alg::Select) {
+        select(p, full, &out);
+      } else if (is_binary(p.alg)) {
+        out.push_back({p.alg, 1, 0, user(p.src1)});
+      } else {
+        out.push_back({p.alg, p.alpha, p.beta, -1});
+      }
+    }
+    return out;
+  }
+  void select(const PostOp& p, const std::vector<int64_t>* full, std::vector<Flat>* out) {
+    auto mask = std::make_shared<SelectMask>(p, full);
+    TensorRef table;
+    table.dims = mask->dims();
+    table.strides = P::row_major_strides(table.dims);
+    memory::desc md = desc_of(table);
+    int hi = scratch(md), lo = scratch(md);
+    auto* h = static_cast<float*>(slots[hi].mem.get_data_handle());
+    auto* l = static_cast<float*>(slots[lo].mem.get_data_handle());
+    if (mask->constant())
+      mask->fill(h, l, {});
+    else
+      prepare.push_back(
+          [mask, h, l](const std::vector<sdk::TensorView>& args) { mask->fill(h, l, args); });
+    out->push_back({Alg::Min, 1, 0, hi});
+    out->push_back({Alg::Max, 1, 0, lo});
   }
   void reorder(int from, int to) {
     steps.push_back({dnnl::reorder(slots[from].mem, slots[to].mem),
@@ -140,14 +189,14 @@ struct DnnlModule::Impl {
     return s;
   }
 
-  dnnl::primitive_attr attr_for(const std::vector<PostOp>& ops,
+  dnnl::primitive_attr attr_for(const std::vector<Flat>& ops,
                                 std::vector<std::pair<int, int>>* binary_args) {
     dnnl::post_ops po;
     for (size_t i = 0; i < ops.size(); ++i) {
-      const PostOp& p = ops[i];
-      if (is_binary(p.alg)) {
-        po.append_binary(binary_alg(p.alg), desc_of(p.src1));
-        binary_args->push_back({static_cast<int>(i), user(p.src1)});
+      const Flat& p = ops[i];
+      if (p.src1 >= 0) {
+        po.append_binary(binary_alg(p.alg), slots[p.src1].mem.get_desc());
+        binary_args->push_back({static_cast<int>(i), p.src1});
       } else {
         po.append_eltwise(1.f, eltwise_alg(p.alg), eltwise_alpha(p), eltwise_beta(p));
       }
@@ -158,13 +207,13 @@ struct DnnlModule::Impl {
   }
 
   // Post-ops the main primitive did not take, as in-place primitives on the output.
-  void append_unfused(const std::vector<PostOp>& ops, int dst) {
+  void append_unfused(const std::vector<Flat>& ops, int dst) {
     const memory::desc md = slots[dst].mem.get_desc();
-    for (const PostOp& p : ops) {
-      if (is_binary(p.alg)) {
-        int s1 = user(p.src1);
+    for (const Flat& p : ops) {
+      if (p.src1 >= 0) {
+        int s1 = p.src1;
         dnnl::binary::primitive_desc pd(
-            dnnl::binary::desc(binary_alg(p.alg), md, desc_of(p.src1), md), cpu_engine());
+            dnnl::binary::desc(binary_alg(p.alg), md, slots[s1].mem.get_desc(), md), cpu_engine());
         steps.push_back(
             {dnnl::binary(pd), {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, s1}, {DNNL_ARG_DST, dst}}});
       } else {
@@ -178,19 +227,52 @@ struct DnnlModule::Impl {
     }
   }
 
-  // Creates the primitive descriptor with the post-ops fused if oneDNN accepts them; `make`
-  // builds it from an attribute.
+  // Creates the primitive descriptor with the post-ops (bound to slots in *ops) fused if
+  // oneDNN accepts them; `make` builds it from an attribute. oneDNN's optimised kernels take
+  // few broadcasts of a binary post-op's operand (a causal mask, the same for every batch and
+  // head, sends a batched matmul to the reference kernel): then the mask tables are made full
+  // size, filled once (or per call, for a mask read from a tensor).
   template <typename PD, typename Make>
-  PD with_post_ops(const std::vector<PostOp>& ops, Make make,
-                   std::vector<std::pair<int, int>>* binary_args, bool* fused) {
+  PD with_post_ops(const std::vector<PostOp>& post_ops, const std::vector<int64_t>& dst_dims,
+                   Make make, std::vector<Flat>* ops, std::vector<std::pair<int, int>>* binary_args,
+                   bool* fused) {
+    const size_t mark = prepare.size();
+    *ops = flatten(post_ops);
+    PD pd = fuse<PD>(*ops, make, binary_args, fused);
+    auto reference = [](const PD& d) {
+      return std::string(d.impl_info_str()).rfind("ref", 0) == 0;
+    };
+    bool broadcast_mask = std::any_of(post_ops.begin(), post_ops.end(), [&](const PostOp& p) {
+      return p.alg == Alg::Select && SelectMask(p).dims() != dst_dims;
+    });
+    if (!reference(pd) || !broadcast_mask) return pd;
+    std::vector<std::function<void(const std::vector<sdk::TensorView>&)>> first(
+        prepare.begin() + static_cast<std::ptrdiff_t>(mark), prepare.end());
+    prepare.resize(mark);
+    std::vector<std::pair<int, int>> full_args;
+    bool full_fused = false;
+    std::vector<Flat> full_ops = flatten(post_ops, &dst_dims);
+    PD full = fuse<PD>(full_ops, make, &full_args, &full_fused);
+    if (!reference(full)) {
+      *ops = full_ops;
+      *binary_args = full_args;
+      *fused = full_fused;
+      return full;
+    }
+    prepare.resize(mark);
+    prepare.insert(prepare.end(), first.begin(), first.end());
+    return pd;
+  }
+
+  template <typename PD, typename Make>
+  PD fuse(const std::vector<Flat>& ops, Make make, std::vector<std::pair<int, int>>* binary_args,
+          bool* fused) {
     if (!ops.empty()) {
-      size_t mark = slots.size();
       try {
         dnnl::primitive_attr attr = attr_for(ops, binary_args);
         *fused = true;
         return make(attr);
       } catch (const dnnl::error&) {
-        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(mark), slots.end());
         binary_args->clear();
       }
     }
@@ -201,7 +283,7 @@ struct DnnlModule::Impl {
   // Runs the main primitive `prim` with `args`, then the output reorders and unfused steps.
   void finish(dnnl::primitive prim, std::unordered_map<int, int> args,
               const std::vector<std::pair<int, int>>& binary_args, bool fused,
-              const std::vector<PostOp>& ops, int dst_user,
+              const std::vector<Flat>& ops, int dst_user,
               const std::vector<std::pair<int, int>>& after, const char* impl) {
     for (auto [i, slot] : binary_args)
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = slot;
@@ -209,32 +291,38 @@ struct DnnlModule::Impl {
     for (auto [from, to] : after)
       reorder(from, to);
     if (!fused) append_unfused(ops, dst_user);
-    implementation = impl ? impl : "?";
+    std::string name = impl ? impl : "?";
+    if (implementation.empty())
+      implementation = name;
+    else if (implementation.find(name) == std::string::npos)
+      implementation += ", " + name;
   }
 
+  void build_step(const MainOp& main, const std::vector<PostOp>& post_ops);
   void build(const Plan& plan);
 };
 
-void DnnlModule::Impl::build(const Plan& plan) {
+void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>& post_ops) {
   using pk = dnnl::prop_kind;
   std::vector<std::pair<int, int>> bargs, after;
   bool fused = false;
   int dst_user = -1;
-  const auto& ops = plan.post_ops;
-  if (const auto* m = std::get_if<MatmulOp>(&plan.op)) {
+  std::vector<Flat> ops;
+  if (const auto* m = std::get_if<MatmulOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       auto d = m->bias ? dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(*m->bias),
                                             desc_of(m->dst))
                        : dnnl::matmul::desc(desc_of(m->src), desc_of(m->weights), desc_of(m->dst));
       return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::matmul::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::matmul::primitive_desc>(post_ops, m->dst.dims, make, &ops, &bargs,
+                                                          &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(m->src, pd.src_desc())},
                                          {DNNL_ARG_WEIGHTS, input(m->weights, pd.weights_desc())}};
     if (m->bias) args[DNNL_ARG_BIAS] = input(*m->bias, pd.bias_desc());
     args[DNNL_ARG_DST] = output(m->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::matmul(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
-  } else if (const auto* c = std::get_if<ConvOp>(&plan.op)) {
+  } else if (const auto* c = std::get_if<ConvOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       memory::desc src = any_of(c->src.dims), w = any_of(c->weights.dims),
                    dst = any_of(c->dst.dims);
@@ -248,14 +336,15 @@ void DnnlModule::Impl::build(const Plan& plan) {
                                                          to_dims(c->pad_l), to_dims(c->pad_r));
       return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::convolution_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::convolution_forward::primitive_desc>(post_ops, c->dst.dims, make,
+                                                                       &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(c->src, pd.src_desc())},
                                          {DNNL_ARG_WEIGHTS, input(c->weights, pd.weights_desc())}};
     if (c->bias) args[DNNL_ARG_BIAS] = input(*c->bias, pd.bias_desc());
     args[DNNL_ARG_DST] = output(c->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::convolution_forward(pd), args, bargs, fused, ops, dst_user, after,
            pd.impl_info_str());
-  } else if (const auto* p = std::get_if<PoolOp>(&plan.op)) {
+  } else if (const auto* p = std::get_if<PoolOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       dnnl::pooling_forward::desc d(pk::forward_inference,
                                     p->max ? algorithm::pooling_max
@@ -264,19 +353,21 @@ void DnnlModule::Impl::build(const Plan& plan) {
                                     to_dims(p->kernel), to_dims(p->pad_l), to_dims(p->pad_r));
       return dnnl::pooling_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::pooling_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::pooling_forward::primitive_desc>(post_ops, p->dst.dims, make,
+                                                                   &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(p->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(p->dst, pd.dst_desc(), &dst_user, &after);
     if (pd.workspace_desc().get_size() > 0) args[DNNL_ARG_WORKSPACE] = scratch(pd.workspace_desc());
     finish(dnnl::pooling_forward(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
-  } else if (const auto* s = std::get_if<SoftmaxOp>(&plan.op)) {
+  } else if (const auto* s = std::get_if<SoftmaxOp>(&main)) {
     dnnl::softmax_forward::primitive_desc pd(
         dnnl::softmax_forward::desc(pk::forward_inference, desc_of(s->src), s->axis), cpu_engine());
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(s->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(s->dst, pd.dst_desc(), &dst_user, &after);
+    ops = flatten(post_ops);
     finish(dnnl::softmax_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
            pd.impl_info_str());
-  } else if (const auto* l = std::get_if<LayerNormOp>(&plan.op)) {
+  } else if (const auto* l = std::get_if<LayerNormOp>(&main)) {
     dnnl::normalization_flags flags = dnnl::normalization_flags::none;
     if (l->scale) flags = flags | dnnl::normalization_flags::use_scale;
     if (l->shift) flags = flags | dnnl::normalization_flags::use_shift;
@@ -290,9 +381,10 @@ void DnnlModule::Impl::build(const Plan& plan) {
     if (pd.mean_desc().get_size() > 0) args[DNNL_ARG_MEAN] = scratch(pd.mean_desc());
     if (pd.variance_desc().get_size() > 0) args[DNNL_ARG_VARIANCE] = scratch(pd.variance_desc());
     args[DNNL_ARG_DST] = output(l->dst, pd.dst_desc(), &dst_user, &after);
+    ops = flatten(post_ops);
     finish(dnnl::layer_normalization_forward(pd), args, bargs, ops.empty(), ops, dst_user, after,
            pd.impl_info_str());
-  } else if (const auto* r = std::get_if<ReductionOp>(&plan.op)) {
+  } else if (const auto* r = std::get_if<ReductionOp>(&main)) {
     static const algorithm kAlg[] = {algorithm::reduction_sum, algorithm::reduction_max,
                                      algorithm::reduction_min, algorithm::reduction_norm_lp_sum,
                                      algorithm::reduction_norm_lp_power_p_sum};
@@ -300,35 +392,46 @@ void DnnlModule::Impl::build(const Plan& plan) {
       dnnl::reduction::desc d(kAlg[r->kind], desc_of(r->src), desc_of(r->dst), r->p, 0.f);
       return dnnl::reduction::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::reduction::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::reduction::primitive_desc>(post_ops, r->dst.dims, make, &ops,
+                                                             &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(r->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(r->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::reduction(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
-  } else if (const auto* e = std::get_if<EltwiseOp>(&plan.op)) {
+  } else if (const auto* e = std::get_if<EltwiseOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       dnnl::eltwise_forward::desc d(pk::forward_inference, eltwise_alg(e->op.alg), desc_of(e->src),
                                     eltwise_alpha(e->op), eltwise_beta(e->op));
       return dnnl::eltwise_forward::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::eltwise_forward::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::eltwise_forward::primitive_desc>(post_ops, e->dst.dims, make,
+                                                                   &ops, &bargs, &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(e->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(e->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::eltwise_forward(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
-  } else if (const auto* b = std::get_if<BinaryOp>(&plan.op)) {
+  } else if (const auto* b = std::get_if<BinaryOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       dnnl::binary::desc d(binary_alg(b->alg), desc_of(b->src0), desc_of(b->src1), desc_of(b->dst));
       return dnnl::binary::primitive_desc(d, attr, cpu_engine());
     };
-    auto pd = with_post_ops<dnnl::binary::primitive_desc>(ops, make, &bargs, &fused);
+    auto pd = with_post_ops<dnnl::binary::primitive_desc>(post_ops, b->dst.dims, make, &ops, &bargs,
+                                                          &fused);
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC_0, input(b->src0, pd.src0_desc())},
                                          {DNNL_ARG_SRC_1, input(b->src1, pd.src1_desc())}};
     args[DNNL_ARG_DST] = output(b->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::binary(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
   }
+}
+
+void DnnlModule::Impl::build(const Plan& plan) {
+  build_step(plan.op, plan.post_ops);
+  for (const PlanStep& step : plan.more)
+    build_step(step.op, step.post_ops);
   // Memory objects are shared handles: binding them once lets run() only swap data pointers.
   for (Step& step : steps)
     for (auto [arg, slot] : step.args)
       step.bound.emplace(arg, slots[slot].mem);
+  if (!plan.more.empty())
+    implementation += " (" + std::to_string(plan.more.size() + 1) + " primitives)";
   if (reorders) implementation += " +" + std::to_string(reorders) + " reorders";
   if (unfused) implementation += " +" + std::to_string(unfused) + " unfused post-ops";
 }
@@ -362,7 +465,9 @@ void DnnlModule::run(const std::vector<sdk::TensorView>& args) {
                                                       " ('" + params[i]->name +
                                                       "') has the wrong dtype or shape");
   for (auto& s : impl_->slots)
-    if (s.param >= 0) s.mem.set_data_handle(args[s.param].data);
+    if (s.param >= 0) s.mem.set_data_handle(static_cast<float*>(args[s.param].data) + s.offset);
+  for (auto& f : impl_->prepare)
+    f(args);
   try {
     for (auto& step : impl_->steps)
       step.prim.execute(impl_->stream, step.bound);

@@ -2,7 +2,9 @@
 // caller's tensors. Inputs and outputs are the caller's buffers seen through strided memory
 // descriptors; where a primitive prefers another layout (convolutions pick blocked layouts)
 // reorders to and from scratch memory run inside each call. Post-ops are fused when the
-// primitive accepts them, else run as separate eltwise / binary primitives.
+// primitive accepts them, else run as separate eltwise / binary primitives; a select's mask
+// tables (select_mask.hpp) live in scratch memory, filled at build time or, for a mask read
+// from a tensor, at the start of each call. A plan with several outputs is one primitive each.
 #pragma once
 
 #include <memory>

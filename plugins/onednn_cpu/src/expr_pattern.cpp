@@ -127,21 +127,21 @@ std::optional<PostOp> match_unary(const P::Expr& e, const P::Expr& x) {
   }();
   for (const Template& t : templates) {
     Captures caps;
-    if (match(t.p, e, x, &caps)) return PostOp{t.alg, 1, 0, {}};
+    if (match(t.p, e, x, &caps)) return eltwise_step(t.alg);
   }
   // alpha * x + beta in its usual spellings.
   Captures caps;
   if (match(op(K::Mul, {X(), any_c(0)}), e, x, &caps))
-    return PostOp{Alg::Linear, static_cast<float>(caps.consts[0]), 0, {}};
+    return eltwise_step(Alg::Linear, static_cast<float>(caps.consts[0]));
   if (match(op(K::Div, {X(), any_c(0)}), e, x, &caps) && caps.consts[0] != 0)
-    return PostOp{Alg::Linear, static_cast<float>(1.0 / caps.consts[0]), 0, {}};
+    return eltwise_step(Alg::Linear, static_cast<float>(1.0 / caps.consts[0]));
   if (match(op(K::Add, {X(), any_c(1)}), e, x, &caps))
-    return PostOp{Alg::Linear, 1, static_cast<float>(caps.consts[1]), {}};
+    return eltwise_step(Alg::Linear, 1, static_cast<float>(caps.consts[1]));
   if (match(op(K::Sub, {X(), any_c(1)}), e, x, &caps))
-    return PostOp{Alg::Linear, 1, static_cast<float>(-caps.consts[1]), {}};
+    return eltwise_step(Alg::Linear, 1, static_cast<float>(-caps.consts[1]));
   if (match(op(K::Add, {op(K::Mul, {X(), any_c(0)}), any_c(1)}), e, x, &caps))
-    return PostOp{
-        Alg::Linear, static_cast<float>(caps.consts[0]), static_cast<float>(caps.consts[1]), {}};
+    return eltwise_step(Alg::Linear, static_cast<float>(caps.consts[0]),
+                        static_cast<float>(caps.consts[1]));
   return std::nullopt;
 }
 
@@ -197,6 +197,8 @@ const char* to_string(Alg a) {
     return "max";
   case Alg::Min:
     return "min";
+  case Alg::Select:
+    return "select";
   }
   return "?";
 }

@@ -11,11 +11,13 @@
 
 namespace mt::onednn {
 
-// A logical view of parameter `param`: dims in the operator's order, strides in elements.
+// A logical view of parameter `param`: dims in the operator's order, strides and the offset
+// of element [0, ..., 0] from the parameter's first element in elements.
 struct TensorRef {
   size_t param = 0;
   std::vector<int64_t> dims;
   std::vector<int64_t> strides;
+  int64_t offset = 0;
 };
 
 enum class Alg {
@@ -37,18 +39,42 @@ enum class Alg {
   Div,
   Max,
   Min,
+  // dst = keep ? dst : fill (an attention mask), keep the conjunction of PostOp::conds
+  Select,
 };
 const char* to_string(Alg a);
 inline bool is_binary(Alg a) {
-  return a >= Alg::Add;
+  return a >= Alg::Add && a != Alg::Select;
 }
+
+enum class Cmp { LT, LE, GT, GE, EQ, NE };
+
+// One conjunct of a Select's condition, over the dst dims (a dim of 1 where it does not vary):
+// either known when the plan is made (it depends on the element's position only: a causal
+// mask) or a comparison of a tensor element with a constant (a padding mask, read per call).
+struct Condition {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> values;  // known: row-major over dims
+  std::optional<TensorRef> src; // else: src[...] cmp threshold
+  Cmp cmp = Cmp::GT;
+  double threshold = 0;
+};
 
 // One step after the main operator: dst = alg(dst[, src1]).
 struct PostOp {
   Alg alg = Alg::Relu;
   float alpha = 1, beta = 0; // Linear
   TensorRef src1;            // binary ops: broadcast over the dst dims (dims of 1)
+  float fill = 0;            // Select
+  std::vector<Condition> conds;
 };
+inline PostOp eltwise_step(Alg alg, float alpha = 1, float beta = 0) {
+  PostOp p;
+  p.alg = alg;
+  p.alpha = alpha;
+  p.beta = beta;
+  return p;
+}
 
 struct MatmulOp {
   TensorRef src, weights, dst; // [batch..., M, K], [batch..., K, N], [batch..., M, N]
@@ -98,11 +124,19 @@ struct BinaryOp {
 using MainOp = std::variant<MatmulOp, ConvOp, PoolOp, SoftmaxOp, LayerNormOp, ReductionOp,
                             EltwiseOp, BinaryOp>;
 
+// A further primitive of a plan, run after the first.
+struct PlanStep {
+  MainOp op;
+  std::vector<PostOp> post_ops;
+};
+
 struct Plan {
   std::string family; // "matmul", "conv2d", "softmax", ... (for logs and describe)
   std::string detail; // shapes and attributes in words
   MainOp op;
   std::vector<PostOp> post_ops;
+  // A program with several outputs (slices of one result): one primitive per further output.
+  std::vector<PlanStep> more;
 };
 
 } // namespace mt::onednn

@@ -1,5 +1,5 @@
 // The recogniser's dispatcher and the parts shared by the operator families: tensor views,
-// pad stages, elementwise tails (post-ops) and the elementwise chain operator itself.
+// pad stages and the elementwise chain operator itself (the tails: tail.cpp).
 #include "recognize.hpp"
 
 #include <algorithm>
@@ -136,51 +136,35 @@ std::optional<PadInfo> match_pad(const StageProgram& sp, const Stage& s) {
   return info;
 }
 
-std::vector<PostOp> match_tail(const StageProgram& sp, size_t first,
-                               const std::vector<int>& logical) {
-  std::vector<PostOp> ops;
-  for (size_t k = first; k < sp.stages.size(); ++k) {
-    const Stage& t = sp.stages[k];
-    const P::Buffer& prev = sp.stages[k - 1].out;
-    std::string where = "elementwise step " + std::to_string(k - first + 1);
-    if (t.reduce != Reduce::None) reject(where + " is a reduction");
-    if (t.out->shape != prev->shape) reject(where + " changes the shape");
-    if (!sp.intermediates.count(prev->id)) reject(where + " follows a parameter");
-    P::Expr x = P::make_load(prev, t.out_idx);
-    int own = 0;
-    P::post_order_visit(t.value, [&](const P::Expr& e) {
-      if (is_load_of(e, prev)) {
-        if (!P::expr_equal(e, x)) reject(where + " reads the previous result elsewhere");
-        ++own;
-      }
-    });
-    if (own == 0 || own != sp.num_reads(prev))
-      reject(where + ": the previous result is also read by another step");
-    if (auto u = match_unary(t.value, x)) {
-      ops.push_back(*u);
-      continue;
-    }
-    auto b = match_binary(t.value, x);
-    if (!b) reject(where + " is not a oneDNN eltwise or binary step of the previous result");
-    const P::Expr& y = b->second;
-    if (!sp.is_param(y->buffer)) reject(where + " combines with an intermediate");
-    std::vector<int64_t> vars;
-    for (int pos : logical)
-      vars.push_back(pos < 0 ? -1 : t.out_vars[pos]);
-    PostOp op;
-    op.alg = b->first;
-    op.src1 = view(sp, y->buffer, y->args, vars, /*broadcast=*/true);
-    ops.push_back(op);
-  }
-  return ops;
+// The two loads of `a * b`.
+std::pair<P::Expr, P::Expr> product(const Stage& m) {
+  const P::Expr& v = m.value;
+  if (v->kind != P::ExprKind::Mul || v->args[0]->kind != P::ExprKind::Load ||
+      v->args[1]->kind != P::ExprKind::Load)
+    reject("the reduction operand is not a product of two tensors");
+  return {v->args[0], v->args[1]};
 }
 
-TensorRef output_view(const StageProgram& sp, const std::vector<int>& logical) {
-  const Stage& last = sp.stages.back();
-  std::vector<int64_t> vars;
-  for (int pos : logical)
-    vars.push_back(pos < 0 ? -1 : last.out_vars[pos]);
-  return view(sp, last.out, last.out_idx, vars);
+// A leading Add post-op that only varies along logical dim `dim` becomes the bias.
+std::optional<TensorRef> take_bias(std::vector<PostOp>* ops, size_t dim, bool keep_rank) {
+  if (ops->empty() || (*ops)[0].alg != Alg::Add) return std::nullopt;
+  const TensorRef& s = (*ops)[0].src1;
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (d != dim && s.dims[d] != 1) return std::nullopt;
+  TensorRef bias = s;
+  if (!keep_rank) {
+    bias.dims = {s.dims[dim]};
+    bias.strides = {s.dims[dim] == 1 ? 1 : s.strides[dim]};
+  }
+  ops->erase(ops->begin());
+  return bias;
+}
+
+std::string post_op_names(const std::vector<PostOp>& ops) {
+  std::string s;
+  for (const PostOp& p : ops)
+    s += std::string(" +") + to_string(p.alg);
+  return s;
 }
 
 Plan try_eltwise(const StageProgram& sp) {
@@ -239,11 +223,13 @@ Plan try_eltwise(const StageProgram& sp) {
 
 } // namespace detail
 
-Plan recognize(const P::Program& program) {
-  StageProgram sp = extract_stages(program);
+namespace {
+
+Plan recognize_one(const StageProgram& sp) {
   using Fn = Plan (*)(const StageProgram&);
   static const std::pair<const char*, Fn> families[] = {
-      {"matmul", detail::try_matmul},       {"conv", detail::try_conv},
+      // conv first: a 1x1 convolution is also a contraction, and stays a convolution.
+      {"conv", detail::try_conv},           {"matmul", detail::try_matmul},
       {"pool", detail::try_pool},           {"softmax", detail::try_softmax},
       {"layernorm", detail::try_layernorm}, {"reduction", detail::try_reduction},
       {"eltwise", detail::try_eltwise}};
@@ -256,6 +242,36 @@ Plan recognize(const P::Program& program) {
     }
   }
   reject(why);
+}
+
+// One primitive per output: only the matmul recogniser computes a windowed result.
+Plan recognize_split(const StageProgram& sp) {
+  std::vector<StageProgram> parts = split_outputs(sp);
+  Plan plan;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Plan p;
+    try {
+      p = detail::try_matmul(parts[i]);
+    } catch (const NotRecognised& e) {
+      reject("output " + std::to_string(i + 1) + " of " + std::to_string(parts.size()) +
+             " (a slice of one result): matmul: " + e.why);
+    }
+    if (i == 0) {
+      plan = p;
+      plan.detail = std::to_string(parts.size()) + " outputs: " + p.detail;
+    } else {
+      plan.more.push_back({p.op, p.post_ops});
+      plan.detail += "; " + p.detail;
+    }
+  }
+  return plan;
+}
+
+} // namespace
+
+Plan recognize(const P::Program& program) {
+  StageProgram sp = extract_stages(program);
+  return sp.outputs.size() > 1 ? recognize_split(sp) : recognize_one(sp);
 }
 
 } // namespace mt::onednn

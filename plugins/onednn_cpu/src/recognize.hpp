@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "logical_dims.hpp"
 #include "op_plan.hpp"
 #include "stages.hpp"
 
@@ -36,14 +37,24 @@ TensorRef view(const StageProgram& sp, const P::Buffer& b, const std::vector<P::
 // Strides for unit dims that keep the descriptor valid for oneDNN.
 void fix_unit_strides(TensorRef* r);
 
-// The elementwise stages after the main one (from stage `first` on), each applying one step
-// to the previous stage's result, as post-ops. `logical` is the main output's logical order
-// (positions into its out_idx, or -1 for a unit dim).
+// The elementwise stages after the main one (from stage `first` on), each applying one or
+// more steps to the previous stage's result, as post-ops. `logical` is the main output's
+// logical order: logical dims, or positions into its out_idx (-1 for a unit dim).
+std::vector<PostOp> match_tail(const StageProgram& sp, size_t first,
+                               const std::vector<LogicalDim>& logical);
 std::vector<PostOp> match_tail(const StageProgram& sp, size_t first,
                                const std::vector<int>& logical);
 
 // The final output (written by the last stage) in the main operator's logical order.
+TensorRef output_view(const StageProgram& sp, const std::vector<LogicalDim>& logical);
 TensorRef output_view(const StageProgram& sp, const std::vector<int>& logical);
+
+// The two loads of `a * b` (the operand of a contraction).
+std::pair<P::Expr, P::Expr> product(const Stage& m);
+// A leading Add post-op that only varies along logical dim `dim` becomes the bias (of rank 1
+// unless `keep_rank`).
+std::optional<TensorRef> take_bias(std::vector<PostOp>* ops, size_t dim, bool keep_rank);
+std::string post_op_names(const std::vector<PostOp>& ops);
 
 Plan try_matmul(const StageProgram& sp);
 Plan try_conv(const StageProgram& sp);

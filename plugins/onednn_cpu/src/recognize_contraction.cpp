@@ -1,6 +1,6 @@
-// Matmul-like contractions (matmul, batch matmul, dense, transposed operands), direct
-// convolutions (1-3 spatial dims, any layout, groups, depthwise, stride, dilation, a separate
-// pad stage) and pooling windows (max / average), each with its elementwise tail.
+// Direct convolutions (1-3 spatial dims, any layout, groups, depthwise, stride, dilation, a
+// separate pad stage) and pooling windows (max / average), each with its elementwise tail
+// (matmul-like contractions: recognize_matmul.cpp).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -41,98 +41,7 @@ int out_pos(const Stage& s, int64_t var) {
   return -1;
 }
 
-// The two loads of `a * b`.
-std::pair<P::Expr, P::Expr> product(const Stage& m) {
-  const P::Expr& v = m.value;
-  if (v->kind != P::ExprKind::Mul || v->args[0]->kind != P::ExprKind::Load ||
-      v->args[1]->kind != P::ExprKind::Load)
-    reject("the reduction operand is not a product of two tensors");
-  return {v->args[0], v->args[1]};
-}
-
-// A leading Add post-op that only varies along logical dim `dim` becomes the bias.
-std::optional<TensorRef> take_bias(std::vector<PostOp>* ops, size_t dim, bool keep_rank) {
-  if (ops->empty() || (*ops)[0].alg != Alg::Add) return std::nullopt;
-  const TensorRef& s = (*ops)[0].src1;
-  for (size_t d = 0; d < s.dims.size(); ++d)
-    if (d != dim && s.dims[d] != 1) return std::nullopt;
-  TensorRef bias = s;
-  if (!keep_rank) {
-    bias.dims = {s.dims[dim]};
-    bias.strides = {s.dims[dim] == 1 ? 1 : s.strides[dim]};
-  }
-  ops->erase(ops->begin());
-  return bias;
-}
-
-std::string post_op_names(const std::vector<PostOp>& ops) {
-  std::string s;
-  for (const PostOp& p : ops)
-    s += std::string(" +") + to_string(p.alg);
-  return s;
-}
-
 } // namespace
-
-Plan try_matmul(const StageProgram& sp) {
-  const Stage& m = sp.stages[0];
-  if (m.reduce != Reduce::Sum || m.init != 0) reject("the first step is not a sum reduction");
-  auto [la, lb] = product(m);
-  if (!sp.is_param(la->buffer) || !sp.is_param(lb->buffer)) reject("an operand is not a parameter");
-  Access a = plain_access(la), b = plain_access(lb);
-  std::vector<int64_t> k;
-  for (const Loop& r : m.rvars)
-    if (contains(a.vars, r.var) || contains(b.vars, r.var)) k.push_back(r.var);
-  if (k.size() != 1 || !contains(a.vars, k[0]) || !contains(b.vars, k[0]))
-    reject("not exactly one reduction variable shared by both operands");
-  std::vector<int> batch;
-  int mpos = -1, npos = -1;
-  for (size_t d = 0; d < m.out_vars.size(); ++d) {
-    int64_t v = m.out_vars[d];
-    if (v < 0) continue;
-    bool in_a = contains(a.vars, v), in_b = contains(b.vars, v);
-    if (in_a && in_b) {
-      batch.push_back(static_cast<int>(d));
-    } else if (in_a) {
-      if (mpos >= 0) reject("more than one row dimension");
-      mpos = static_cast<int>(d);
-    } else if (in_b) {
-      if (npos >= 0) reject("more than one column dimension");
-      npos = static_cast<int>(d);
-    } else {
-      reject("an output dimension neither operand depends on");
-    }
-  }
-  for (int64_t v : a.vars)
-    if (v >= 0 && v != k[0] && out_pos(m, v) < 0) reject("an operand index outside the output");
-  for (int64_t v : b.vars)
-    if (v >= 0 && v != k[0] && out_pos(m, v) < 0) reject("an operand index outside the output");
-  // A row-less operand (the weights) on the left: swap the roles so that src has the rows.
-  std::vector<int> logical = batch;
-  logical.push_back(mpos);
-  logical.push_back(npos);
-  std::vector<int64_t> va, vb;
-  for (int p : batch) {
-    va.push_back(m.out_vars[p]);
-    vb.push_back(m.out_vars[p]);
-  }
-  va.push_back(mpos < 0 ? -1 : m.out_vars[mpos]);
-  va.push_back(k[0]);
-  vb.push_back(k[0]);
-  vb.push_back(npos < 0 ? -1 : m.out_vars[npos]);
-  MatmulOp op;
-  op.src = view(sp, la->buffer, la->args, va);
-  op.weights = view(sp, lb->buffer, lb->args, vb);
-  op.dst = output_view(sp, logical);
-  Plan plan;
-  plan.post_ops = match_tail(sp, 1, logical);
-  op.bias = take_bias(&plan.post_ops, logical.size() - 1, /*keep_rank=*/true);
-  plan.family = batch.empty() ? "matmul" : "batch_matmul";
-  plan.detail = dims_string(op.src.dims) + " x " + dims_string(op.weights.dims) +
-                (op.bias ? " +bias" : "") + post_op_names(plan.post_ops);
-  plan.op = op;
-  return plan;
-}
 
 namespace {
 
@@ -454,7 +363,7 @@ Plan try_pool(const StageProgram& sp) {
       plan.post_ops.erase(plan.post_ops.begin());
     }
     if (std::fabs(scale - 1.0f) > 1e-6f)
-      plan.post_ops.insert(plan.post_ops.begin(), PostOp{Alg::Linear, scale, 0, {}});
+      plan.post_ops.insert(plan.post_ops.begin(), eltwise_step(Alg::Linear, scale));
   }
   plan.family = "pool" + std::to_string(wins.size()) + "d";
   plan.detail = std::string(is_max ? "max" : "avg") + " src " + dims_string(op.src.dims) +

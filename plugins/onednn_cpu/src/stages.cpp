@@ -172,9 +172,10 @@ StageProgram extract_stages(const P::Program& program) {
   walk(program.body, loops, sp);
   if (sp.stages.empty()) reject("an empty program");
   std::vector<bool> outs = P::output_mask(program);
-  if (std::count(outs.begin(), outs.end(), true) != 1)
-    reject("a program with more than one output");
-  sp.output_param = static_cast<size_t>(std::find(outs.begin(), outs.end(), true) - outs.begin());
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i]) sp.outputs.push_back(i);
+  if (sp.outputs.empty()) reject("a program without output");
+  sp.output_param = sp.outputs[0];
   // Every buffer is written by exactly one stage, before it is read.
   std::unordered_set<int64_t> written;
   for (const Stage& s : sp.stages) {
@@ -183,14 +184,56 @@ StageProgram extract_stages(const P::Program& program) {
       if (x->kind == P::ExprKind::Load && !sp.is_param(x->buffer) && !written.count(x->buffer->id))
         reject("a stage reads a buffer no earlier stage wrote");
       if (x->kind == P::ExprKind::Load && sp.is_param(x->buffer) &&
-          sp.param_of(x->buffer) == sp.output_param)
+          std::count(sp.outputs.begin(), sp.outputs.end(), sp.param_of(x->buffer)))
         reject("a stage reads the output");
     });
     if (!written.insert(s.out->id).second) reject("a buffer written by two loop nests");
   }
-  if (sp.stages.back().out->id != program.params[sp.output_param]->id)
+  if (sp.outputs.size() == 1 && sp.stages.back().out->id != program.params[sp.output_param]->id)
     reject("the last loop nest does not write the output");
   return sp;
+}
+
+std::vector<StageProgram> split_outputs(const StageProgram& sp) {
+  const size_t n = sp.outputs.size(), head = sp.stages.size() - std::min(n, sp.stages.size());
+  if (n < 2 || head == 0) reject("a program with more than one output");
+  const P::Buffer& result = sp.stages[head - 1].out;
+  if (!sp.intermediates.count(result->id) || sp.num_reads(result) != static_cast<int>(n))
+    reject("a program with more than one output, not slices of one result");
+  for (size_t k = 0; k < head; ++k)
+    if (!sp.intermediates.count(sp.stages[k].out->id))
+      reject("a program with more than one output, written before its last steps");
+  std::vector<StageProgram> parts;
+  for (size_t k = head; k < sp.stages.size(); ++k) {
+    const Stage& copy = sp.stages[k];
+    const P::Expr& v = copy.value;
+    if (copy.reduce != Reduce::None || !is_load_of(v, result) ||
+        v->args.size() != copy.out_idx.size())
+      reject("a program with more than one output, not each a slice of one result");
+    Window w;
+    for (size_t p = 0; p < v->args.size(); ++p) {
+      // result[..., var_p + offset_p, ...]
+      auto a = P::affine(v->args[p]);
+      const int64_t var = copy.out_vars[p];
+      bool plain = a && (var < 0 ? a->coef.empty()
+                                 : a->coef.size() == 1 && a->coef.count(var) && a->coef[var] == 1);
+      if (!plain || a->constant < 0 || a->constant + copy.out->shape[p] > result->shape[p])
+        reject("an output that is not a slice of the result");
+      w.offset.push_back(a->constant);
+      w.extent.push_back(copy.out->shape[p]);
+    }
+    StageProgram part = sp;
+    part.stages.assign(sp.stages.begin(), sp.stages.begin() + static_cast<std::ptrdiff_t>(head));
+    part.stages.push_back(copy);
+    part.output_param = sp.param_of(copy.out);
+    part.outputs = {part.output_param};
+    part.window = w;
+    parts.push_back(std::move(part));
+  }
+  std::sort(parts.begin(), parts.end(), [](const StageProgram& a, const StageProgram& b) {
+    return a.output_param < b.output_param;
+  });
+  return parts;
 }
 
 bool is_var(const P::Expr& e, int64_t* var) {

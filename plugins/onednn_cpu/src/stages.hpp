@@ -51,12 +51,21 @@ struct Stage {
   bool is_reduce_var(int64_t var) const;
 };
 
+// Part of the main result: per output position, where it starts and how far it reaches.
+struct Window {
+  std::vector<int64_t> offset, extent;
+};
+
 struct StageProgram {
   const P::Program* program = nullptr;
   std::vector<Stage> stages;
   std::unordered_map<int64_t, size_t> param_index; // buffer id -> param position
   std::unordered_set<int64_t> intermediates;       // buffer ids allocated by the body
   size_t output_param = 0;                         // the one param the program writes
+  // One output of a program that writes several slices of one result (split_outputs): the
+  // stages before the last compute the result, restricted to `window`; the last copies it out.
+  std::optional<Window> window;
+  std::vector<size_t> outputs; // every param the program writes (extract_stages)
 
   bool is_param(const P::Buffer& b) const { return param_index.count(b->id) != 0; }
   size_t param_of(const P::Buffer& b) const;
@@ -67,8 +76,14 @@ struct StageProgram {
 };
 
 // Splits a lowered program into stages; rejects what is not a sequence of simple loop nests
-// over f32 buffers with one output parameter.
+// over f32 buffers, each buffer written once. With several output parameters, `stages` and
+// `output_param` describe none of them: split_outputs gives one program per output.
 StageProgram extract_stages(const P::Program& program);
+
+// A program whose last stages each copy one slice of the same intermediate result into an
+// output of their own (a fused QKV projection writing q, k and v) as one windowed program per
+// output, in parameter order; rejects any other program with several outputs.
+std::vector<StageProgram> split_outputs(const StageProgram& sp);
 
 // ---- expression helpers ------------------------------------------------------------------------
 

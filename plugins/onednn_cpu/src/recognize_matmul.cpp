@@ -1,0 +1,268 @@
+// Matmul-like contractions: sum over shared digits of a[...] * b[...], every index an affine
+// form of the loop variables' digits (logical_dims.hpp), and the elementwise tail after it.
+// Each digit plays one role: batch (both operands and the output), rows (a and the output),
+// columns (b and the output) or reduction (both operands). oneDNN's matmul takes
+// src [batch..., M, K], weights [batch..., K, N] and dst [batch..., M, N] with arbitrary
+// strides, so:
+//   - the rows collapse into one M, the columns into one N and the reduction digits into one
+//     K, each only where it is contiguous in every tensor that has it (a linear layer on
+//     [batch, seq, in] is one [batch * seq, in] x [in, out] product: one large GEMM, which is
+//     what oneDNN runs fastest; a tensor broadcast along all of a collapsed group keeps a dim
+//     of 1, along part of it is refused); rows or columns that do not collapse are refused;
+//   - each batch digit is a batch dim with its own strides (attention's batch and head, heads
+//     read in place from [B, S, H * D]);
+//   - a weight stored [N, K] is a weights view with strides (1, K): no transpose is made;
+//   - the operands are ordered so that dst's innermost dim is N where the output allows it.
+#include <algorithm>
+#include <tuple>
+
+#include "logical_dims.hpp"
+#include "recognize.hpp"
+
+namespace mt::onednn::detail {
+
+namespace {
+
+// Dims of a view picked (and reordered) from a view over all digits.
+StridedAccess pick(const StridedAccess& a, const std::vector<size_t>& at) {
+  StridedAccess out;
+  out.offset = a.offset;
+  for (size_t i : at)
+    out.strides.push_back(a.strides[i]);
+  return out;
+}
+
+std::vector<LogicalDim> pick(const std::vector<LogicalDim>& dims, const std::vector<size_t>& at) {
+  std::vector<LogicalDim> out;
+  for (size_t i : at)
+    out.push_back(dims[i]);
+  return out;
+}
+
+// Groups of consecutive dims of a view, each collapsed into one (an empty group: a unit dim).
+class Collapse {
+public:
+  explicit Collapse(std::vector<size_t> sizes) : sizes_(std::move(sizes)) {}
+
+  // `what` names the tensor in a refusal.
+  TensorRef operator()(const TensorRef& r, const std::string& what) const {
+    TensorRef out;
+    out.param = r.param;
+    out.offset = r.offset;
+    size_t d = 0;
+    for (size_t n : sizes_) {
+      int64_t extent = 1, stride = 1;
+      size_t present = 0;
+      for (size_t k = d; k < d + n; ++k)
+        present += r.dims[k] > 1;
+      if (present == n && n > 0) {
+        for (size_t k = d; k < d + n; ++k) {
+          if (k + 1 < d + n && r.strides[k] != r.dims[k + 1] * r.strides[k + 1])
+            reject("dims that do not collapse into one in the " + what + " (strides " +
+                   dims_string(r.strides) + ")");
+          extent *= r.dims[k];
+        }
+        stride = r.strides[d + n - 1];
+      } else if (present != 0) {
+        reject("the " + what + " is broadcast along part of a collapsed dim");
+      }
+      out.dims.push_back(extent);
+      out.strides.push_back(stride);
+      d += n;
+    }
+    fix_unit_strides(&out);
+    return out;
+  }
+
+  // A known condition is a dense table over its dims: consecutive dims merge when it varies
+  // along all or none of them; along part of a group it is spread over the whole group first.
+  // `extents`: the full dims.
+  Condition operator()(const Condition& c, const std::vector<int64_t>& extents,
+                       const std::string& what) const {
+    Condition out = c;
+    if (c.src) {
+      out.src = (*this)(*c.src, what);
+      out.dims = out.src->dims;
+      return out;
+    }
+    std::vector<int64_t> full = c.dims;
+    size_t d = 0;
+    for (size_t n : sizes_) {
+      bool any = false;
+      for (size_t k = d; k < d + n; ++k)
+        any = any || c.dims[k] > 1;
+      for (size_t k = d; k < d + n && any; ++k)
+        full[k] = extents[k];
+      d += n;
+    }
+    if (full != c.dims) out = spread(c, full);
+    TensorRef dense;
+    dense.dims = out.dims;
+    dense.strides = P::row_major_strides(out.dims);
+    fix_unit_strides(&dense);
+    out.dims = (*this)(dense, what).dims;
+    return out;
+  }
+
+private:
+  // The table of `c` over `dims` (each c.dims[d] is 1 or dims[d]).
+  static Condition spread(const Condition& c, const std::vector<int64_t>& dims) {
+    Condition out = c;
+    out.dims = dims;
+    int64_t points = 1;
+    for (int64_t n : dims)
+      points *= n;
+    if (points > (int64_t{1} << 24)) reject("a position mask too large to tabulate");
+    out.values.assign(static_cast<size_t>(points), 0);
+    std::vector<int64_t> at(dims.size(), 0);
+    for (int64_t i = 0; i < points; ++i) {
+      int64_t from = 0;
+      for (size_t d = 0; d < dims.size(); ++d)
+        from = from * c.dims[d] + (c.dims[d] > 1 ? at[d] : 0);
+      out.values[static_cast<size_t>(i)] = c.values[static_cast<size_t>(from)];
+      for (size_t d = dims.size(); d-- > 0;)
+        if (++at[d] < dims[d])
+          break;
+        else
+          at[d] = 0;
+    }
+    return out;
+  }
+
+  std::vector<size_t> sizes_;
+};
+
+class MatmulMatcher {
+public:
+  explicit MatmulMatcher(const StageProgram& sp) : sp_(sp), m_(sp.stages[0]) {}
+
+  Plan plan() {
+    operands();
+    classify();
+    order();
+    return build();
+  }
+
+private:
+  // The two operands and their views over all digits of the main stage.
+  void operands() {
+    if (m_.reduce != Reduce::Sum || m_.init != 0) reject("the first step is not a sum reduction");
+    std::tie(la_, lb_) = product(m_);
+    if (!sp_.is_param(la_->buffer) || !sp_.is_param(lb_->buffer))
+      reject("an operand is not a parameter");
+    if (P::expr_equal(la_, lb_)) reject("a square, not a product of two operands");
+    dims_ = stage_digits(sp_, 0);
+    const DigitMap digits = digit_map(sp_, 0, dims_);
+    a_ = strided_access(la_->buffer, la_->args, digits, dims_);
+    b_ = strided_access(lb_->buffer, lb_->args, digits, dims_);
+  }
+
+  void classify() {
+    for (size_t i = 0; i < dims_.size(); ++i) {
+      const bool in_a = a_.strides[i] != 0, in_b = b_.strides[i] != 0;
+      if (dims_[i].pos >= 0) {
+        if (!in_a && !in_b) reject("an output dimension neither operand depends on");
+        (in_a && in_b ? batch_ : in_a ? rows_ : cols_).push_back(i);
+      } else {
+        if (!in_a || !in_b) reject("a reduction over one operand only");
+        red_.push_back(i);
+      }
+    }
+    if (red_.empty()) reject("no reduction shared by both operands");
+  }
+
+  // Outer digit first in each group (by the output's strides; the reduction by the first
+  // operand's), and the operands swapped when that makes dst's innermost dim N.
+  void order() {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < dims_.size(); ++i)
+      if (dims_[i].pos >= 0) out.push_back(i);
+    const TensorRef natural = output_view(sp_, pick(dims_, out));
+    auto dst_stride = [&](size_t i) {
+      return natural
+          .strides[static_cast<size_t>(std::find(out.begin(), out.end(), i) - out.begin())];
+    };
+    auto by_dst = [&](std::vector<size_t>* g) {
+      std::stable_sort(g->begin(), g->end(),
+                       [&](size_t x, size_t y) { return dst_stride(x) > dst_stride(y); });
+    };
+    by_dst(&batch_);
+    by_dst(&rows_);
+    by_dst(&cols_);
+    std::stable_sort(red_.begin(), red_.end(),
+                     [&](size_t x, size_t y) { return a_.strides[x] > a_.strides[y]; });
+    if (!rows_.empty() && dst_stride(rows_.back()) == 1 &&
+        (cols_.empty() || dst_stride(cols_.back()) != 1)) {
+      std::swap(la_, lb_);
+      std::swap(a_, b_);
+      std::swap(rows_, cols_);
+    }
+  }
+
+  Plan build() const {
+    const std::vector<size_t> src_at = concat({batch_, rows_, red_});
+    const std::vector<size_t> wei_at = concat({batch_, red_, cols_});
+    const std::vector<size_t> dst_at = concat({batch_, rows_, cols_});
+    const std::vector<size_t> batch(batch_.size(), 1); // each batch digit its own dim
+    const Collapse src_c(concat_sizes(batch, {rows_.size(), red_.size()}));
+    const Collapse wei_c(concat_sizes(batch, {red_.size(), cols_.size()}));
+    const Collapse dst_c(concat_sizes(batch, {rows_.size(), cols_.size()}));
+
+    MatmulOp op;
+    op.src = src_c(strided_ref(sp_.param_of(la_->buffer), pick(a_, src_at), pick(dims_, src_at),
+                               /*broadcast=*/false),
+                   "first operand");
+    op.weights = wei_c(strided_ref(sp_.param_of(lb_->buffer), pick(b_, wei_at), pick(dims_, wei_at),
+                                   /*broadcast=*/false),
+                       "second operand");
+    if (!non_overlapping(op.src) || !non_overlapping(op.weights))
+      reject("an operand read through overlapping windows");
+    const std::vector<LogicalDim> logical = pick(dims_, dst_at);
+    std::vector<int64_t> extents;
+    for (const LogicalDim& d : logical)
+      extents.push_back(d.extent);
+    op.dst = dst_c(output_view(sp_, logical), "output");
+    Plan plan;
+    for (const PostOp& p : match_tail(sp_, 1, logical)) {
+      PostOp q = p;
+      if (is_binary(p.alg)) q.src1 = dst_c(p.src1, std::string(to_string(p.alg)) + " operand");
+      for (Condition& c : q.conds)
+        c = dst_c(c, extents, "mask");
+      plan.post_ops.push_back(q);
+    }
+    op.bias = take_bias(&plan.post_ops, op.dst.dims.size() - 1, /*keep_rank=*/true);
+    plan.family = batch_.empty() ? "matmul" : "batch_matmul";
+    plan.detail = dims_string(op.src.dims) + " x " + dims_string(op.weights.dims) + " -> " +
+                  dims_string(op.dst.dims) + (op.bias ? " +bias" : "") +
+                  post_op_names(plan.post_ops);
+    plan.op = op;
+    return plan;
+  }
+
+  static std::vector<size_t> concat(std::initializer_list<std::vector<size_t>> parts) {
+    std::vector<size_t> out;
+    for (const auto& p : parts)
+      out.insert(out.end(), p.begin(), p.end());
+    return out;
+  }
+  static std::vector<size_t> concat_sizes(std::vector<size_t> head,
+                                          std::initializer_list<size_t> tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  }
+
+  const StageProgram& sp_;
+  const Stage& m_;
+  P::Expr la_, lb_;                               // the operand loads: src, weights once ordered
+  StridedAccess a_, b_;                           // their views over dims_
+  std::vector<LogicalDim> dims_;                  // every digit of the main stage
+  std::vector<size_t> batch_, rows_, cols_, red_; // indices into dims_
+};
+
+} // namespace
+
+Plan try_matmul(const StageProgram& sp) {
+  return MatmulMatcher(sp).plan();
+}
+
+} // namespace mt::onednn::detail

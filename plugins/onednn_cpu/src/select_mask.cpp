@@ -1,0 +1,81 @@
+// Tables of a Select post-op (select_mask.hpp).
+#include "select_mask.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace mt::onednn {
+
+namespace {
+
+bool compare(float v, Cmp c, double t) {
+  const double x = v;
+  switch (c) {
+  case Cmp::LT:
+    return x < t;
+  case Cmp::LE:
+    return x <= t;
+  case Cmp::GT:
+    return x > t;
+  case Cmp::GE:
+    return x >= t;
+  case Cmp::EQ:
+    return x == t;
+  case Cmp::NE:
+    return x != t;
+  }
+  return false;
+}
+
+} // namespace
+
+SelectMask::SelectMask(const PostOp& select, const std::vector<int64_t>* full)
+    : conds_(select.conds), fill_(select.fill) {
+  if (full) {
+    dims_ = *full;
+    return;
+  }
+  for (const Condition& c : conds_) {
+    if (dims_.empty()) dims_.assign(c.dims.size(), 1);
+    for (size_t d = 0; d < c.dims.size(); ++d)
+      dims_[d] = std::max(dims_[d], c.dims[d]);
+  }
+}
+
+bool SelectMask::constant() const {
+  return std::none_of(conds_.begin(), conds_.end(), [](const Condition& c) { return c.src; });
+}
+
+void SelectMask::fill(float* hi, float* lo, const std::vector<sdk::TensorView>& args) const {
+  const float inf = std::numeric_limits<float>::infinity();
+  int64_t points = 1;
+  for (int64_t n : dims_)
+    points *= n;
+  std::vector<int64_t> at(dims_.size(), 0);
+  for (int64_t i = 0; i < points; ++i) {
+    bool keep = true;
+    for (const Condition& c : conds_) {
+      if (c.src) {
+        int64_t off = c.src->offset;
+        for (size_t d = 0; d < at.size(); ++d)
+          if (c.src->dims[d] > 1) off += at[d] * c.src->strides[d];
+        keep = keep &&
+               compare(static_cast<const float*>(args[c.src->param].data)[off], c.cmp, c.threshold);
+      } else {
+        int64_t flat = 0;
+        for (size_t d = 0; d < at.size(); ++d)
+          flat = flat * c.dims[d] + (c.dims[d] > 1 ? at[d] : 0);
+        keep = keep && c.values[static_cast<size_t>(flat)];
+      }
+    }
+    hi[i] = keep ? inf : fill_;
+    lo[i] = keep ? -inf : fill_;
+    for (size_t d = at.size(); d-- > 0;)
+      if (++at[d] < dims_[d])
+        break;
+      else
+        at[d] = 0;
+  }
+}
+
+} // namespace mt::onednn
