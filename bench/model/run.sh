@@ -40,6 +40,7 @@ setup() {
   bash "$here/setup.sh"
   if [[ ! -x "$metatune" ]]; then
     echo "bench/model: building metatune ($metatune is missing)"
+    [[ -f "$build/CMakeCache.txt" ]] || cmake -S "$root" -B "$build" -G Ninja >/dev/null
     cmake --build "$build" --target metatune_cli std_layers llvm_cpu onednn_cpu std_rules
   fi
 }
@@ -64,7 +65,7 @@ column_ort() {
     --repeats "$REPEATS" --save-output "$(npy ort)")"
   echo "$json" >>"$work/ort.jsonl"
   lat[ort]="$(field "$json" latency_ms)"
-  detail[ort]="onnxruntime $(field "$json" ort_version), best: $(field "$json" variant); $(field "$json" variants)"
+  detail[ort]="onnxruntime $(field "$json" ort_version), $(field "$json" threads) threads, best: $(field "$json" variant); $(field "$json" variants)"
 }
 
 # metatune untuned: every kernel from the llvm target's default schedule.
