@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench/model: BERT-base and GPT-2-small latency (batch 1, sequence 128, full forward) on the
+# same random weights and the same ids (metatune's made-up ones, (t * 7919 + 11) % vocab, which
+# hf_folder.py makes too), one column per implementation, and each column's output checked
+# against a float64 reference forward. Rows are appended to bench/results/model_latency.csv.
+#
+#   bash bench/model/setup.sh && bash bench/model/run.sh
+#   MODELS=gpt2-small REPEATS=20 bash bench/model/run.sh
+#   BUILD=build SEQ=64 BENCH_COLUMNS="ort metatune_untuned" bash bench/model/run.sh
+#   TINY=1 SEQ=16 bash bench/model/run.sh   # the harness itself, on small models in seconds
+#
+# A column is a function column_NAME MODEL DIR that sets lat[NAME] (ms), detail[NAME] and
+# cmd[NAME], and writes its output to "$(npy NAME)" when it can; the check then compares every
+# output written. Checkpoints are made once into $CKPT (default build/bench_model/, not
+# committed) and reused while their seed matches.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${BUILD:-$root/build}"
+metatune="${METATUNE:-$build/bin/metatune}"
+venv="${MT_BENCH_VENV:-$here/.venv}"
+py="$venv/bin/python"
+ckpt="${CKPT:-$build/bench_model}"
+out="${OUT:-$root/bench/results}"
+csv="$out/model_latency.csv"
+MODELS="${MODELS:-bert-base gpt2-small}"
+BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned}"
+SEQ="${SEQ:-128}"
+BATCH="${BATCH:-1}"
+REPEATS="${REPEATS:-10}"
+SEED="${SEED:-0}"
+TOL="${TOL:-1e-4}"
+run_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_model.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+declare -A lat detail cmd check
+
+setup() {
+  bash "$here/setup.sh"
+  if [[ ! -x "$metatune" ]]; then
+    echo "bench/model: building metatune ($metatune is missing)"
+    [[ -f "$build/CMakeCache.txt" ]] || cmake -S "$root" -B "$build" -G Ninja >/dev/null
+    cmake --build "$build" --target metatune_cli std_layers llvm_cpu onednn_cpu std_rules
+  fi
+}
+
+# The checkpoint folder of MODEL, made on first use (a few seconds to a minute each).
+checkpoint() {
+  local model="$1" dir="$ckpt/$1${TINY:+-tiny}-seed$SEED"
+  if [[ ! -f "$dir/config.json" ]]; then
+    "$py" "$here/make_checkpoint.py" --model "$model" --out "$dir" --seed "$SEED" \
+      ${TINY:+--tiny} >&2
+  fi
+  echo "$dir"
+}
+
+npy() { echo "$work/$model.$1.npy"; }
+
+# ONNX Runtime at its best: the fastest of ort_model.py's variants.
+column_ort() {
+  local model="$1" dir="$2" json
+  cmd[ort]="bench/model/ort_model.py --hf $dir --seq $SEQ --batch $BATCH --repeats $REPEATS"
+  json="$("$py" "$here/ort_model.py" --hf "$dir" --seq "$SEQ" --batch "$BATCH" \
+    --repeats "$REPEATS" --save-output "$(npy ort)")"
+  echo "$json" >>"$work/ort.jsonl"
+  lat[ort]="$(field "$json" latency_ms)"
+  detail[ort]="onnxruntime $(field "$json" ort_version), $(field "$json" threads) threads, best: $(field "$json" variant); $(field "$json" variants)"
+}
+
+# metatune untuned: every kernel from the llvm target's default schedule.
+column_metatune_untuned() {
+  local model="$1" dir="$2" text save=()
+  if "$metatune" model run --help 2>/dev/null | grep -q -- --save-output; then
+    save=(--save-output "$(npy metatune_untuned)")
+  fi
+  cmd[metatune_untuned]="metatune model run --hf $dir --seq $SEQ --batch $BATCH --repeats $REPEATS"
+  text="$("$metatune" model run --hf "$dir" --seq "$SEQ" --batch "$BATCH" \
+    --repeats "$REPEATS" "${save[@]}")"
+  echo "$text" >&2
+  lat[metatune_untuned]="$(sed -n 's/.*latency \([0-9.]*\) ms.*/\1/p' <<<"$text" | tail -1)"
+  detail[metatune_untuned]="$(grep -o 'built in [0-9.]* s' <<<"$text" || true)"
+}
+
+# Every output written by a column against reference.py's float64 forward.
+check_outputs() {
+  local model="$1" dir="$2" args=() c line
+  for c in $BENCH_COLUMNS; do
+    if [[ -f "$(npy "$c")" ]]; then args+=(--compare "$c=$(npy "$c")"); fi
+  done
+  ((${#args[@]})) || return 0
+  while IFS= read -r line; do
+    echo "$line" >>"$work/check.jsonl"
+    c="$(field "$line" output)"
+    check[$c]="$(field "$line" check)"
+  done < <("$py" "$here/reference.py" --hf "$dir" --seq "$SEQ" --batch "$BATCH" --tol "$TOL" \
+    "${args[@]}" || true)
+}
+
+field() { "$py" "$here/json_field.py" "$@"; }
+
+csv_quote() { local s="${1//\"/\"\"}"; printf '"%s"' "$s"; }
+
+record() {
+  local model="$1" c
+  mkdir -p "$out"
+  if [[ ! -f "$csv" ]]; then
+    echo "date,model,batch,seq,column,latency_ms,check,detail,command" >"$csv"
+  fi
+  for c in $BENCH_COLUMNS; do
+    echo "$run_date,$model,$BATCH,$SEQ,$c,${lat[$c]:-},$(csv_quote "${check[$c]:-not checked}"),$(csv_quote "${detail[$c]:-}"),$(csv_quote "${cmd[$c]:-}")" >>"$csv"
+  done
+}
+
+setup
+printf '\n%-12s' model >"$work/table"
+for c in $BENCH_COLUMNS; do printf '%24s' "$c (ms)" >>"$work/table"; done
+failed=0
+for model in $MODELS; do
+  dir="$(checkpoint "$model")"
+  lat=() detail=() cmd=() check=()
+  for c in $BENCH_COLUMNS; do
+    echo "bench/model: $model, $c" >&2
+    "column_$c" "$model" "$dir"
+  done
+  check_outputs "$model" "$dir"
+  record "$model"
+  printf '\n%-12s' "$model" >>"$work/table"
+  for c in $BENCH_COLUMNS; do
+    printf '%24s' "${lat[$c]:-?} ${check[$c]:+[${check[$c]%% *}]}" >>"$work/table"
+    [[ "${check[$c]:-ok}" == ok* ]] || failed=1
+  done
+done
+cat "$work/table"
+printf '\n\n(batch %s, sequence %s, median of %s runs; [ok] = output within %s x max|ref| of the float64 reference; rows appended to %s)\n' \
+  "$BATCH" "$SEQ" "$REPEATS" "$TOL" "${csv#"$root"/}"
+exit $failed
