@@ -4,7 +4,8 @@
 # hf_folder.py makes too), one column per implementation, and each column's output checked
 # against a float64 reference forward. Rows are appended to bench/results/model_latency.csv.
 #
-#   bash bench/model/setup.sh && bash bench/model/run.sh
+#   bash bench/model/setup.sh && bash bench/model/run.sh      # tunes TRIALS per model first
+#   TRIALS=0 bash bench/model/run.sh      # no tuning: the databases as they are
 #   MODELS=gpt2-small REPEATS=20 bash bench/model/run.sh
 #   BUILD=build SEQ=64 BENCH_COLUMNS="ort metatune_untuned" bash bench/model/run.sh
 #   TINY=1 SEQ=16 bash bench/model/run.sh   # the harness itself, on small models in seconds
@@ -24,7 +25,10 @@ ckpt="${CKPT:-$build/bench_model}"
 out="${OUT:-$root/bench/results}"
 csv="$out/model_latency.csv"
 MODELS="${MODELS:-bert-base gpt2-small}"
-BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned}"
+BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best}"
+TRIALS="${TRIALS:-900}"                 # tuning budget per model (records in its database)
+UNTUNED_REPEATS="${UNTUNED_REPEATS:-3}" # untuned forwards take tens of seconds each
+DB="${DB:-}"                            # the tuning databases' folder (default: $CKPT)
 SEQ="${SEQ:-128}"
 BATCH="${BATCH:-1}"
 REPEATS="${REPEATS:-10}"
@@ -74,13 +78,56 @@ column_metatune_untuned() {
   if "$metatune" model run --help 2>/dev/null | grep -q -- --save-output; then
     save=(--save-output "$(npy metatune_untuned)")
   fi
-  cmd[metatune_untuned]="metatune model run --hf $dir --seq $SEQ --batch $BATCH --repeats $REPEATS"
-  text="$("$metatune" model run --hf "$dir" --seq "$SEQ" --batch "$BATCH" \
-    --repeats "$REPEATS" "${save[@]}")"
+  cmd[metatune_untuned]="metatune model run --hf $dir --seq $SEQ --batch $BATCH --repeats $UNTUNED_REPEATS"
+  text="$("$metatune" model run --hf "$dir" --seq "$SEQ" --batch "$BATCH" -q \
+    --repeats "$UNTUNED_REPEATS" "${save[@]}")"
   echo "$text" >&2
   lat[metatune_untuned]="$(sed -n 's/.*latency \([0-9.]*\) ms.*/\1/p' <<<"$text" | tail -1)"
   detail[metatune_untuned]="$(grep -o 'built in [0-9.]* s' <<<"$text" || true)"
 }
+
+# The model's tuning database; tuned up to TRIALS records first (`metatune model tune`
+# resumes: a database that has them already costs nothing), with the minutes it took.
+database() { # sets db_path and tuned_note
+  local model="$1" dir="$2" db="${DB:-$ckpt}/$1-seq$SEQ-b$BATCH.db" t0 t1
+  if ((TRIALS > 0)); then
+    t0=$(date +%s)
+    "$metatune" model tune --hf "$dir" --seq "$SEQ" --batch "$BATCH" --trials "$TRIALS" \
+      --db "$db" -q >"$work/$model.tune.log" 2>&1 || { cat "$work/$model.tune.log" >&2; exit 1; }
+    t1=$(date +%s)
+    tuned_note="tuning: $TRIALS trials, $(awk "BEGIN{printf \"%.1f\", ($t1-$t0)/60}") min this run"
+    grep -v '^\[' "$work/$model.tune.log" >&2 || true
+  else
+    tuned_note="tuning: none this run"
+  fi
+  db_path="$db"
+}
+
+# metatune with the library (oneDNN where it implements a kernel), tuned, and the faster of
+# the two per kernel: one `metatune model bench` (built once each, timed in alternating
+# rounds), its per-task profile kept next to the CSV.
+metatune_bench() {
+  local model="$1" dir="$2" db
+  [[ "${bench_done:-}" == "$model" ]] && return 0
+  database "$model" "$dir"
+  db="$db_path"
+  "$metatune" model bench --hf "$dir" --seq "$SEQ" --batch "$BATCH" --repeats "$REPEATS" \
+    --db "$db" --policies library,tuned,best --profile -q --save-output "$work/$model.bench.json" \
+    --save-outputs "$work/$model.bench" >"$work/$model.bench.txt"
+  cat "$work/$model.bench.txt" >&2
+  mkdir -p "$out"
+  cp "$work/$model.bench.txt" "$out/model_profile_$model.txt"
+  for p in library tuned best; do
+    lat[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/$model.bench.json" "$p")"
+    detail[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/$model.bench.json" "$p"); $tuned_note"
+    cmd[metatune_$p]="metatune model tune --hf $dir --seq $SEQ --trials $TRIALS --db $db; metatune model bench --hf $dir --seq $SEQ --db $db --repeats $REPEATS"
+    cp "$work/$model.bench/$p.npy" "$(npy metatune_$p)"
+  done
+  bench_done="$model"
+}
+column_metatune_library() { metatune_bench "$@"; }
+column_metatune_tuned() { metatune_bench "$@"; }
+column_metatune_best() { metatune_bench "$@"; }
 
 # Every output written by a column against reference.py's float64 forward.
 check_outputs() {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -40,7 +41,8 @@ namespace {
 
 struct ModelRunOptions {
   ModelSourceOptions source;
-  std::string db, target = "llvm", implementations, save_output, log_level;
+  std::string db, target = "llvm", implementations, save_output, save_outputs, log_level;
+  std::vector<std::string> policies; // bench
   int repeats = 3;
   bool profile = false;
   bool quiet = false;
@@ -156,30 +158,57 @@ int tune_model(ModelTuneOptions& o) {
   return r.interrupted ? 130 : 0;
 }
 
+// Every policy's model is built first, then timed in alternating rounds (one run of each per
+// round), so that drift of the machine hits them alike.
 int bench_model(const ModelRunOptions& o) {
   configure_logging(o.log_level);
   LoadedModel m = load_model(o.source);
   std::unique_ptr<Database> db = open_read_only(o.db);
   std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  std::vector<KernelPolicy> policies = {KernelPolicy::Untuned, KernelPolicy::Library};
-  if (db) policies.insert(policies.end(), {KernelPolicy::Tuned, KernelPolicy::Best});
-  nlohmann::json rows = nlohmann::json::array();
+  std::vector<KernelPolicy> policies;
+  for (const std::string& p : o.policies)
+    policies.push_back(parse_kernel_policy(p));
+  if (policies.empty()) {
+    policies = {KernelPolicy::Untuned, KernelPolicy::Library};
+    if (db) policies.insert(policies.end(), {KernelPolicy::Tuned, KernelPolicy::Best});
+  }
+  std::vector<CompiledModel> compiled;
   for (KernelPolicy p : policies) {
     KernelSelector selector(*m.host, selection(o, p, db.get()));
-    if (p == KernelPolicy::Library && !selector.has_library()) {
-      std::printf("%-8s  no library target loaded\n", to_string(p));
-      continue;
+    if (p == KernelPolicy::Library && !selector.has_library())
+      throw std::invalid_argument("the library policy needs a library target (none loaded)");
+    compiled.push_back(compile_model(m, selector, o.quiet));
+    compiled.back().policy = p;
+    compiled.back().executor->run(m.inputs); // warm-up
+  }
+  std::vector<ModelTiming> timing(compiled.size());
+  for (int r = 0; r < std::max(1, o.repeats); ++r)
+    for (size_t i = 0; i < compiled.size(); ++i) {
+      auto s = std::chrono::steady_clock::now();
+      compiled[i].executor->run(m.inputs);
+      timing[i].runs.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
     }
-    CompiledModel c = compile_model(m, selector, o.quiet);
-    ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
-    std::printf("%-8s %9.2f ms  (median of %zu; built in %.1f s; %s)\n", to_string(p),
-                1e3 * t.median(), t.runs.size(), c.build_seconds, c.summary().c_str());
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    CompiledModel& c = compiled[i];
+    std::sort(timing[i].runs.begin(), timing[i].runs.end());
+    std::printf("%-8s %9.2f ms  (median of %zu, alternating; built in %.1f s; %s)\n",
+                to_string(c.policy), 1e3 * timing[i].median(), timing[i].runs.size(),
+                c.build_seconds, c.summary().c_str());
     std::fflush(stdout);
     if (o.profile) print_task_breakdown(m, c, o.repeats);
-    rows.push_back({{"implementations", to_string(p)},
-                    {"latency_ms", 1e3 * t.median()},
-                    {"runs_ms", t.runs},
+    if (!o.save_outputs.empty()) {
+      std::filesystem::create_directories(o.save_outputs);
+      save_npy(c.executor->run(m.inputs).at(0),
+               (std::filesystem::path(o.save_outputs) / (std::string(to_string(c.policy)) +
+                                                         ".npy"))
+                   .string());
+    }
+    rows.push_back({{"implementations", to_string(c.policy)},
+                    {"latency_ms", 1e3 * timing[i].median()},
+                    {"runs_ms", timing[i].runs},
                     {"build_seconds", c.build_seconds},
                     {"kernels", c.summary()}});
   }
@@ -196,6 +225,14 @@ void add_run_options(CLI::App* cmd, ModelRunOptions& o, bool bench) {
   if (!bench)
     cmd->add_option("--implementations", o.implementations,
                     "untuned, tuned, library or best (default: best with --db, else untuned)");
+  if (bench) {
+    cmd->add_option("--policies", o.policies,
+                    "Which to time, e.g. library,best (default: untuned,library and with --db "
+                    "tuned,best)")
+        ->delimiter(',');
+    cmd->add_option("--save-outputs", o.save_outputs,
+                    "Write each policy's first output to DIR/<policy>.npy");
+  }
   cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
   cmd->add_option("--repeats", o.repeats, "Timed runs after one warm-up")->capture_default_str();
@@ -220,6 +257,10 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
               "cleanly, the same command resumes");
   add_model_source_options(tune_cmd, tune_opt->source, /*shapes_only=*/true);
   tune_opt->tune.db_path = "tune.db";
+  // A model has a dozen tasks and budgets of hundreds of trials: smaller batches let the task
+  // scheduler move trials to the tasks that dominate the latency sooner (its first round
+  // gives every task one batch).
+  tune_opt->tune.batch_size = 16;
   add_tune_flags(tune_cmd, *tune_opt);
   auto* bench = model->add_subcommand(
       "bench", "Latency of the model untuned, with the library, tuned and best (--db)");
