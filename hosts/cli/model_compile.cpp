@@ -86,10 +86,13 @@ int compile_model_artifact(const ModelCompileOptions& o) {
   src.params = &m.params;
   src.target = selector.target().target.get();
   ModelArtifactSummary s = write_model_artifact(src, o.out);
-  std::printf("wrote %s: kernels.so (%zu kernels by %s), model.json (%zu groups, %.2f MB "
-              "arena), weights.safetensors (%.2f MB)\n",
-              o.out.c_str(), s.kernels, src.target->info().name.c_str(), s.groups,
-              s.arena_bytes / 1e6, s.weight_bytes / 1e6);
+  size_t tuned = 0;
+  for (const TaskKernel& k : kernels)
+    tuned += k.tuned;
+  std::printf("wrote %s: kernels.so (%zu kernels by %s: %zu tuned, %zu untuned), model.json "
+              "(%zu groups, %.2f MB arena), weights.safetensors (%.2f MB)\n",
+              o.out.c_str(), s.kernels, src.target->info().name.c_str(), tuned, s.kernels - tuned,
+              s.groups, s.arena_bytes / 1e6, s.weight_bytes / 1e6);
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "core/model/safetensors_file.h"
 #include "graph_test_util.h"
 #include "metatune/runtime/compiled_model.h"
+#include "tuned_model.h"
 
 namespace mt {
 namespace {
@@ -73,15 +74,45 @@ protected:
 };
 
 // The model as `model compile` built it, run in process with the weights the artifact holds.
+ModelGraph tiny_gpt() {
+  Config c = load_config_file(layer_config_registry(host()), kConfig);
+  return instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
+}
+
+// The largest difference between the runtime's first output and `want`.
+double max_difference(const rt::Tensor& got, const NDArray& want) {
+  EXPECT_EQ(got.info().num_elements(), want.num_elements());
+  if (got.info().num_elements() != want.num_elements()) return INFINITY;
+  double worst = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i)
+    worst = std::max(worst,
+                     std::abs(static_cast<double>(got.as<float>()[i]) - want.data_as<float>()[i]));
+  return worst;
+}
+
 struct Reference {
   ModelGraph graph;
+  std::vector<TaskKernel> kernels;
   std::unique_ptr<ModelExecutor> exec;
   std::map<std::string, NDArray> weights;
 
-  explicit Reference(const fs::path& artifact) {
-    Config c = load_config_file(layer_config_registry(host()), kConfig);
-    graph = instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
-    exec = std::make_unique<ModelExecutor>(graph, fuse(graph.outputs), graph_test::llvm());
+  // Untuned kernels, or with `db` those the policy chooses.
+  explicit Reference(const fs::path& artifact, const Database* db = nullptr,
+                     KernelPolicy policy = KernelPolicy::Untuned)
+      : graph(tiny_gpt()) {
+    std::vector<FusedGroup> groups = fuse(graph.outputs);
+    if (!db) {
+      exec = std::make_unique<ModelExecutor>(graph, groups, graph_test::llvm());
+    } else {
+      KernelSelectionOptions so;
+      so.policy = policy;
+      so.db = db;
+      KernelSelector selector(host(), so);
+      std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+      kernels = select_kernels(selector, tasks);
+      exec = std::make_unique<ModelExecutor>(graph, groups,
+                                             group_kernels(tasks, kernels, groups.size()));
+    }
     SafetensorsFile file = SafetensorsFile::open((artifact / "weights.safetensors").string());
     for (const SafetensorsTensorInfo& t : file.tensors()) {
       NDArray a(DType::f32(), t.shape);
@@ -117,11 +148,7 @@ TEST_F(AotModel, CompiledDecoderMatchesTheExecutor) {
   for (int pass = 0; pass < 2; ++pass) { // the arena is reused between runs
     std::vector<rt::Tensor> out = m.run(kIds);
     ASSERT_EQ(out.size(), 1u);
-    ASSERT_EQ(out[0].info().num_elements(), want.num_elements());
-    double worst = 0;
-    for (int64_t i = 0; i < want.num_elements(); ++i)
-      worst = std::max(
-          worst, std::abs(static_cast<double>(out[0].as<float>()[i]) - want.data_as<float>()[i]));
+    double worst = max_difference(out[0], want);
     EXPECT_LE(worst, 1e-6) << "pass " << pass;
     if (pass == 0) std::printf("runtime vs executor: max |difference| %.3g\n", worst);
   }
@@ -134,6 +161,35 @@ TEST_F(AotModel, CompiledDecoderMatchesTheExecutor) {
     cmd += " " + std::to_string(id);
   std::string out = run_command(cmd);
   EXPECT_NE(out.find("next token: " + std::to_string(best) + " "), std::string::npos) << out;
+}
+
+// Tuned kernels (parallel loops on the runtime's thread pool) from a database; where the
+// policy picks oneDNN, compile takes the tuned llvm kernel instead and says so.
+TEST_F(AotModel, TunedDecoderMatchesTheExecutor) {
+  graph_test::TunedModel tuned(tiny_gpt(), "aot", 2);
+  DatabaseOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<Database> db = Database::open(tuned.db_path.string(), ro);
+  for (const char* policy : {"tuned", "library"}) {
+    fs::path d = dir().string() + "_" + policy;
+    graph_test::CliResult r =
+        metatune("model compile --config " + kConfig + " --seq 5 --db " + tuned.db_path.string() +
+                 " --implementations " + policy + " --out " + d.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output.find(" 0 tuned,"), std::string::npos) << r.output;
+    if (std::string(policy) == "library") {
+      EXPECT_NE(r.output.find("only llvm.cpu exports kernel libraries: llvm.cpu tuned"),
+                std::string::npos)
+          << r.output;
+    }
+    // Both artifacts hold what the tuned policy runs (the library tasks replaced by theirs).
+    Reference ref(d, db.get(), KernelPolicy::Tuned);
+    rt::CompiledModel m = rt::CompiledModel::load(d.string(), {.num_threads = 4});
+    double worst = max_difference(m.run(kIds).at(0), ref.logits(kIds));
+    EXPECT_LE(worst, 1e-6) << policy;
+    std::printf("%s: runtime vs executor: max |difference| %.3g\n", policy, worst);
+    fs::remove_all(d);
+  }
 }
 
 TEST_F(AotModel, RuntimeLinksNoLlvm) {

@@ -167,7 +167,6 @@ std::string export_kernel_library(const std::vector<P::Program>& programs,
   j["signature"] = "int32_t(void** args, const mt_llvm_runtime* rt)";
   j["runtime"] = {{"kind", "mt_llvm_runtime"}, {"version", MT_LLVM_RUNTIME_VERSION}};
   j["target"] = target.str();
-  j["needs"] = {"libm.so.6", "libc.so.6"};
   j["kernels"] = kernels;
   return j.dump(2);
 }
