@@ -20,6 +20,7 @@
 #include "core/graph/layer_registry.h"
 #include "core/model/config_json.h"
 #include "core/model/safetensors_file.h"
+#include "core/plugin/plugin_error.h"
 #include "graph_test_util.h"
 #include "metatune/runtime/compiled_model.h"
 #include "tuned_model.h"
@@ -190,6 +191,23 @@ TEST_F(AotModel, TunedDecoderMatchesTheExecutor) {
     std::printf("%s: runtime vs executor: max |difference| %.3g\n", policy, worst);
     fs::remove_all(d);
   }
+}
+
+// A target that cannot export (oneDNN runs its own primitives) says so with the ABI's status.
+TEST_F(AotModel, LibraryTargetDoesNotExport) {
+  std::vector<LibraryTarget> libs = open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu");
+  if (libs.empty()) GTEST_SKIP() << "no onednn.cpu in this build";
+  ModelGraph g = tiny_gpt();
+  std::vector<GraphTask> tasks = graph_tasks(fuse(g.outputs), "std.Decoder");
+  try {
+    libs[0].target->export_library({tasks[0].workload}, {"mt_0"}, (dir() / "x.so").string());
+    FAIL() << "onednn.cpu exported a library";
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.status(), MT_ERROR_UNSUPPORTED) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not export kernel libraries"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir() / "x.so"));
 }
 
 TEST_F(AotModel, RuntimeLinksNoLlvm) {
