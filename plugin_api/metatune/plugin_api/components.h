@@ -154,7 +154,7 @@ typedef struct mt_target_vtable {
    *    "runtime": {"kind": "mt_llvm_runtime", "version": 1},  services the kernels call
    *                                           (absent or null: none)
    *    "target": "...",                       what the code was generated for
-   *    "kernels": [{"symbol": "...", "params": [{"name": "A", "dtype": "float32",
+   *    "kernels": [{"symbol": "...", "params": [{"name": "A", "dtype": "f32",
    *                 "shape": [4, 8], "bytes": 128, "output": false}, ...]}, ...]}
    * in the order of `programs`; params in the program's order. MT_ERROR_UNSUPPORTED: the
    * target does not export libraries, or not these programs (the message says which). */
