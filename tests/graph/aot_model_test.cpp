@@ -191,6 +191,9 @@ TEST_F(AotModel, TunedDecoderMatchesTheExecutor) {
     std::printf("%s: runtime vs executor: max |difference| %.3g\n", policy, worst);
     fs::remove_all(d);
   }
+  db.reset(); // the helper removes the database, not SQLite's files beside it
+  for (const char* suffix : {"-wal", "-shm"})
+    fs::remove(tuned.db_path.string() + suffix);
 }
 
 // A target that cannot export (oneDNN runs its own primitives) says so with the ABI's status.
