@@ -62,6 +62,7 @@ TaskKernel KernelSelector::untuned(const GraphTask& task, std::string note) cons
     throw std::runtime_error("building '" + task.name + "' with " + target_.component + ": " +
                              e.what());
   }
+  k.function = task.workload;
   k.component = target_.component;
   k.note = std::move(note);
   return k;
@@ -76,7 +77,8 @@ std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
   Function stored = options_.db->workload_function(rec->workload_id);
   TaskKernel k;
   try {
-    k.module = target_.target->build(replay(*rec, stored));
+    k.function = replay(*rec, stored);
+    k.module = target_.target->build(k.function);
   } catch (const std::exception& e) {
     throw std::runtime_error("building '" + task.name + "' from " + options_.db->path() +
                              " record " + std::to_string(rec->id) + ": " + e.what());
@@ -97,6 +99,7 @@ std::optional<TaskKernel> KernelSelector::library_from_record(const GraphTask& t
     TaskKernel k;
     try {
       k.module = lib.target->build(task.workload);
+      k.function = task.workload;
     } catch (const std::exception& e) {
       throw std::runtime_error("building '" + task.name + "' with " + lib.component + " (record " +
                                std::to_string(rec->id) + "): " + e.what());
@@ -116,6 +119,7 @@ std::optional<TaskKernel> KernelSelector::library_build(const GraphTask& task,
     TaskKernel k;
     try {
       k.module = lib.target->build(task.workload);
+      k.function = task.workload;
     } catch (const PluginError& e) {
       if (e.status() != MT_ERROR_UNSUPPORTED) throw;
       spdlog::debug("{}: {} does not implement it: {}", task.name, lib.component, e.what());

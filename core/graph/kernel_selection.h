@@ -35,7 +35,10 @@ const char* to_string(KernelPolicy p);
 
 struct TaskKernel {
   std::shared_ptr<const PluginModule> module; // params: the task's inputs, then its outputs
-  std::string component;                      // the target component that built it
+  // What `component` built it from: the task's workload, or the tuned record replayed on the
+  // stored workload (what an ahead-of-time export compiles again).
+  Function function;
+  std::string component; // the target component that built it
   bool library = false;
   bool tuned = false;
   int64_t record_id = 0; // the record it was chosen from (0: none)

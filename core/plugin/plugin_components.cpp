@@ -409,6 +409,39 @@ std::unique_ptr<PluginModule> PluginTarget::build(const Function& func) const {
   return std::unique_ptr<PluginModule>(new PluginModule(std::move(state)));
 }
 
+bool PluginTarget::can_export_library() const {
+  const mt_target_vtable* vt = registration().desc->vtable.target;
+  return MT_HAS_FIELD(vt, mt_target_vtable, export_library) && vt->export_library;
+}
+
+std::string PluginTarget::export_library(const std::vector<Function>& funcs,
+                                         const std::vector<std::string>& symbols,
+                                         const std::string& path) const {
+  if (funcs.size() != symbols.size())
+    throw std::invalid_argument("export_library: " + std::to_string(funcs.size()) + " functions, " +
+                                std::to_string(symbols.size()) + " symbols");
+  if (!can_export_library()) {
+    set_last_error("the target does not export kernel libraries (ABI 1.6)");
+    fail("export_library", MT_ERROR_UNSUPPORTED);
+  }
+  std::vector<mt_program*> programs;
+  for (const Function& f : funcs)
+    programs.push_back(make_program_handle(f.lowered ? f : lower(f)));
+  std::vector<mt_str> names;
+  for (const std::string& s : symbols)
+    names.push_back(mt_str{s.data(), s.size()});
+  const mt_target_vtable* vt = registration().desc->vtable.target;
+  mt_str descriptor{nullptr, 0};
+  mt_status st = call_plugin([&] {
+    return vt->export_library(self(), programs.data(), names.data(), programs.size(),
+                              mt_str{path.data(), path.size()}, &descriptor);
+  });
+  for (mt_program* p : programs)
+    host_api()->program_release(p);
+  if (st != MT_OK) fail("export_library", st);
+  return std::string(plugin_detail::view(descriptor));
+}
+
 std::vector<te::Tensor> PluginLayer::forward(const std::vector<te::Tensor>& inputs) const {
   const mt_layer_vtable* vt = registration().desc->vtable.layer;
   mt_te_builder* b = nullptr;

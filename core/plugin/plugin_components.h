@@ -161,6 +161,14 @@ public:
   std::vector<std::string> default_components(ComponentKind kind) const;
   // Builds a function (lowered first if it is not).
   std::unique_ptr<PluginModule> build(const Function& func) const;
+  // ABI 1.6, ahead-of-time output: whether the target implements export_library at all.
+  bool can_export_library() const;
+  // Writes `funcs` (lowered first where they are not) as one shared library at `path`,
+  // funcs[i] exported under symbols[i], and returns the target's descriptor (JSON text,
+  // components.h). Throws PluginError, status MT_ERROR_UNSUPPORTED where the target cannot.
+  std::string export_library(const std::vector<Function>& funcs,
+                             const std::vector<std::string>& symbols,
+                             const std::string& path) const;
 };
 
 class LayerBackend;

@@ -1,4 +1,4 @@
-// `metatune model run|tune|bench --config FILE | --hf DIR [--weights FILE] [--seq N]
+// `metatune model run|tune|bench|compile --config FILE | --hf DIR [--weights FILE] [--seq N]
 // [--batch B] [--tokens 1,2,...]`: a model instantiated from a config tree of the loaded
 // layers (or a Hugging Face checkpoint folder), fused into kernels, one task per distinct
 // workload.
@@ -10,6 +10,8 @@
 //          with the library (oneDNN) measured per task as in `metatune tune`.
 //   bench  one run of each policy, same weights and inputs: untuned, library (oneDNN where it
 //          implements a task), and with --db tuned and best; latency and a per-task breakdown.
+//   compile  the ahead-of-time artifact --out DIR (model_compile.h): kernels.so, model.json,
+//          weights.safetensors, run by runtime/ without LLVM.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +30,7 @@
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
+#include "hosts/cli/model_compile.h"
 #include "hosts/cli/model_execution.h"
 #include "hosts/cli/model_source.h"
 #include "hosts/cli/npy_file.h"
@@ -265,9 +268,14 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
   auto* bench = model->add_subcommand(
       "bench", "Latency of the model untuned, with the library, tuned and best (--db)");
   add_run_options(bench, *bench_opt, true);
+  auto compile_opt = std::make_shared<ModelCompileOptions>();
+  auto* compile = model->add_subcommand(
+      "compile", "Write the ahead-of-time artifact (kernels.so, model.json, weights) to --out");
+  add_model_compile_options(compile, *compile_opt);
   return [=]() -> int {
     if (run->parsed()) return run_model(*run_opt);
     if (tune_cmd->parsed()) return tune_model(*tune_opt);
+    if (compile->parsed()) return compile_model_artifact(*compile_opt);
     return bench_model(*bench_opt);
   };
 });

@@ -216,5 +216,77 @@ TEST(LlvmAot, SharedLibraryRunsWithoutTheJit) {
   std::filesystem::remove_all(dir);
 }
 
+// Several kernels in one library (a model's, as export_library writes it): each under its
+// symbol, described in order, callable with and without the runtime.
+TEST(LlvmAot, ExportedLibraryHoldsEveryKernel) {
+  const int n = 40, m = 8, kk = 4;
+  auto X = P::make_buffer("X", P::DType::f32(), {n});
+  auto Y = P::make_buffer("Y", P::DType::f32(), {n});
+  auto i = P::make_var("i");
+  P::Program add{
+      "add one",
+      {X, Y},
+      P::make_for(i, n, P::make_store(Y, {i}, P::make_load(X, {i}) + 1.0), P::ForKind::Parallel)};
+  auto A = P::make_buffer("A", P::DType::f32(), {n, kk});
+  auto B = P::make_buffer("B", P::DType::f32(), {kk, m});
+  auto C = P::make_buffer("C", P::DType::f32(), {n, m});
+  auto r = P::make_var("r"), j = P::make_var("j"), k = P::make_var("k");
+  P::Program mm{
+      "mm",
+      {A, B, C},
+      P::make_for(
+          r, n,
+          P::make_for(j, m,
+                      P::make_seq({P::make_store(C, {r, j}, 0.0),
+                                   P::make_for(k, kk,
+                                               P::make_store(C, {r, j},
+                                                             P::make_load(C, {r, j}) +
+                                                                 P::make_load(A, {r, k}) *
+                                                                     P::make_load(B, {k, j})))})),
+          P::ForKind::Parallel)};
+  auto dir =
+      std::filesystem::temp_directory_path() / ("mt_llvm_export_" + std::to_string(::getpid()));
+  std::string so = (dir / "kernels.so").string();
+  EXPECT_THROW(export_kernel_library({add, mm}, {"k", "k"}, so), CodegenError);
+  nlohmann::json d = nlohmann::json::parse(export_kernel_library({add, mm}, {"k_add", "k_mm"}, so));
+  EXPECT_EQ(d["format"], "metatune-kernel-library");
+  EXPECT_EQ(d["abi"], "mt_llvm_kernel");
+  EXPECT_EQ(d["runtime"]["kind"], "mt_llvm_runtime");
+  EXPECT_EQ(d["runtime"]["version"], MT_LLVM_RUNTIME_VERSION);
+  ASSERT_EQ(d["kernels"].size(), 2u);
+  EXPECT_EQ(d["kernels"][0]["symbol"], "k_add");
+  EXPECT_EQ(d["kernels"][1]["symbol"], "k_mm");
+  ASSERT_EQ(d["kernels"][1]["params"].size(), 3u);
+  EXPECT_EQ(d["kernels"][1]["params"][2]["bytes"], n * m * 4);
+  EXPECT_EQ(d["kernels"][1]["params"][2]["output"], true);
+  // The object files are gone; only the library stays.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            1);
+
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto f_add = reinterpret_cast<mt_llvm_kernel_fn>(dlsym(lib, "k_add"));
+  auto f_mm = reinterpret_cast<mt_llvm_kernel_fn>(dlsym(lib, "k_mm"));
+  ASSERT_NE(f_add, nullptr);
+  ASSERT_NE(f_mm, nullptr);
+  auto x = random_floats(n, 60), a = random_floats(n * kk, 61), b = random_floats(kk * m, 62);
+  std::vector<float> y(n), c(n * m), want_y(n), want_c(n * m, 0.f);
+  for (int q = 0; q < n; ++q)
+    want_y[q] = static_cast<float>(static_cast<double>(x[q]) + 1.0);
+  for (int p = 0; p < n; ++p)
+    for (int q = 0; q < kk; ++q)
+      for (int s = 0; s < m; ++s)
+        want_c[p * m + s] += a[p * kk + q] * b[q * m + s];
+  void* add_args[] = {x.data(), y.data()};
+  void* mm_args[] = {a.data(), b.data(), c.data()};
+  ASSERT_EQ(f_add(add_args, default_runtime()), 0);
+  ASSERT_EQ(f_mm(mm_args, nullptr), 0);
+  expect_close(y, want_y, 1e-6, 1e-6);
+  expect_close(c, want_c, 1e-5, 1e-6);
+  dlclose(lib);
+  std::filesystem::remove_all(dir);
+}
+
 } // namespace
 } // namespace mt::llvm_cpu::test

@@ -143,8 +143,27 @@ typedef struct mt_target_vtable {
   /* Builds a lowered program; fills `out` (whose struct_size the host has set). */
   mt_status (*build)(void* self, const mt_program* program, mt_module* out);
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.6 (optional; NULL or absent: the target cannot): ahead-of-time output. Writes
+   * `programs` as ONE shared library at `path` that an application loads (dlopen) and calls
+   * without metatune or the target's compiler, programs[i] exported under the C symbol
+   * symbols[i]. `out_descriptor` receives JSON (the text lives as long as `self`, until the
+   * next call) saying how to call them:
+   *   {"format": "metatune-kernel-library", "version": 1,
+   *    "abi": "mt_llvm_kernel",              the calling convention, named by the target
+   *    "runtime": {"kind": "mt_llvm_runtime", "version": 1},  services the kernels call
+   *                                           (absent or null: none)
+   *    "target": "...",                       what the code was generated for
+   *    "kernels": [{"symbol": "...", "params": [{"name": "A", "dtype": "f32",
+   *                 "shape": [4, 8], "bytes": 128, "output": false}, ...]}, ...]}
+   * in the order of `programs`; params in the program's order. MT_ERROR_UNSUPPORTED: the
+   * target does not export libraries, or not these programs (the message says which). */
+  mt_status (*export_library)(void* self, const mt_program* const* programs, const mt_str* symbols,
+                              size_t count, mt_str path, mt_str* out_descriptor);
+  /* End of version 1.6 - DO NOT MODIFY ABOVE */
 } mt_target_vtable;
 MT_STATIC_ASSERT(offsetof(mt_target_vtable, build) / sizeof(void*) == 4, target_v1);
+MT_STATIC_ASSERT(offsetof(mt_target_vtable, export_library) / sizeof(void*) == 5, target_v1_6);
 
 /* A model layer: builds its computation as tensor expressions. */
 typedef struct mt_layer_vtable {

@@ -2,6 +2,7 @@
 // Configuration (JSON, all optional): {"target": "llvm -mcpu=... -mattr=...",
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
+// export_library() compiles the same trees ahead of time into one shared library.
 #include <iterator>
 #include <set>
 #include <string>
@@ -124,6 +125,21 @@ public:
       return std::make_unique<LlvmModule>(std::move(kernel), tree.params);
     } catch (const CodegenError& e) {
       throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("llvm.cpu: ") + e.what());
+    }
+  }
+
+  // ABI 1.6: the programs exactly as build() compiles them, as one shared library.
+  std::string export_library(const std::vector<sdk::Program>& programs,
+                             const std::vector<std::string>& symbols,
+                             const std::string& path) override {
+    std::vector<P::Program> trees;
+    for (const sdk::Program& p : programs)
+      trees.push_back(
+          P::with_free_buffers_allocated(sdk::to_program_tree(p.with_loops_partitioned())));
+    try {
+      return export_kernel_library(trees, symbols, path, opts_);
+    } catch (const CodegenError& e) {
+      throw sdk::Error(MT_ERROR_UNKNOWN, std::string("llvm.cpu: ") + e.what());
     }
   }
 

@@ -124,6 +124,14 @@ public:
   virtual std::vector<std::string> default_components(ComponentKind /*kind*/) { return {}; }
   // Builds a lowered program (walk it with Program/StmtRef, or program_builder.hpp).
   virtual std::unique_ptr<Module> build(const Program& lowered) = 0;
+  // ABI 1.6, ahead-of-time output: writes the lowered `programs` as one shared library at
+  // `path`, programs[i] exported under symbols[i], and returns its descriptor (JSON, as
+  // components.h describes export_library). A target that cannot leaves this default.
+  virtual std::string export_library(const std::vector<Program>& /*programs*/,
+                                     const std::vector<std::string>& /*symbols*/,
+                                     const std::string& /*path*/) {
+    throw Error(MT_ERROR_UNSUPPORTED, "this target does not export kernel libraries");
+  }
 };
 
 class Layer {

@@ -242,6 +242,23 @@ mt_status target_build(void* self, const mt_program* program, mt_module* out) {
 }
 
 template <typename T>
+mt_status target_export(void* self, const mt_program* const* programs, const mt_str* symbols,
+                        size_t count, mt_str path, mt_str* out) {
+  return guard([&] {
+    std::vector<Program> ps;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      ps.push_back(Program::borrow(programs[i]));
+      names.emplace_back(symbols[i].data ? symbols[i].data : "", symbols[i].size);
+    }
+    auto* inst = static_cast<Instance<T>*>(self);
+    inst->text =
+        inst->object->export_library(ps, names, std::string(path.data ? path.data : "", path.size));
+    *out = to_mt_str(inst->text);
+  });
+}
+
+template <typename T>
 mt_status layer_forward(void* self, mt_te_builder* b, const mt_te_tensor* const* inputs, size_t n,
                         const mt_te_tensor** outputs, size_t capacity, size_t* count) {
   return guard([&] {
@@ -299,7 +316,7 @@ inline const mt_search_strategy_vtable kContextSearchTable = {sizeof(mt_search_s
 template <typename T>
 inline const mt_target_vtable kTargetTable = {
     sizeof(mt_target_vtable), 1, release<T>, target_describe<T>, target_defaults<T>,
-    target_build<T>};
+    target_build<T>, target_export<T> /* 1.6 */};
 template <typename T>
 inline const mt_layer_vtable kLayerTable = {
     sizeof(mt_layer_vtable), 1, release<T>, layer_forward<T>,

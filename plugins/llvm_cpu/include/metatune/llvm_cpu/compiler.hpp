@@ -73,6 +73,15 @@ struct AotArtifacts {
 AotArtifacts compile_aot(const sdk::program::Program& p, const std::string& dir,
                          const std::string& basename, const CompileOptions& opts = {});
 
+// Writes the programs as ONE shared library at `so_path` (linked by the system compiler
+// driver, $CC or cc), programs[i] exported under symbols[i] with the kernel_abi.h signature,
+// and returns its descriptor: the JSON of the ABI's export_library (components.h), with
+// "abi": "mt_llvm_kernel" and "runtime": mt_llvm_runtime version MT_LLVM_RUNTIME_VERSION.
+// `opts.symbol` is ignored. Throws CodegenError naming the program or the link command.
+std::string export_kernel_library(const std::vector<sdk::program::Program>& programs,
+                                  const std::vector<std::string>& symbols,
+                                  const std::string& so_path, const CompileOptions& opts = {});
+
 // The JSON descriptor of a program (what compile_aot writes).
 std::string kernel_descriptor(const sdk::program::Program& p, const std::string& symbol,
                               const Target& target);

@@ -1,0 +1,99 @@
+// The `model compile` subcommand (see model_compile.h).
+#include "hosts/cli/model_compile.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "core/database/database.h"
+#include "core/graph/kernel_selection.h"
+#include "core/graph/model_artifact.h"
+#include "core/plugin/plugin_components.h"
+#include "core/tuner/tune_log.h"
+
+namespace mt::cli {
+
+namespace {
+
+std::unique_ptr<Database> open_read_only(const std::string& path) {
+  if (path.empty()) return nullptr;
+  DatabaseOptions dbo;
+  dbo.read_only = true;
+  return Database::open(path, dbo);
+}
+
+KernelSelectionOptions selection(const ModelCompileOptions& o, KernelPolicy p, const Database* db) {
+  KernelSelectionOptions s;
+  s.policy = p;
+  s.target = o.target;
+  s.libraries = o.libraries;
+  s.db = db;
+  return s;
+}
+
+// Every task's kernel for the policy, where the policy chose a library (oneDNN) the tuning
+// target's own kernel instead -- tuned where the database has a record, else untuned: only
+// the tuning target exports kernel libraries. Says so per task.
+std::vector<TaskKernel> exportable_kernels(const LoadedModel& m, const ModelCompileOptions& o,
+                                           const KernelSelector& selector, const Database* db) {
+  std::vector<TaskKernel> kernels = select_kernels(selector, m.tasks);
+  std::unique_ptr<KernelSelector> own;
+  for (size_t t = 0; t < kernels.size(); ++t) {
+    if (!kernels[t].library) continue;
+    if (!own)
+      own = std::make_unique<KernelSelector>(
+          *m.host, selection(o, db ? KernelPolicy::Tuned : KernelPolicy::Untuned, db));
+    std::string chosen = kernels[t].label();
+    kernels[t] = own->select(m.tasks[t]);
+    std::printf("%s: %s was chosen, but only %s exports kernel libraries: %s instead\n",
+                m.tasks[t].name.c_str(), chosen.c_str(), own->target().component.c_str(),
+                kernels[t].label().c_str());
+  }
+  return kernels;
+}
+
+} // namespace
+
+void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
+  add_model_source_options(cmd, o.source);
+  cmd->add_option("--out", o.out, "The artifact folder to write")->required();
+  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
+  cmd->add_option("--implementations", o.implementations,
+                  "untuned, tuned, library or best (default: best with --db, else untuned); "
+                  "library kernels are replaced by the tuning target's");
+  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
+  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+  cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
+}
+
+int compile_model_artifact(const ModelCompileOptions& o) {
+  configure_logging(o.log_level);
+  LoadedModel m = load_model(o.source);
+  std::unique_ptr<Database> db = open_read_only(o.db);
+  KernelPolicy policy = o.implementations.empty()
+                            ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
+                            : parse_kernel_policy(o.implementations);
+  if (!o.quiet) std::printf("%s\n", m.describe().c_str());
+  std::fflush(stdout);
+  KernelSelector selector(*m.host, selection(o, policy, db.get()));
+  std::vector<TaskKernel> kernels = exportable_kernels(m, o, selector, db.get());
+  ModelArtifactSource src;
+  src.model = m.name;
+  src.graph = &m.graph;
+  src.groups = &m.groups;
+  src.tasks = &m.tasks;
+  src.kernels = &kernels;
+  src.params = &m.params;
+  src.target = selector.target().target.get();
+  ModelArtifactSummary s = write_model_artifact(src, o.out);
+  size_t tuned = 0;
+  for (const TaskKernel& k : kernels)
+    tuned += k.tuned;
+  std::printf("wrote %s: kernels.so (%zu kernels by %s: %zu tuned, %zu untuned), model.json "
+              "(%zu groups, %.2f MB arena), weights.safetensors (%.2f MB)\n",
+              o.out.c_str(), s.kernels, src.target->info().name.c_str(), tuned, s.kernels - tuned,
+              s.groups, s.arena_bytes / 1e6, s.weight_bytes / 1e6);
+  return 0;
+}
+
+} // namespace mt::cli

@@ -1,0 +1,27 @@
+// `metatune model compile ... --out DIR`: a model's ahead-of-time artifact
+// (core/graph/model_artifact.h) -- its kernels chosen as `model run` chooses them, exported
+// by the tuning target as one shared library, with the graph and the weights -- for an
+// application to run through runtime/ without LLVM or plugins.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "hosts/cli/model_source.h"
+
+namespace mt::cli {
+
+struct ModelCompileOptions {
+  ModelSourceOptions source;
+  std::string db, target = "llvm", implementations, out, log_level;
+  std::vector<std::string> libraries{"onednn.cpu"};
+  bool quiet = false;
+};
+
+void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o);
+
+int compile_model_artifact(const ModelCompileOptions& o);
+
+} // namespace mt::cli
