@@ -154,6 +154,18 @@ NDArray& ModelExecutor::buffer_of(const te::TensorNode* t) {
 }
 
 std::vector<NDArray> ModelExecutor::run(const std::vector<NDArray>& inputs) {
+  execute(inputs);
+  std::vector<NDArray> out;
+  for (size_t i = 0; i < graph_.outputs.size(); ++i)
+    out.push_back(output(i));
+  return out;
+}
+
+const NDArray& ModelExecutor::output(size_t i) const {
+  return buffers_.at(graph_.outputs.at(i).get());
+}
+
+void ModelExecutor::execute(const std::vector<NDArray>& inputs) {
   if (inputs.size() != graph_.inputs.size())
     throw std::invalid_argument("the model takes " + std::to_string(graph_.inputs.size()) +
                                 " inputs, " + std::to_string(inputs.size()) + " given");
@@ -182,10 +194,6 @@ std::vector<NDArray> ModelExecutor::run(const std::vector<NDArray>& inputs) {
     group_seconds_[g] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  std::vector<NDArray> out;
-  for (const te::Tensor& t : graph_.outputs)
-    out.push_back(buffer_of(t.get()));
-  return out;
 }
 
 } // namespace mt

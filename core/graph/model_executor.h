@@ -40,6 +40,10 @@ public:
   void set_params(const std::map<std::string, NDArray>& values);
   // The model's outputs for `inputs` (in the graph's input order).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
+  // run() without copying the outputs out: they stay in the executor's buffers, read with
+  // output(i) until the next call (a GPT-2 forward's logits are 26 MB; timing loops use this).
+  void execute(const std::vector<NDArray>& inputs);
+  const NDArray& output(size_t i) const;
 
   const std::vector<FusedGroup>& groups() const { return groups_; }
   const MemoryPlan& memory_plan() const { return plan_; }

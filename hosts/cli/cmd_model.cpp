@@ -183,13 +183,13 @@ int bench_model(const ModelRunOptions& o) {
       throw std::invalid_argument("the library policy needs a library target (none loaded)");
     compiled.push_back(compile_model(m, selector, o.quiet));
     compiled.back().policy = p;
-    compiled.back().executor->run(m.inputs); // warm-up
+    compiled.back().executor->execute(m.inputs); // warm-up
   }
   std::vector<ModelTiming> timing(compiled.size());
   for (int r = 0; r < std::max(1, o.repeats); ++r)
     for (size_t i = 0; i < compiled.size(); ++i) {
       auto s = std::chrono::steady_clock::now();
-      compiled[i].executor->run(m.inputs);
+      compiled[i].executor->execute(m.inputs);
       timing[i].runs.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
     }
@@ -205,8 +205,7 @@ int bench_model(const ModelRunOptions& o) {
     if (!o.save_outputs.empty()) {
       std::filesystem::create_directories(o.save_outputs);
       save_npy(c.executor->run(m.inputs).at(0),
-               (std::filesystem::path(o.save_outputs) / (std::string(to_string(c.policy)) +
-                                                         ".npy"))
+               (std::filesystem::path(o.save_outputs) / (std::string(to_string(c.policy)) + ".npy"))
                    .string());
     }
     rows.push_back({{"implementations", to_string(c.policy)},

@@ -36,11 +36,11 @@ CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector
 }
 
 ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, int repeats) {
-  exec.run(inputs); // warm-up: first-touch of the arena, caches, lazy binding
+  exec.execute(inputs); // warm-up: first-touch of the arena, caches, lazy binding
   ModelTiming t;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     auto s = std::chrono::steady_clock::now();
-    exec.run(inputs);
+    exec.execute(inputs);
     t.runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(t.runs.begin(), t.runs.end());
@@ -52,7 +52,7 @@ void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats) {
   exec.set_profiling(true);
   std::vector<std::vector<double>> per_group(m.groups.size());
   for (int r = 0; r < std::max(1, repeats); ++r) {
-    exec.run(m.inputs);
+    exec.execute(m.inputs);
     for (size_t g = 0; g < m.groups.size(); ++g)
       per_group[g].push_back(exec.group_seconds()[g]);
   }
