@@ -2,6 +2,7 @@
 #include "metatune/sdk/plugin.hpp"
 
 #include "attention.hpp"
+#include "dropout.hpp"
 #include "embedding.hpp"
 #include "feed_forward.hpp"
 #include "language_model.hpp"
@@ -12,6 +13,7 @@
 METATUNE_PLUGIN("std_layers", "0.1", "Standard model layers (AXLearn's set)") {
   using namespace mt::std_layers;
   registry.add<Embedding>("std.Embedding", "a learnt vector per integer id");
+  registry.add<Dropout>("std.Dropout", "dropout: the identity at inference");
   registry.add<Linear>("std.Linear", "y = x W^T + b over the last axis");
   registry.add<LayerNorm>("std.LayerNorm", "layer normalisation over the last axis");
   registry.add<RMSNorm>("std.RMSNorm", "root-mean-square normalisation over the last axis");

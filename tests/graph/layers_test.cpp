@@ -22,6 +22,20 @@ TEST(StdLayers, LinearMatchesReferenceOnEveryLeadingShape) {
                1e-5);
 }
 
+TEST(StdLayers, DropoutIsTheIdentityAtInference) {
+  ModelRun run({{"kind", "std.Dropout"}, {"rate", 0.3}}, {2, 5});
+  EXPECT_EQ(run.exec->groups().size(), 0u); // no kernel at all
+  Matrix x = input(10);
+  expect_close(run(x, {2, 5}), x, 1e-7); // x rounded to f32, nothing else
+  try {
+    instantiate_model(host(), json{{"kind", "std.Dropout"}, {"rate", 1.5}},
+                      {te::placeholder({2, 5}, DType::f32(), "x")});
+    FAIL() << "rate 1.5 accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("rate must be in [0, 1)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StdLayers, NormsMatchReference) {
   Matrix x = input(7 * 33, 3.0);
   ModelRun ln({{"kind", "std.LayerNorm"}, {"input_dim", 33}, {"eps", 1e-5}}, {7, 33});
