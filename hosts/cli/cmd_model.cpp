@@ -52,22 +52,6 @@ struct ModelRunOptions {
   std::vector<std::string> libraries{"onednn.cpu"};
 };
 
-std::unique_ptr<Database> open_read_only(const std::string& path) {
-  if (path.empty()) return nullptr;
-  DatabaseOptions dbo;
-  dbo.read_only = true;
-  return Database::open(path, dbo);
-}
-
-KernelSelectionOptions selection(const ModelRunOptions& o, KernelPolicy p, const Database* db) {
-  KernelSelectionOptions s;
-  s.policy = p;
-  s.target = o.target;
-  s.libraries = o.libraries;
-  s.db = db;
-  return s;
-}
-
 void print_next_token(const LoadedModel& m, const NDArray& logits) {
   const float* last = logits.data_as<float>() + (m.seq - 1) * m.vocab;
   int64_t best = std::max_element(last, last + m.vocab) - last;
@@ -108,7 +92,7 @@ int run_model(const ModelRunOptions& o) {
                             : parse_kernel_policy(o.implementations);
   std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  KernelSelector selector(*m.host, selection(o, policy, db.get()));
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
   if (!o.source.buckets.empty()) return run_bucketed(o, m, selector, policy);
   CompiledModel c = compile_model(m, selector, o.quiet);
   ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
@@ -178,7 +162,7 @@ int bench_model(const ModelRunOptions& o) {
   }
   std::vector<CompiledModel> compiled;
   for (KernelPolicy p : policies) {
-    KernelSelector selector(*m.host, selection(o, p, db.get()));
+    KernelSelector selector(*m.host, selection(p, o.target, o.libraries, db.get()));
     if (p == KernelPolicy::Library && !selector.has_library())
       throw std::invalid_argument("the library policy needs a library target (none loaded)");
     compiled.push_back(compile_model(m, selector, o.quiet));

@@ -9,26 +9,11 @@
 #include "core/graph/model_artifact.h"
 #include "core/plugin/plugin_components.h"
 #include "core/tuner/tune_log.h"
+#include "hosts/cli/model_execution.h"
 
 namespace mt::cli {
 
 namespace {
-
-std::unique_ptr<Database> open_read_only(const std::string& path) {
-  if (path.empty()) return nullptr;
-  DatabaseOptions dbo;
-  dbo.read_only = true;
-  return Database::open(path, dbo);
-}
-
-KernelSelectionOptions selection(const ModelCompileOptions& o, KernelPolicy p, const Database* db) {
-  KernelSelectionOptions s;
-  s.policy = p;
-  s.target = o.target;
-  s.libraries = o.libraries;
-  s.db = db;
-  return s;
-}
 
 // Every task's kernel for the policy, where the policy chose a library (oneDNN) the tuning
 // target's own kernel instead -- tuned where the database has a record, else untuned: only
@@ -41,7 +26,8 @@ std::vector<TaskKernel> exportable_kernels(const LoadedModel& m, const ModelComp
     if (!kernels[t].library) continue;
     if (!own)
       own = std::make_unique<KernelSelector>(
-          *m.host, selection(o, db ? KernelPolicy::Tuned : KernelPolicy::Untuned, db));
+          *m.host,
+          selection(db ? KernelPolicy::Tuned : KernelPolicy::Untuned, o.target, o.libraries, db));
     std::string chosen = kernels[t].label();
     kernels[t] = own->select(m.tasks[t]);
     std::printf("%s: %s was chosen, but only %s exports kernel libraries: %s instead\n",
@@ -75,7 +61,7 @@ int compile_model_artifact(const ModelCompileOptions& o) {
                             : parse_kernel_policy(o.implementations);
   if (!o.quiet) std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  KernelSelector selector(*m.host, selection(o, policy, db.get()));
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
   std::vector<TaskKernel> kernels = exportable_kernels(m, o, selector, db.get());
   ModelArtifactSource src;
   src.model = m.name;

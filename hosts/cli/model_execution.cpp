@@ -7,7 +7,26 @@
 #include <iostream>
 #include <map>
 
+#include "core/database/database.h"
+
 namespace mt::cli {
+
+std::unique_ptr<Database> open_read_only(const std::string& path) {
+  if (path.empty()) return nullptr;
+  DatabaseOptions dbo;
+  dbo.read_only = true;
+  return Database::open(path, dbo);
+}
+
+KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
+                                 const std::vector<std::string>& libraries, const Database* db) {
+  KernelSelectionOptions s;
+  s.policy = policy;
+  s.target = target;
+  s.libraries = libraries;
+  s.db = db;
+  return s;
+}
 
 std::string CompiledModel::summary() const {
   std::map<std::string, size_t> counts;

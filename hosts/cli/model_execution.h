@@ -14,6 +14,12 @@
 
 namespace mt::cli {
 
+// The tuning database of --db opened read-only; nullptr when `path` is empty.
+std::unique_ptr<Database> open_read_only(const std::string& path);
+// The selection options of a model command: its policy, target, libraries and database.
+KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
+                                 const std::vector<std::string>& libraries, const Database* db);
+
 struct CompiledModel {
   KernelPolicy policy = KernelPolicy::Untuned;
   std::vector<TaskKernel> kernels; // per task of the model
