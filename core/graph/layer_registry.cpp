@@ -95,11 +95,11 @@ ConfigRegistry layer_config_registry(const PluginHost& host) {
 }
 
 ModelGraph instantiate_model(const PluginHost& host, const Config& config,
-                             const std::vector<te::Tensor>& inputs) {
+                             const std::vector<te::Tensor>& inputs, BuildMode mode) {
   Config resolved = config;
   resolved.resolve();
   resolved.check_required();
-  return instantiate_model(host, nlohmann::json::parse(config_to_json(resolved)), inputs);
+  return instantiate_model(host, nlohmann::json::parse(config_to_json(resolved)), inputs, mode);
 }
 
 } // namespace mt

@@ -20,6 +20,7 @@ ConfigRegistry layer_config_registry(const PluginHost& host);
 
 // `config` resolved and checked (on a copy: Config::validate), then instantiated.
 ModelGraph instantiate_model(const PluginHost& host, const Config& config,
-                             const std::vector<te::Tensor>& inputs);
+                             const std::vector<te::Tensor>& inputs,
+                             BuildMode mode = BuildMode::whole());
 
 } // namespace mt

@@ -176,7 +176,9 @@ void ModelExecutor::execute(const std::vector<NDArray>& inputs) {
                                   "'): expected " + to_string(t.dtype()) + " " +
                                   shape_text(t.shape()) + ", got " + to_string(inputs[i].dtype()) +
                                   " " + shape_text(inputs[i].shape()));
-    buffers_.insert_or_assign(t.get(), inputs[i]);
+    // A view, not a copy: a decode step's inputs include the whole key/value cache.
+    buffers_.insert_or_assign(t.get(), NDArray(inputs[i].dtype(), inputs[i].shape(),
+                                               const_cast<void*>(inputs[i].data())));
   }
   group_seconds_.assign(profiling_ ? groups_.size() : 0, 0.0);
   for (size_t g = 0; g < groups_.size(); ++g) {

@@ -29,6 +29,8 @@ public:
   size_t num_children(const std::string& field) override;
   std::vector<te::Tensor> call_child(const std::string& field, size_t index,
                                      const std::vector<te::Tensor>& inputs) override;
+  te::Tensor positions() override;
+  te::Tensor state_append(const std::string& name, const te::Tensor& rows) override;
 
   std::vector<te::Tensor> build(const std::vector<te::Tensor>& inputs);
   const std::string& path() const { return path_; }
@@ -50,7 +52,21 @@ private:
 
 class Instantiation {
 public:
-  explicit Instantiation(const PluginHost& host) : host_(host) {
+  Instantiation(const PluginHost& host, BuildMode mode, const std::vector<te::Tensor>& inputs)
+      : host_(host), mode_(mode) {
+    if (mode_.kind != BuildMode::Kind::Whole) {
+      if (inputs.empty() || inputs[0].ndim() < 2)
+        throw std::invalid_argument("a model built for generation takes ids [B, S] first");
+      batch_ = inputs[0].shape()[0];
+      seq_ = inputs[0].shape()[1];
+    }
+    if (mode_.kind == BuildMode::Kind::Decode) {
+      if (mode_.capacity < seq_)
+        throw std::invalid_argument("decode step of " + std::to_string(seq_) +
+                                    " tokens against a cache of capacity " +
+                                    std::to_string(mode_.capacity));
+      positions_ = te::placeholder({batch_, seq_}, DType::i32(), "positions");
+    }
     mt_te_builder* b = nullptr;
     if (host_api()->te_builder_create(&b) != MT_OK) throw std::runtime_error("te_builder_create");
     builder_ = b;
@@ -62,9 +78,35 @@ public:
   const PluginHost& host() const { return host_; }
   mt_te_builder_s& builder() { return *builder_; }
   std::vector<ModelParam>& params() { return params_; }
+  const BuildMode& mode() const { return mode_; }
+  const te::Tensor& positions() const { return positions_; }
+  std::vector<ModelState>& states() { return states_; }
+
+  // The state `path` appends `rows` to (see host_api.h layer_state_append).
+  te::Tensor state_append(const std::string& where, const std::string& path,
+                          const te::Tensor& rows) {
+    if (mode_.kind == BuildMode::Kind::Whole) return {};
+    if (rows.ndim() != 3 || rows.shape()[0] != batch_ || rows.shape()[1] != seq_)
+      throw std::invalid_argument(where + ": state rows must be [" + std::to_string(batch_) + ", " +
+                                  std::to_string(seq_) + ", W], not of rank " +
+                                  std::to_string(rows.ndim()));
+    for (const ModelState& s : states_)
+      if (s.path == path) throw std::invalid_argument(where + ": state '" + path + "' twice");
+    ModelState s;
+    s.path = path;
+    s.rows = rows;
+    if (mode_.kind == BuildMode::Kind::Decode)
+      s.cache = te::placeholder({batch_, mode_.capacity, rows.shape()[2]}, rows.dtype(), path);
+    states_.push_back(s);
+    return s.cache;
+  }
 
 private:
   const PluginHost& host_;
+  BuildMode mode_;
+  int64_t batch_ = 0, seq_ = 0;
+  te::Tensor positions_;
+  std::vector<ModelState> states_;
   mt_te_builder_s* builder_ = nullptr;
   std::vector<ModelParam> params_;
 };
@@ -122,6 +164,16 @@ te::Tensor LayerNode::param(const std::string& name) {
         "' it did not declare (declared: " + (have.empty() ? "none" : have) + ")");
   }
   return it->second;
+}
+
+te::Tensor LayerNode::positions() {
+  return model_.positions();
+}
+
+te::Tensor LayerNode::state_append(const std::string& name, const te::Tensor& rows) {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw std::invalid_argument(where() + ": state name '" + name + "' is empty or has a '.'");
+  return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows);
 }
 
 const SchemaChildField& LayerNode::child_field(const std::string& field) const {
@@ -197,14 +249,33 @@ std::vector<te::Tensor> LayerNode::build(const std::vector<te::Tensor>& inputs) 
 } // namespace
 
 ModelGraph instantiate_model(const PluginHost& host, const nlohmann::json& config,
-                             const std::vector<te::Tensor>& inputs) {
-  Instantiation model(host);
+                             const std::vector<te::Tensor>& inputs, BuildMode mode) {
+  Instantiation model(host, mode, inputs);
   LayerNode root(model, "", config);
   ModelGraph g;
   g.inputs = inputs;
+  g.mode = mode;
   g.outputs = root.build(inputs);
   if (g.outputs.empty()) throw std::invalid_argument("the model's root layer built no output");
+  g.num_root_outputs = g.outputs.size();
   g.params = std::move(model.params());
+  if (mode.kind != BuildMode::Kind::Whole && model.states().empty())
+    throw std::invalid_argument("the model keeps no state across steps (no layer appends to "
+                                "a cache): it cannot be built for generation");
+  if (mode.kind == BuildMode::Kind::Decode) {
+    g.positions = model.positions();
+    g.positions_input = g.inputs.size();
+    g.inputs.push_back(g.positions);
+  }
+  g.states = std::move(model.states());
+  for (ModelState& s : g.states) {
+    s.output = g.outputs.size();
+    g.outputs.push_back(s.rows);
+    if (s.cache) {
+      s.input = g.inputs.size();
+      g.inputs.push_back(s.cache);
+    }
+  }
   return g;
 }
 

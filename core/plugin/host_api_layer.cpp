@@ -1,4 +1,4 @@
-// The model-layer part of the host API table (ABI 1.5): a layer declares its parameters and
+// The model-layer part of the host API table (ABI 1.5, 1.7): a layer declares its parameters and
 // builds on a layer context, forwarded to the model instantiator's LayerBackend
 // (layer_backend.h).
 #include <nlohmann/json.hpp>
@@ -91,6 +91,24 @@ mt_status layer_call_child(mt_layer_context* ctx, mt_str field, size_t index,
   });
 }
 
+mt_status layer_positions(mt_layer_context* ctx, const mt_te_tensor** out) {
+  return guard("layer_positions", [&] {
+    LayerBackend& b = backend_of(ctx);
+    te::Tensor p = b.positions();
+    *require(out, "out") = p ? b.builder().keep(p) : nullptr;
+  });
+}
+
+mt_status layer_state_append(mt_layer_context* ctx, mt_str name, const mt_te_tensor* rows,
+                             const mt_te_tensor** cache) {
+  return guard("layer_state_append", [&] {
+    LayerBackend& b = backend_of(ctx);
+    require(cache, "cache");
+    te::Tensor c = b.state_append(std::string(view(name)), tensor_of(rows, "rows"));
+    *cache = c ? b.builder().keep(c) : nullptr;
+  });
+}
+
 } // namespace
 
 void fill_layer_api(mt_host_api& t) {
@@ -99,6 +117,8 @@ void fill_layer_api(mt_host_api& t) {
   t.layer_param = layer_param;
   t.layer_num_children = layer_num_children;
   t.layer_call_child = layer_call_child;
+  t.layer_positions = layer_positions;
+  t.layer_state_append = layer_state_append;
 }
 
 } // namespace mt::plugin_detail

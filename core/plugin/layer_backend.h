@@ -1,4 +1,4 @@
-// What a model layer builds with (plugin ABI 1.5): the host side of a layer context. The
+// What a model layer builds with (plugin ABI 1.5, 1.7): the host side of a layer context. The
 // model instantiator (core/model) implements LayerBackend for one layer of the config tree --
 // its parameters as placeholders of the model, its children built on demand -- and the host
 // API's layer_* functions forward to it. The C handles behind the opaque layer types are at
@@ -34,6 +34,11 @@ public:
   virtual size_t num_children(const std::string& field) = 0;
   virtual std::vector<te::Tensor> call_child(const std::string& field, size_t index,
                                              const std::vector<te::Tensor>& inputs) = 0;
+  // ABI 1.7 (host_api.h layer_positions / layer_state_append): the positions input of a
+  // decode step (an undefined tensor otherwise), and a state's rows handed over, its cache
+  // given back when decoding (an undefined tensor otherwise).
+  virtual te::Tensor positions() = 0;
+  virtual te::Tensor state_append(const std::string& name, const te::Tensor& rows) = 0;
 };
 
 } // namespace mt

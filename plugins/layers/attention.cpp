@@ -156,39 +156,67 @@ std::vector<TeTensor> MultiheadAttention::build(sdk::LayerContext& ctx,
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + ": the qkv layer gave " +
                                                     std::to_string(qkv.size()) +
                                                     " outputs, q, k and v expected");
-  const TeTensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
+  const TeTensor& q = qkv[0];
+  TeTensor k = qkv[1], v = qkv[2];
+
+  // Generation (ABI 1.7): this step's keys and values go to the host's caches; a decode step
+  // reads the keys of every earlier position back (row j = position j) and attends over the
+  // cache's capacity, the rows after its own positions masked.
+  TeTensor k_cache = ctx.state_append("k", k), v_cache = ctx.state_append("v", v);
+  const bool decode = k_cache.get() != nullptr;
+  if (decode && !causal_)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + ": a decode step needs causal attention");
+  if (decode && mask)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + ": a decode step takes no padding mask");
+  const int64_t Sk = decode ? k_cache.shape()[1] : S; // key positions attended over
+  if (decode) {
+    auto with_step = [&](const std::string& name, const TeTensor& rows, const TeTensor& cache) {
+      return b.compute(name, cache.shape(), [&](const std::vector<TeExpr>& a) {
+        TeExpr first = ctx.position(a[0], b.int_imm(0));
+        TeExpr r = a[1] - first;
+        TeExpr in_step = b.binary(sdk::ExprKind::And, r >= b.int_imm(0), r < b.int_imm(S));
+        TeExpr row = sdk::min(sdk::max(r, b.int_imm(0)), b.int_imm(S - 1));
+        return b.select(in_step, rows(a[0], row, a[2]), cache(a));
+      });
+    };
+    k = with_step("attn_keys", k, k_cache);
+    v = with_step("attn_values", v, v_cache);
+  }
 
   TeExpr d = b.reduce_axis(D, "d");
   TeTensor scores =
-      b.compute_reduce("attn_scores", {B, H, S, S}, [&](const std::vector<TeExpr>& a) {
+      b.compute_reduce("attn_scores", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
         TeExpr kv_head = idiv(b, a[1], group);
         return sdk::TeReduction{MT_REDUCE_SUM,
                                 q(a[0], a[2], imul_add(b, a[1], D, d)) *
                                     k(a[0], a[3], imul_add(b, kv_head, D, d)),
                                 {d}};
       });
-  TeTensor masked = b.compute("attn_masked", {B, H, S, S}, [&](const std::vector<TeExpr>& a) {
+  TeTensor masked = b.compute("attn_masked", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
     TeExpr s = scores(a) * f32(b, scale_);
     TeExpr neg = f32(b, -1e30);
-    if (causal_) s = b.select(a[3] <= a[2], s, neg);
+    if (decode)
+      s = b.select(a[3] <= ctx.position(a[0], a[2]), s, neg);
+    else if (causal_)
+      s = b.select(a[3] <= a[2], s, neg);
     if (mask) s = b.select((*mask)(a[0], a[3]) > f32(b, 0.5), s, neg);
     return s;
   });
-  TeExpr j1 = b.reduce_axis(S, "j");
+  TeExpr j1 = b.reduce_axis(Sk, "j");
   TeTensor row_max = b.compute_reduce("attn_max", {B, H, S}, [&](const std::vector<TeExpr>& a) {
     return sdk::TeReduction{MT_REDUCE_MAX, masked(a[0], a[1], a[2], j1), {j1}};
   });
-  TeTensor ex = b.compute("attn_exp", {B, H, S, S}, [&](const std::vector<TeExpr>& a) {
+  TeTensor ex = b.compute("attn_exp", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
     return b.call(sdk::MathFn::Exp, {masked(a) - row_max(a[0], a[1], a[2])});
   });
-  TeExpr j2 = b.reduce_axis(S, "j");
+  TeExpr j2 = b.reduce_axis(Sk, "j");
   TeTensor row_sum = b.compute_reduce("attn_sum", {B, H, S}, [&](const std::vector<TeExpr>& a) {
     return sdk::TeReduction{MT_REDUCE_SUM, ex(a[0], a[1], a[2], j2), {j2}};
   });
-  TeTensor probs = b.compute("attn_probs", {B, H, S, S}, [&](const std::vector<TeExpr>& a) {
+  TeTensor probs = b.compute("attn_probs", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
     return ex(a) / row_sum(a[0], a[1], a[2]);
   });
-  TeExpr j = b.reduce_axis(S, "j");
+  TeExpr j = b.reduce_axis(Sk, "j");
   TeTensor context =
       b.compute_reduce("attn_context", {B, S, H * D}, [&](const std::vector<TeExpr>& a) {
         TeExpr head = idiv(b, a[2], D), within = imod(b, a[2], D);

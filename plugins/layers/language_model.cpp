@@ -61,11 +61,17 @@ std::vector<TeTensor> Decoder::build(sdk::LayerContext& ctx, const std::vector<T
   check_positions("std.Decoder", ids.shape()[1], positions_);
   TeTensor tok = ctx.param("token_weight");
   TeTensor pos = positions_ > 0 ? ctx.param("position_weight") : TeTensor();
-  TeTensor x =
-      gather(b, "embed", ids, tok, vocab_, dim_,
-             positions_ > 0 ? std::function<TeExpr(const std::vector<TeExpr>&)>(
-                                  [&](const std::vector<TeExpr>& v) { return pos(v[1], v[2]); })
-                            : nullptr);
+  const bool decoding = ctx.decoding(); // positions are a run-time input
+  TeTensor x = gather(
+      b, "embed", ids, tok, vocab_, dim_,
+      positions_ > 0
+          ? std::function<TeExpr(const std::vector<TeExpr>&)>([&](const std::vector<TeExpr>& v) {
+              if (!decoding) return pos(v[1], v[2]);
+              TeExpr p = ctx.position(v[0], v[1]);
+              p = sdk::min(sdk::max(p, b.int_imm(0)), b.int_imm(positions_ - 1));
+              return pos(p, v[2]);
+            })
+          : nullptr);
   std::vector<TeTensor> in = inputs;
   in[0] = x;
   TeTensor h = ctx.call1("transformer", in);

@@ -399,6 +399,24 @@ typedef struct mt_host_api {
                                 const mt_te_tensor** outputs, size_t capacity,
                                 size_t* num_outputs);
   /* End of version 1.5 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.7: positions and decoding state of model layers (check MT_HAS_FIELD) -----
+   * A model is built for a whole sequence, or for generation: a prefill (the prompt, whose
+   * keys and values are kept) or a decode step (new tokens against a cache of the earlier
+   * ones). The host owns the caches; a layer that keeps state across steps hands its new rows
+   * and reads the cache back. Layers that never call these build the same graph in every
+   * mode. */
+  /* The absolute positions of the tokens being built: NULL when they are 0..S-1 along the
+   * sequence axis (a whole sequence or a prefill), else a model input [B, S] of i32 (a decode
+   * step: the cache's length onward). */
+  mt_status (*layer_positions)(mt_layer_context* ctx, const mt_te_tensor** out);
+  /* State `name` of the layer (unique within it): `rows` [B, S, W] are the rows this step
+   * appends at its positions (kept by the host when generating, ignored otherwise). *cache
+   * gets the cache [B, C, W] of the earlier rows when building a decode step (C the capacity;
+   * row j holds position j, filled below the step's first position), NULL otherwise. */
+  mt_status (*layer_state_append)(mt_layer_context* ctx, mt_str name, const mt_te_tensor* rows,
+                                  const mt_te_tensor** cache);
+  /* End of version 1.7 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -429,6 +447,10 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, layer_param_push) / sizeof(void*) == 165,
                  host_api_v1_5_layer_start);
 MT_STATIC_ASSERT(offsetof(mt_host_api, layer_call_child) / sizeof(void*) == 169,
                  host_api_v1_5_layer_end);
+MT_STATIC_ASSERT(offsetof(mt_host_api, layer_positions) / sizeof(void*) == 170,
+                 host_api_v1_7_positions);
+MT_STATIC_ASSERT(offsetof(mt_host_api, layer_state_append) / sizeof(void*) == 171,
+                 host_api_v1_7_state_append);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -18,7 +18,7 @@ extern "C" {
  * plugin built for the same major and a minor no newer than its own: structs and tables only
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
-#define MT_PLUGIN_ABI_VERSION_MINOR 6 /* 1.1: schedule_features, cost-model save/load;
+#define MT_PLUGIN_ABI_VERSION_MINOR 7 /* 1.1: schedule_features, cost-model save/load;
                                        1.2: program_partition_loops, transform_layout;
                                        1.3: search strategies on a search context,
                                             component_desc.joins_defaults;
@@ -27,7 +27,9 @@ extern "C" {
                                        1.5: model layers (schema, parameters, build on
                                             a layer context);
                                        1.6: target export_library (ahead-of-time
-                                            kernel libraries) */
+                                            kernel libraries);
+                                       1.7: layer_positions, layer_state_append
+                                            (generation with a KV cache) */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)

@@ -1,6 +1,7 @@
-// Model layers for plugins (plugin ABI 1.5): derive from ModelLayer, give the class a static
-// `kSchema` (the config fields, JSON; plugin_api/metatune/plugin_api/components.h), declare
-// parameters and build the computation from tensor expressions and the layer's children.
+// Model layers for plugins (plugin ABI 1.5; positions and decoding state 1.7): derive from
+// ModelLayer, give the class a static `kSchema` (the config fields, JSON;
+// plugin_api/metatune/plugin_api/components.h), declare parameters and build the computation from
+// tensor expressions and the layer's children.
 //
 //   class Scale : public sdk::ModelLayer {
 //   public:
@@ -132,6 +133,31 @@ public:
                                                  std::to_string(r.size()) +
                                                  " outputs, one expected");
     return r[0];
+  }
+
+  // ABI 1.7. The absolute position of token (batch, seq) as an index expression: `seq` itself
+  // for a whole sequence or a prefill, the decode step's position input otherwise. Layers
+  // that depend on positions (position embeddings, rotary embeddings) read them here, so the
+  // same layer serves every build mode.
+  TeExpr position(TeExpr batch, TeExpr seq) {
+    const mt_te_tensor* p = nullptr;
+    check(api().layer_positions(c_, &p));
+    if (!p) return seq;
+    return b_.cast(DType::index(), TeTensor(&b_, p)(batch, seq));
+  }
+  // Whether the positions are a run-time input (a decode step).
+  bool decoding() {
+    const mt_te_tensor* p = nullptr;
+    check(api().layer_positions(c_, &p));
+    return p != nullptr;
+  }
+  // ABI 1.7. Hands this step's `rows` [B, S, W] of state `name` to the host (kept across
+  // generation steps); gives back the cache [B, C, W] of the earlier rows when building a
+  // decode step, an empty tensor (get() == nullptr) otherwise.
+  TeTensor state_append(std::string_view name, const TeTensor& rows) {
+    const mt_te_tensor* c = nullptr;
+    check(api().layer_state_append(c_, to_mt_str(name), rows.get(), &c));
+    return TeTensor(&b_, c);
   }
 
 private:

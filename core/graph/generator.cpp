@@ -1,0 +1,161 @@
+// Generation with a key/value cache (see generator.h).
+#include "core/graph/generator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/graph/layer_registry.h"
+#include "core/ir/structural.h"
+
+namespace mt {
+
+namespace {
+
+std::vector<int64_t> sorted_distinct(std::vector<int64_t> v, const char* what) {
+  std::sort(v.begin(), v.end());
+  if ((!v.empty() && v.front() < 1) || std::adjacent_find(v.begin(), v.end()) != v.end())
+    throw std::invalid_argument(std::string(what) + " must be distinct positive lengths");
+  return v;
+}
+
+} // namespace
+
+ModelGraph Generator::prefill_graph(const PluginHost& host, const Config& config, int64_t seq) {
+  return instantiate_model(host, config, {te::placeholder({1, seq}, DType::i32(), "ids")},
+                           BuildMode::prefill());
+}
+
+ModelGraph Generator::decode_graph(const PluginHost& host, const Config& config, int64_t capacity) {
+  return instantiate_model(host, config, {te::placeholder({1, 1}, DType::i32(), "ids")},
+                           BuildMode::decode(capacity));
+}
+
+Generator::Generator(const PluginHost& host, const Config& config, const KernelSelector& selector,
+                     const std::map<std::string, NDArray>& params, GenerationShape shape)
+    : host_(host), config_(config), selector_(selector), params_(params), shape_(std::move(shape)) {
+  shape_.prompt_buckets = sorted_distinct(shape_.prompt_buckets, "prompt buckets");
+  shape_.capacities = sorted_distinct(shape_.capacities, "cache capacities");
+  if (shape_.capacities.empty()) throw std::invalid_argument("no cache capacity given");
+  max_length_ = shape_.capacities.back();
+  if (config_.kind() == "std.Decoder" && config_.is_set("max_positions")) {
+    auto positions = config_.get<int64_t>("max_positions");
+    if (positions > 0) max_length_ = std::min(max_length_, positions);
+  }
+}
+
+Generator::~Generator() = default;
+
+std::unique_ptr<CompiledGraph> Generator::compile(ModelGraph graph, const std::string& name) {
+  auto c = std::make_unique<CompiledGraph>();
+  c->graph = std::move(graph);
+  c->groups = fuse(c->graph.outputs);
+  c->tasks = graph_tasks(c->groups, config_.kind() + "@" + name);
+  for (const GraphTask& t : c->tasks) {
+    const TaskKernel* found = nullptr;
+    for (const auto& [task, kernel] : kernels_)
+      if (task.hash == t.hash && structural_equal(task.workload, t.workload)) found = &kernel;
+    if (!found) {
+      kernels_.emplace_back(t, selector_.select(t));
+      found = &kernels_.back().second;
+    }
+    c->kernels.push_back(*found);
+  }
+  c->exec = std::make_unique<ModelExecutor>(c->graph, c->groups,
+                                            group_kernels(c->tasks, c->kernels, c->groups.size()));
+  c->exec->set_params(params_);
+  if (c->graph.num_root_outputs < 1 || c->graph.outputs[0].ndim() != 3)
+    throw std::invalid_argument(config_.kind() + ": a generating model's first output must be "
+                                                 "logits [B, S, vocab]");
+  vocab_ = c->graph.outputs[0].shape()[2];
+  if (!cache_) cache_.emplace(c->graph, 1);
+  return c;
+}
+
+CompiledGraph& Generator::prefill_for(int64_t seq) {
+  auto it = prefills_.find(seq);
+  if (it == prefills_.end())
+    it = prefills_
+             .emplace(seq,
+                      compile(prefill_graph(host_, config_, seq), "prefill" + std::to_string(seq)))
+             .first;
+  return *it->second;
+}
+
+CompiledGraph& Generator::decode_for(int64_t capacity) {
+  auto it = decodes_.find(capacity);
+  if (it == decodes_.end())
+    it = decodes_
+             .emplace(capacity, compile(decode_graph(host_, config_, capacity),
+                                        "decode" + std::to_string(capacity)))
+             .first;
+  return *it->second;
+}
+
+const float* Generator::last_logits(const CompiledGraph& g, int64_t position) const {
+  const NDArray& logits = g.exec->output(0);
+  return logits.data_as<float>() + position * vocab_;
+}
+
+const float* Generator::prefill(const std::vector<int32_t>& prompt) {
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n < 1) throw std::invalid_argument("the prompt is empty");
+  if (n >= max_length_)
+    throw std::invalid_argument("a prompt of " + std::to_string(n) +
+                                " tokens leaves no room: the longest sequence is " +
+                                std::to_string(max_length_));
+  int64_t seq = n;
+  if (!shape_.prompt_buckets.empty()) {
+    auto b = std::lower_bound(shape_.prompt_buckets.begin(), shape_.prompt_buckets.end(), n);
+    if (b == shape_.prompt_buckets.end())
+      throw std::invalid_argument("a prompt of " + std::to_string(n) +
+                                  " tokens is longer than the largest prompt bucket (" +
+                                  std::to_string(shape_.prompt_buckets.back()) + ")");
+    seq = *b;
+  }
+  CompiledGraph& g = prefill_for(seq);
+  NDArray ids(DType::i32(), {1, seq}); // padding: id 0 after the prompt, causally invisible
+  std::memcpy(ids.data(), prompt.data(), prompt.size() * sizeof(int32_t));
+  g.exec->execute({ids});
+  cache_->clear();
+  auto cap = std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), n + 1);
+  cache_->reserve(cap == shape_.capacities.end() ? n + 1 : *cap);
+  cache_->append(g.graph, *g.exec, n);
+  return last_logits(g, n - 1);
+}
+
+const float* Generator::step(int32_t token) {
+  if (!cache_ || cache_->length() == 0) throw std::logic_error("step() before prefill()");
+  const int64_t pos = cache_->length();
+  if (pos + 1 > max_length_)
+    throw std::invalid_argument("the sequence reached its longest (" + std::to_string(max_length_) +
+                                " tokens)");
+  auto cap = std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), pos + 1);
+  CompiledGraph& g = decode_for(*cap);
+  cache_->reserve(*cap);
+  NDArray ids(DType::i32(), {1, 1}), positions(DType::i32(), {1, 1});
+  ids.data_as<int32_t>()[0] = token;
+  positions.data_as<int32_t>()[0] = static_cast<int32_t>(pos);
+  std::vector<NDArray> in(g.graph.inputs.size());
+  in[0] = ids;
+  in[g.graph.positions_input] = positions;
+  cache_->bind(g.graph, in);
+  g.exec->execute(in);
+  cache_->append(g.graph, *g.exec, 1);
+  return last_logits(g, 0);
+}
+
+int64_t Generator::length() const {
+  return cache_ ? cache_->length() : 0;
+}
+
+std::vector<std::string> Generator::compiled() const {
+  std::vector<std::string> out;
+  for (const auto& [seq, g] : prefills_)
+    out.push_back("prefill@" + std::to_string(seq));
+  for (const auto& [cap, g] : decodes_)
+    out.push_back("decode@" + std::to_string(cap));
+  return out;
+}
+
+} // namespace mt

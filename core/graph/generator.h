@@ -1,0 +1,85 @@
+// Text generation with a decoder: the prompt in one prefill, then one token per decode step
+// against the key/value cache (kv_cache.h). Shapes are static, so the prefill is compiled for
+// the prompt's length (or the smallest prompt bucket that holds it, padded at the end, which a
+// causal decoder never sees) and each decode step for the smallest cache capacity that holds
+// the sequence so far: generating n tokens compiles about log2(n) decode graphs, not n, and
+// their tasks are tuned once for all lengths (decode_graph() is what `model tune --decode`
+// tunes). Equal tasks of different graphs share one kernel. Batch 1.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph_tasks.h"
+#include "core/graph/kernel_selection.h"
+#include "core/graph/kv_cache.h"
+#include "core/graph/model_executor.h"
+#include "core/model/config.h"
+
+namespace mt {
+
+class PluginHost;
+
+struct GenerationShape {
+  std::vector<int64_t> prompt_buckets; // empty: each prompt's exact length
+  std::vector<int64_t> capacities = {64, 128, 256, 512, 1024, 2048};
+};
+
+// One build of the model (a prefill or a decode step) with its kernels.
+struct CompiledGraph {
+  ModelGraph graph;
+  std::vector<FusedGroup> groups;
+  std::vector<GraphTask> tasks;
+  std::vector<TaskKernel> kernels;
+  std::unique_ptr<ModelExecutor> exec;
+};
+
+class Generator {
+public:
+  // `params` by path, as ModelExecutor::set_params (kept by reference: they must outlive the
+  // generator). Kernels from `selector`, chosen when a graph is first needed.
+  Generator(const PluginHost& host, const Config& config, const KernelSelector& selector,
+            const std::map<std::string, NDArray>& params, GenerationShape shape = {});
+  ~Generator();
+
+  // Starts a sequence with `prompt` (>= 1 token); the logits after its last token (vocab()
+  // floats, valid until the next call).
+  const float* prefill(const std::vector<int32_t>& prompt);
+  // Appends `token` at position length(); the logits after it.
+  const float* step(int32_t token);
+  int64_t length() const;
+  int64_t vocab() const { return vocab_; }
+  // The longest sequence: the largest capacity, and the model's max_positions when it has one.
+  int64_t max_length() const { return max_length_; }
+  // Graphs compiled so far ("prefill@7", "decode@64", ...), for reports.
+  std::vector<std::string> compiled() const;
+  // Kernels chosen so far, one per distinct task, with the task (for reports).
+  const std::vector<std::pair<GraphTask, TaskKernel>>& kernels() const { return kernels_; }
+
+  // The model's builds for generation at batch 1: a prefill of `seq` tokens, a decode step of
+  // one token against a cache of `capacity` rows.
+  static ModelGraph prefill_graph(const PluginHost& host, const Config& config, int64_t seq);
+  static ModelGraph decode_graph(const PluginHost& host, const Config& config, int64_t capacity);
+
+private:
+  CompiledGraph& prefill_for(int64_t seq);
+  CompiledGraph& decode_for(int64_t capacity);
+  std::unique_ptr<CompiledGraph> compile(ModelGraph graph, const std::string& name);
+  const float* last_logits(const CompiledGraph& g, int64_t position) const;
+
+  const PluginHost& host_;
+  Config config_;
+  const KernelSelector& selector_;
+  const std::map<std::string, NDArray>& params_;
+  GenerationShape shape_;
+  int64_t vocab_ = 0, max_length_ = 0;
+  std::map<int64_t, std::unique_ptr<CompiledGraph>> prefills_, decodes_;
+  std::vector<std::pair<GraphTask, TaskKernel>> kernels_;
+  std::optional<KvCache> cache_;
+};
+
+} // namespace mt
