@@ -97,29 +97,46 @@ const float* Generator::last_logits(const CompiledGraph& g, int64_t position) co
   return logits.data_as<float>() + position * vocab_;
 }
 
-const float* Generator::prefill(const std::vector<int32_t>& prompt) {
-  const int64_t n = static_cast<int64_t>(prompt.size());
+int64_t Generator::prompt_bucket(int64_t n) const {
   if (n < 1) throw std::invalid_argument("the prompt is empty");
   if (n >= max_length_)
     throw std::invalid_argument("a prompt of " + std::to_string(n) +
                                 " tokens leaves no room: the longest sequence is " +
                                 std::to_string(max_length_));
-  int64_t seq = n;
-  if (!shape_.prompt_buckets.empty()) {
-    auto b = std::lower_bound(shape_.prompt_buckets.begin(), shape_.prompt_buckets.end(), n);
-    if (b == shape_.prompt_buckets.end())
-      throw std::invalid_argument("a prompt of " + std::to_string(n) +
-                                  " tokens is longer than the largest prompt bucket (" +
-                                  std::to_string(shape_.prompt_buckets.back()) + ")");
-    seq = *b;
+  if (shape_.prompt_buckets.empty()) return n;
+  auto b = std::lower_bound(shape_.prompt_buckets.begin(), shape_.prompt_buckets.end(), n);
+  if (b == shape_.prompt_buckets.end())
+    throw std::invalid_argument("a prompt of " + std::to_string(n) +
+                                " tokens is longer than the largest prompt bucket (" +
+                                std::to_string(shape_.prompt_buckets.back()) + ")");
+  return *b;
+}
+
+int64_t Generator::capacity_for(int64_t length) const {
+  if (length > max_length_)
+    throw std::invalid_argument("the sequence reached its longest (" + std::to_string(max_length_) +
+                                " tokens)");
+  return *std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), length);
+}
+
+void Generator::prepare(int64_t prompt_length, int64_t total_length) {
+  prefill_for(prompt_bucket(prompt_length));
+  for (int64_t c : shape_.capacities) {
+    if (c <= prompt_length) continue;
+    decode_for(c);
+    if (c >= std::min(total_length, max_length_)) break;
   }
+}
+
+const float* Generator::prefill(const std::vector<int32_t>& prompt) {
+  const int64_t seq = prompt_bucket(static_cast<int64_t>(prompt.size()));
+  const int64_t n = static_cast<int64_t>(prompt.size());
   CompiledGraph& g = prefill_for(seq);
   NDArray ids(DType::i32(), {1, seq}); // padding: id 0 after the prompt, causally invisible
   std::memcpy(ids.data(), prompt.data(), prompt.size() * sizeof(int32_t));
   g.exec->execute({ids});
   cache_->clear();
-  auto cap = std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), n + 1);
-  cache_->reserve(cap == shape_.capacities.end() ? n + 1 : *cap);
+  cache_->set_capacity(capacity_for(n + 1));
   cache_->append(g.graph, *g.exec, n);
   return last_logits(g, n - 1);
 }
@@ -127,12 +144,9 @@ const float* Generator::prefill(const std::vector<int32_t>& prompt) {
 const float* Generator::step(int32_t token) {
   if (!cache_ || cache_->length() == 0) throw std::logic_error("step() before prefill()");
   const int64_t pos = cache_->length();
-  if (pos + 1 > max_length_)
-    throw std::invalid_argument("the sequence reached its longest (" + std::to_string(max_length_) +
-                                " tokens)");
-  auto cap = std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), pos + 1);
-  CompiledGraph& g = decode_for(*cap);
-  cache_->reserve(*cap);
+  const int64_t cap = capacity_for(pos + 1);
+  CompiledGraph& g = decode_for(cap);
+  cache_->set_capacity(cap);
   NDArray ids(DType::i32(), {1, 1}), positions(DType::i32(), {1, 1});
   ids.data_as<int32_t>()[0] = token;
   positions.data_as<int32_t>()[0] = static_cast<int32_t>(pos);

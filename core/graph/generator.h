@@ -51,6 +51,9 @@ public:
   const float* prefill(const std::vector<int32_t>& prompt);
   // Appends `token` at position length(); the logits after it.
   const float* step(int32_t token);
+  // Compiles ahead what a prompt of `prompt_length` tokens grown to `total_length` will need
+  // (its prefill and every decode capacity on the way), so that timing excludes compilation.
+  void prepare(int64_t prompt_length, int64_t total_length);
   int64_t length() const;
   int64_t vocab() const { return vocab_; }
   // The longest sequence: the largest capacity, and the model's max_positions when it has one.
@@ -66,6 +69,8 @@ public:
   static ModelGraph decode_graph(const PluginHost& host, const Config& config, int64_t capacity);
 
 private:
+  int64_t prompt_bucket(int64_t n) const;
+  int64_t capacity_for(int64_t length) const;
   CompiledGraph& prefill_for(int64_t seq);
   CompiledGraph& decode_for(int64_t capacity);
   std::unique_ptr<CompiledGraph> compile(ModelGraph graph, const std::string& name);

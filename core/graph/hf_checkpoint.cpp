@@ -221,6 +221,125 @@ private:
   int64_t layers_ = 0;
 };
 
+// Llama (and the checkpoints that share its layout: RMSNorm, SwiGLU, grouped-query attention,
+// rotary embeddings in the rotate-half convention, no biases, an untied head by default).
+// The rotary layer is the rope plugin's: without it loaded, the folder is refused by name.
+class Llama {
+public:
+  static constexpr const char* kRotary = "rope.RotaryQKVLinear";
+
+  Llama(const ConfigRegistry& reg, const std::string& dir) {
+    std::string cfg_path = dir + "/config.json";
+    nlohmann::json j = read_json(cfg_path);
+    layers_ = int_field(j, cfg_path, "num_hidden_layers");
+    const int64_t dim = int_field(j, cfg_path, "hidden_size");
+    const int64_t heads = int_field(j, cfg_path, "num_attention_heads");
+    const int64_t kv_heads = int_field(j, cfg_path, "num_key_value_heads", heads);
+    const int64_t head_dim = int_field(j, cfg_path, "head_dim", dim % heads ? 0 : dim / heads);
+    if (dim % heads && !j.contains("head_dim"))
+      throw std::invalid_argument(cfg_path + ": hidden_size " + std::to_string(dim) +
+                                  " is not a multiple of num_attention_heads " +
+                                  std::to_string(heads) + " (and no head_dim)");
+    if (heads % kv_heads)
+      throw std::invalid_argument(cfg_path + ": num_attention_heads " + std::to_string(heads) +
+                                  " is not a multiple of num_key_value_heads " +
+                                  std::to_string(kv_heads));
+    std::string act = j.value("hidden_act", std::string("silu"));
+    if (act != "silu")
+      throw std::invalid_argument(cfg_path + ": hidden_act '" + act + "' is not supported (silu)");
+    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+      throw std::invalid_argument(cfg_path + ": rope_scaling " + j["rope_scaling"].dump() +
+                                  " is not supported (plain rotary embeddings only)");
+    for (const char* b : {"attention_bias", "mlp_bias"})
+      if (j.value(b, false))
+        throw std::invalid_argument(cfg_path + ": " + std::string(b) +
+                                    " true is not supported (Llama has no biases)");
+    double factor = j.value("partial_rotary_factor", 1.0);
+    auto rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * factor);
+    if (factor <= 0 || factor > 1 || rotary_dim % 2)
+      throw std::invalid_argument(cfg_path + ": partial_rotary_factor " + std::to_string(factor) +
+                                  " gives an odd or empty rotary width");
+    tied_ = j.value("tie_word_embeddings", false);
+    const double eps = j.value("rms_norm_eps", 1e-6);
+    if (!reg.contains(kRotary))
+      throw std::invalid_argument(cfg_path + ": a llama model needs the layer '" +
+                                  std::string(kRotary) +
+                                  "' (plugin not found: the rope plugin is not loaded)");
+    Config rotary = reg.make(kRotary);
+    rotary.set("input_linear", reg.make("std.QKVLinear"))
+        .set("input_linear.bias", false)
+        .set("convention", "rotate_half")
+        .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim)
+        .set("rotary.theta", j.value("rope_theta", 10000.0));
+    config = reg.make("std.Decoder");
+    const std::string a = "transformer.layer.self_attention.",
+                      f = "transformer.layer.feed_forward.";
+    config.set("vocab_size", int_field(j, cfg_path, "vocab_size"))
+        .set("dim", dim)
+        .set("max_positions", 0)
+        .set("tied_lm_head", tied_)
+        .set("transformer.num_layers", layers_)
+        .set(a + "structure", "prenorm")
+        .set(a + "norm", reg.make("std.RMSNorm"))
+        .set(a + "norm.eps", eps)
+        .set(a + "attention.num_heads", heads)
+        .set(a + "attention.num_kv_heads", kv_heads)
+        .set(a + "attention.per_head_dim", head_dim)
+        .set(a + "attention.causal", true)
+        .set(a + "attention.output_bias", false)
+        .set(a + "attention.qkv", rotary)
+        .set(f + "hidden_dim", int_field(j, cfg_path, "intermediate_size"))
+        .set(f + "activation", "silu")
+        .set(f + "structure", "prenorm")
+        .set(f + "norm", reg.make("std.RMSNorm"))
+        .set(f + "norm.eps", eps)
+        .set(f + "linear1.bias", false)
+        .set(f + "linear1_gate", reg.make("std.Linear"))
+        .set(f + "linear1_gate.bias", false)
+        .set(f + "linear2.bias", false)
+        .set("output_norm", reg.make("std.RMSNorm"))
+        .set("output_norm.eps", eps);
+    max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
+  }
+
+  // metatune path -> checkpoint tensor (nn.Linear weights are [out, in] as ours).
+  std::map<std::string, Source> mapping() const {
+    std::map<std::string, Source> m = {{"token_weight", {"model.embed_tokens.weight"}},
+                                       {"output_norm.weight", {"model.norm.weight"}}};
+    if (!tied_) m["lm_head_weight"] = {"lm_head.weight"};
+    for (int64_t i = 0; i < layers_; ++i) {
+      std::string p = "transformer.layer." + std::to_string(i) + ".",
+                  h = "model.layers." + std::to_string(i) + ".";
+      std::string a = p + "self_attention.", f = p + "feed_forward.";
+      m[a + "norm.weight"] = {h + "input_layernorm.weight"};
+      for (const char* x : {"q", "k", "v"})
+        m[a + "attention.qkv.input_linear." + x + "_weight"] = {h + "self_attn." + x +
+                                                                "_proj.weight"};
+      m[a + "attention.o_weight"] = {h + "self_attn.o_proj.weight"};
+      m[f + "norm.weight"] = {h + "post_attention_layernorm.weight"};
+      m[f + "linear1_gate.weight"] = {h + "mlp.gate_proj.weight"};
+      m[f + "linear1.weight"] = {h + "mlp.up_proj.weight"};
+      m[f + "linear2.weight"] = {h + "mlp.down_proj.weight"};
+    }
+    return m;
+  }
+
+  // The rotary tables some exports keep as buffers; a tied head saved anyway.
+  bool ignorable(const std::string& name) const {
+    auto ends = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    return ends(".rotary_emb.inv_freq") || (tied_ && name == "lm_head.weight");
+  }
+
+  Config config;
+  int64_t max_positions_ = 0;
+
+private:
+  int64_t layers_ = 0;
+  bool tied_ = false;
+};
+
 // The parameter at `path` of shape `want` from the checkpoint's tensor `src`.
 NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const Source& src,
                    const std::string& path, const std::vector<int64_t>& want) {
@@ -255,20 +374,29 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string cfg_path = dir + "/config.json";
   nlohmann::json j = read_json(cfg_path);
   std::string type = j.value("model_type", std::string());
-  if (type != "gpt2" && type != "bert")
+  if (type != "gpt2" && type != "bert" && type != "llama")
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
-                                "' is not supported yet (supported: gpt2, bert)");
+                                "' is not supported yet (supported: gpt2, bert, llama)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;
   std::optional<Bert> bert;
+  std::optional<Llama> llama;
   HfModel out;
   out.model_type = type;
   if (type == "gpt2")
     out.config = gpt2.emplace(layers, dir).config;
-  else
+  else if (type == "llama") {
+    out.config = llama.emplace(layers, dir).config;
+    out.max_positions = llama->max_positions_;
+  } else
     out.config = bert.emplace(layers, dir).config;
   std::string weights = dir + "/model.safetensors";
+  if (!std::filesystem::exists(weights) &&
+      std::filesystem::exists(dir + "/model.safetensors.index.json"))
+    throw std::invalid_argument(weights + ": missing; the checkpoint is sharded "
+                                          "(model.safetensors.index.json), which is not "
+                                          "supported yet: merge the shards into one file");
   if (!std::filesystem::exists(weights))
     throw std::invalid_argument(weights + ": missing (the checkpoint's weights)");
   SafetensorsFile file = SafetensorsFile::open(weights);
@@ -280,6 +408,10 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
     prefix = file.find("wte.weight") ? "" : "transformer.";
     mapping = gpt2->mapping();
     ignorable = Gpt2::ignorable;
+  } else if (llama) {
+    prefix = "";
+    mapping = llama->mapping();
+    ignorable = [&](const std::string& n) { return llama->ignorable(n); };
   } else {
     // BertModel saves without a prefix, the task models (BertForMaskedLM, ...) with "bert.";
     // their heads ("cls.") sit outside it.

@@ -1,8 +1,9 @@
 // Hugging Face checkpoint folders (config.json + model.safetensors) as metatune models: the
 // config.json becomes a config tree of the standard layers, the tensors are mapped by name onto
 // its parameters (transposed where Hugging Face stores them the other way round). GPT-2
-// (model_type "gpt2": std.Decoder) and the BERT family ("bert": std.Encoder); every other
-// model_type is refused by name.
+// (model_type "gpt2": std.Decoder), the BERT family ("bert": std.Encoder) and Llama ("llama":
+// std.Decoder with RMSNorm, SwiGLU, grouped-query attention and the rope plugin's rotary QKV
+// layer); every other model_type is refused by name.
 #pragma once
 
 #include <map>
@@ -17,6 +18,9 @@ struct HfModel {
   std::string model_type;                // config.json's
   Config config;                         // of the standard layers (plugins/layers)
   std::map<std::string, NDArray> params; // by metatune path, f32
+  // The longest sequence the checkpoint was made for, where its positions are not a table of
+  // the model's (Llama's max_position_embeddings); 0 otherwise.
+  int64_t max_positions = 0;
 };
 
 // std::invalid_argument naming the file and the field or tensor: a missing or malformed

@@ -20,8 +20,11 @@ KvCache::State& KvCache::state(const std::string& path, const char* where) {
                               path + "' the cache was not made for");
 }
 
-void KvCache::reserve(int64_t capacity) {
-  if (capacity <= capacity_) return;
+void KvCache::set_capacity(int64_t capacity) {
+  if (capacity == capacity_) return;
+  if (capacity < length_)
+    throw std::invalid_argument("kv cache: capacity " + std::to_string(capacity) + " below the " +
+                                std::to_string(length_) + " rows kept");
   for (State& s : states_) {
     NDArray grown(s.dtype, {batch_, capacity, s.width});
     std::memset(grown.data(), 0, grown.nbytes());
@@ -40,7 +43,7 @@ void KvCache::append(const ModelGraph& graph, const ModelExecutor& exec, int64_t
   if (length_ + count > capacity_)
     throw std::invalid_argument("kv cache: " + std::to_string(length_) + " + " +
                                 std::to_string(count) + " rows exceed the capacity " +
-                                std::to_string(capacity_) + " (reserve first)");
+                                std::to_string(capacity_) + " (set_capacity first)");
   for (const ModelState& ms : graph.states) {
     State& s = state(ms.path, "append");
     const NDArray& rows = exec.output(ms.output);

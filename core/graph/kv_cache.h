@@ -22,13 +22,14 @@ public:
 
   int64_t length() const { return length_; }
   int64_t capacity() const { return capacity_; }
-  // Capacity at least `capacity` rows, keeping the rows there are.
-  void reserve(int64_t capacity);
+  // Exactly `capacity` rows (>= length()), keeping the rows there are: a decode step's cache
+  // inputs have its graph's capacity.
+  void set_capacity(int64_t capacity);
   // The first `count` rows of every state output of the step just run by `exec` (built from
   // `graph`), stored at positions length() onward; length() grows by `count`.
   void append(const ModelGraph& graph, const ModelExecutor& exec, int64_t count);
   // The inputs of a decode step of `graph` other than its ids and positions: the caches, in
-  // the graph's input order, as views of the buffers (capacity must match: reserve first).
+  // the graph's input order, as views of the buffers (capacity must match: set_capacity first).
   void bind(const ModelGraph& graph, std::vector<NDArray>& inputs);
   // Forgets every row (a new sequence).
   void clear() { length_ = 0; }

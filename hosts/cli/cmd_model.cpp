@@ -12,6 +12,7 @@
 //          implements a task), and with --db tuned and best; latency and a per-task breakdown.
 //   compile  the ahead-of-time artifact --out DIR (model_compile.h): kernels.so, model.json,
 //          weights.safetensors, run by runtime/ without LLVM.
+//   generate  a decoder's tokens from a prompt with the key/value cache (model_generate.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +33,7 @@
 #include "hosts/cli/command.h"
 #include "hosts/cli/model_compile.h"
 #include "hosts/cli/model_execution.h"
+#include "hosts/cli/model_generate.h"
 #include "hosts/cli/model_source.h"
 #include "hosts/cli/npy_file.h"
 #include "hosts/cli/stop_signal.h"
@@ -255,8 +257,14 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
   auto* compile = model->add_subcommand(
       "compile", "Write the ahead-of-time artifact (kernels.so, model.json, weights) to --out");
   add_model_compile_options(compile, *compile_opt);
+  auto generate_opt = std::make_shared<ModelGenerateOptions>();
+  auto* generate = model->add_subcommand(
+      "generate", "Generate tokens with a decoder: prefill, then decode steps against the "
+                  "key/value cache");
+  add_model_generate_options(generate, *generate_opt);
   return [=]() -> int {
     if (run->parsed()) return run_model(*run_opt);
+    if (generate->parsed()) return generate_text(*generate_opt);
     if (tune_cmd->parsed()) return tune_model(*tune_opt);
     if (compile->parsed()) return compile_model_artifact(*compile_opt);
     return bench_model(*bench_opt);

@@ -15,8 +15,6 @@
 
 namespace mt::cli {
 
-namespace {
-
 std::vector<int32_t> parse_tokens(const std::string& text) {
   std::vector<int32_t> out;
   std::stringstream ss(text);
@@ -32,6 +30,8 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 // A safetensors file whose names are the model's parameter paths; shapes are checked when the
 // executor takes them (set_params names the parameter).

@@ -49,6 +49,9 @@ struct LoadedModel {
   std::string describe() const; // "std.Decoder: 148 parameter tensors, 124.4M parameters, ..."
 };
 
+// "1,2,3" as token ids; std::invalid_argument naming the item that is not one.
+std::vector<int32_t> parse_tokens(const std::string& text);
+
 // Throws std::invalid_argument naming the file and field or tensor for bad input.
 LoadedModel load_model(const ModelSourceOptions& o);
 

@@ -1,0 +1,151 @@
+// `metatune model generate` (see model_generate.h).
+#include "hosts/cli/model_generate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/database/database.h"
+#include "core/graph/generator.h"
+#include "core/graph/token_sampler.h"
+#include "core/tuner/tune_log.h"
+#include "hosts/cli/model_execution.h"
+
+namespace mt::cli {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, int64_t vocab) {
+  if (!o.prompt.empty())
+    throw std::invalid_argument("--prompt needs a tokenizer, which this build lacks: give "
+                                "--prompt-ids");
+  std::vector<int32_t> ids = parse_tokens(o.prompt_ids);
+  if (ids.empty()) throw std::invalid_argument("give the prompt: --prompt-ids 1,2,3");
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      throw std::invalid_argument("--prompt-ids: id " + std::to_string(id) +
+                                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  return ids;
+}
+
+} // namespace
+
+void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
+  add_model_source_options(cmd, o.source);
+  cmd->add_option("--prompt-ids", o.prompt_ids, "The prompt as comma-separated token ids");
+  cmd->add_option("--prompt", o.prompt, "The prompt as text (a checkpoint with a tokenizer)");
+  cmd->add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate")
+      ->capture_default_str();
+  cmd->add_flag("--greedy", o.greedy, "Take the most likely token (the default)");
+  cmd->add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (T > 0)");
+  cmd->add_option("--top-k", o.top_k, "Sample among the k most likely tokens only");
+  cmd->add_option("--sampling-seed", o.sampling_seed, "Seed of the sampling")
+      ->capture_default_str();
+  cmd->add_option("--capacities", o.capacities,
+                  "Cache capacities compiled for decode steps (one decode graph each)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--prompt-buckets", o.prompt_buckets,
+                  "Prompt lengths compiled for the prefill (default: the prompt's own)")
+      ->delimiter(',');
+  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
+  cmd->add_option("--implementations", o.implementations,
+                  "untuned, tuned, library or best (default: best with --db, else untuned)");
+  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
+  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  cmd->add_option("--report-json", o.report_json,
+                  "Write prompt, tokens, prefill ms and decode tokens/s to this JSON file");
+  cmd->add_flag("-q,--quiet", o.quiet, "Print only the tokens and the figures");
+  cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
+}
+
+int generate_text(const ModelGenerateOptions& o) {
+  configure_logging(o.log_level);
+  if (o.max_new_tokens < 1) throw std::invalid_argument("--max-new-tokens must be >= 1");
+  if (o.greedy && o.temperature > 0)
+    throw std::invalid_argument("--greedy and --temperature exclude each other");
+  ModelSourceOptions src = o.source;
+  src.tokens = o.prompt_ids; // the whole-sequence graph of load_model: the prompt's length
+  LoadedModel m = load_model(src);
+  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  std::vector<int32_t> prompt = prompt_of(o, m.vocab);
+  std::unique_ptr<Database> db = open_read_only(o.db);
+  KernelPolicy policy = o.implementations.empty()
+                            ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
+                            : parse_kernel_policy(o.implementations);
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
+  SamplingOptions sampling;
+  sampling.greedy = !(o.temperature > 0);
+  sampling.temperature = o.temperature > 0 ? o.temperature : 1.0;
+  sampling.top_k = o.top_k;
+  sampling.seed = o.sampling_seed;
+  TokenSampler sampler(sampling);
+
+  Generator gen(*m.host, m.config, selector, m.params,
+                GenerationShape{o.prompt_buckets, o.capacities});
+  const auto n = static_cast<int64_t>(prompt.size());
+  const int64_t total = std::min(n + o.max_new_tokens, gen.max_length());
+  if (!o.quiet) {
+    std::fprintf(stderr, "%s\ncompiling the prefill and the decode steps up to %lld tokens...\n",
+                 m.describe().c_str(), static_cast<long long>(total));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  gen.prepare(n, total);
+  const double compile_s = since(t0);
+  gen.prefill(prompt); // warm-up: first touch of every buffer
+  t0 = std::chrono::steady_clock::now();
+  const float* logits = gen.prefill(prompt);
+  const double prefill_s = since(t0);
+  std::vector<int32_t> out;
+  out.push_back(sampler.next(logits, gen.vocab()));
+  std::printf("%d", out.back());
+  std::fflush(stdout);
+  t0 = std::chrono::steady_clock::now();
+  while (static_cast<int64_t>(out.size()) < o.max_new_tokens && gen.length() + 1 <= total - 1) {
+    logits = gen.step(out.back());
+    out.push_back(sampler.next(logits, gen.vocab()));
+    std::printf(" %d", out.back());
+    std::fflush(stdout);
+  }
+  const double decode_s = since(t0);
+  const auto steps = static_cast<int64_t>(out.size()) - 1;
+  std::printf("\n");
+  if (static_cast<int64_t>(out.size()) < o.max_new_tokens)
+    std::printf("stopped at the longest sequence (%lld tokens)\n",
+                static_cast<long long>(gen.max_length()));
+  const double tps = steps > 0 && decode_s > 0 ? static_cast<double>(steps) / decode_s : 0;
+  std::string graphs;
+  for (const std::string& g : gen.compiled())
+    graphs += (graphs.empty() ? "" : ", ") + g;
+  size_t tuned = 0, library = 0;
+  for (const auto& [task, kernel] : gen.kernels()) {
+    tuned += kernel.tuned;
+    library += kernel.library;
+  }
+  std::printf("prompt %lld tokens: prefill %.2f ms; %lld decode steps: %.2f tokens/s (%.2f ms "
+              "per token); %s kernels (%zu distinct: %zu tuned, %zu library); compiled %s in "
+              "%.1f s\n",
+              static_cast<long long>(n), 1e3 * prefill_s, static_cast<long long>(steps), tps,
+              steps ? 1e3 * decode_s / static_cast<double>(steps) : 0.0, to_string(policy),
+              gen.kernels().size(), tuned, library, graphs.c_str(), compile_s);
+  if (!o.report_json.empty()) {
+    nlohmann::json r = {{"prompt_tokens", n},
+                        {"new_tokens", out},
+                        {"prefill_ms", 1e3 * prefill_s},
+                        {"decode_steps", steps},
+                        {"decode_tokens_per_s", tps},
+                        {"implementations", to_string(policy)},
+                        {"compiled", gen.compiled()},
+                        {"compile_seconds", compile_s}};
+    std::ofstream(o.report_json) << r.dump(2) << "\n";
+  }
+  return 0;
+}
+
+} // namespace mt::cli

@@ -1,0 +1,35 @@
+// `metatune model generate --hf DIR | --config FILE (--prompt-ids 1,2,3 | --prompt TEXT)
+// --max-new-tokens N`: text generation with a decoder (core/graph/generator.h) -- the prompt
+// in one prefill, then one token per decode step against the key/value cache, greedy or
+// sampled (--temperature, --top-k, --sampling-seed) -- printing the tokens as they come and
+// the prefill latency and decode tokens/s at the end (--report-json FILE: the same as JSON).
+// Kernels as `model run` chooses them (--db, --implementations).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "hosts/cli/model_source.h"
+
+namespace mt::cli {
+
+struct ModelGenerateOptions {
+  ModelSourceOptions source;
+  std::string db, target = "llvm", implementations, prompt_ids, prompt, report_json, log_level;
+  std::vector<std::string> libraries{"onednn.cpu"};
+  std::vector<int64_t> capacities{64, 128, 256, 512, 1024, 2048}, prompt_buckets;
+  int64_t max_new_tokens = 32;
+  bool greedy = false;
+  double temperature = 0; // 0: greedy
+  int64_t top_k = 0;
+  uint64_t sampling_seed = 0;
+  bool quiet = false;
+};
+
+void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o);
+
+int generate_text(const ModelGenerateOptions& o);
+
+} // namespace mt::cli

@@ -1,0 +1,155 @@
+// Generation with the key/value cache: each decode step's logits equal those of the whole
+// sequence built and run afresh (the recompute a cache exists to avoid), the greedy tokens
+// are the same, the cache grows across capacity buckets keeping its rows, and a model
+// without state, an empty prompt and a sequence past the longest are refused by name.
+#include "core/graph/generator.h"
+
+#include <algorithm>
+
+#include "core/graph/layer_registry.h"
+#include "core/graph/sequence_buckets.h"
+#include "core/graph/token_sampler.h"
+#include "core/model/config_json.h"
+#include "graph_test_util.h"
+
+namespace mt {
+namespace {
+
+using namespace graph_test;
+
+Config tiny(const std::string& name) {
+  return load_config_file(layer_config_registry(host()),
+                          std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/" + name);
+}
+
+// The logits after the last of `tokens`, from a whole-sequence build of exactly that length.
+std::vector<float> recompute(const Config& c, const std::map<std::string, NDArray>& params,
+                             const std::vector<int32_t>& tokens) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  ModelGraph g = BucketedModel::graph_for(host(), c, 1, n, false);
+  ModelExecutor exec(g, fuse(g.outputs), llvm());
+  exec.set_params(params);
+  NDArray ids(DType::i32(), {1, n});
+  std::copy(tokens.begin(), tokens.end(), ids.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({ids});
+  const int64_t vocab = out.at(0).shape()[2];
+  const float* last = out[0].data_as<float>() + (n - 1) * vocab;
+  return std::vector<float>(last, last + vocab);
+}
+
+double max_rel_diff(const float* a, const std::vector<float>& b) {
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+TEST(Generator, DecodeStepsMatchRecomputingTheWholeSequence) {
+  Config c = tiny("tiny-gpt.json");
+  ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);
+  std::map<std::string, NDArray> params = init_params(g0.params, 11);
+  KernelSelector sel(host(), KernelSelectionOptions{});
+  // Capacities 4 and 8 and 16: a 3-token prompt and 9 new tokens cross two of them.
+  Generator gen(host(), c, sel, params, GenerationShape{{}, {4, 8, 16}});
+  std::vector<int32_t> tokens = {5, 60, 17};
+  TokenSampler greedy(SamplingOptions{});
+  const float* logits = gen.prefill(tokens);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
+  for (int step = 0; step < 9; ++step) {
+    int32_t next = greedy.next(logits, gen.vocab());
+    std::vector<float> want = recompute(c, params, tokens);
+    EXPECT_EQ(next, greedy.next(want.data(), gen.vocab())) << "step " << step;
+    tokens.push_back(next);
+    logits = gen.step(next);
+    EXPECT_EQ(gen.length(), static_cast<int64_t>(tokens.size()));
+    EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4)
+        << "step " << step << " at length " << tokens.size();
+  }
+  std::vector<std::string> built = gen.compiled();
+  EXPECT_EQ(built, (std::vector<std::string>{"prefill@3", "decode@4", "decode@8", "decode@16"}));
+  // Equal tasks of the four graphs (the linears and norms of one token) share one kernel.
+  size_t tasks = 0;
+  for (const std::string& g : built)
+    (void)g;
+  EXPECT_GT(gen.kernels().size(), 0u);
+  // A new sequence after a long one: the cache shrinks back to the smallest capacity.
+  std::vector<int32_t> again = {9, 8};
+  logits = gen.prefill(again);
+  EXPECT_EQ(gen.length(), 2);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, again)), 1e-4);
+  again.push_back(1);
+  logits = gen.step(1);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, again)), 1e-4);
+  (void)tasks;
+}
+
+TEST(Generator, PromptBucketsPadTheAfterwardInvisibly) {
+  Config c = tiny("tiny-gpt.json");
+  ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);
+  std::map<std::string, NDArray> params = init_params(g0.params, 12);
+  KernelSelector sel(host(), KernelSelectionOptions{});
+  Generator gen(host(), c, sel, params, GenerationShape{{8}, {16}});
+  std::vector<int32_t> tokens = {1, 2, 3, 4, 5};
+  const float* logits = gen.prefill(tokens);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
+  tokens.push_back(7);
+  logits = gen.step(7);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
+  EXPECT_EQ(gen.compiled(), (std::vector<std::string>{"prefill@8", "decode@16"}));
+  EXPECT_THROW(gen.prefill(std::vector<int32_t>(9, 1)), std::invalid_argument);
+}
+
+TEST(Generator, RefusesWhatItCannotDo) {
+  Config c = tiny("tiny-gpt.json");
+  ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);
+  std::map<std::string, NDArray> params = init_params(g0.params, 13);
+  KernelSelector sel(host(), KernelSelectionOptions{});
+  Generator gen(host(), c, sel, params, GenerationShape{{}, {4}});
+  EXPECT_THROW(gen.step(1), std::logic_error); // before a prefill
+  EXPECT_THROW(gen.prefill({}), std::invalid_argument);
+  gen.prefill({1, 2});
+  gen.step(3);
+  gen.step(4);
+  try {
+    gen.step(5);
+    ADD_FAILURE() << "a fifth token fits no capacity";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("longest (4 tokens)"), std::string::npos) << e.what();
+  }
+  // An encoder keeps no state: it cannot be built for generation.
+  Config enc = tiny("tiny-bert.json");
+  try {
+    Generator::decode_graph(host(), enc, 8);
+    ADD_FAILURE() << "an encoder has no decode step";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("causal"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenSampler, GreedyTopKAndSeededSampling) {
+  std::vector<float> logits = {0.1f, 2.0f, 2.0f, -1.0f, 1.9f};
+  TokenSampler greedy(SamplingOptions{});
+  EXPECT_EQ(greedy.next(logits.data(), 5), 1); // the lower id of a tie
+  SamplingOptions top2{false, 1.0, 2, 42};
+  TokenSampler a(top2), b(top2);
+  std::vector<int> counts(5, 0);
+  for (int i = 0; i < 2000; ++i) {
+    int32_t t = a.next(logits.data(), 5);
+    EXPECT_EQ(t, b.next(logits.data(), 5)) << "the same seed, the same tokens";
+    counts[static_cast<size_t>(t)]++;
+  }
+  EXPECT_EQ(counts[0] + counts[3] + counts[4], 0) << "only the top 2 are drawn";
+  EXPECT_GT(counts[1], 800);
+  EXPECT_GT(counts[2], 800);
+  // A low temperature is nearly greedy over the whole vocabulary.
+  TokenSampler cold(SamplingOptions{false, 0.01, 0, 1});
+  std::vector<float> spread = {0.0f, 1.0f, 3.0f, 0.5f};
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(cold.next(spread.data(), 4), 2);
+  EXPECT_THROW(TokenSampler(SamplingOptions{false, 0.0, 0, 1}), std::invalid_argument);
+}
+
+} // namespace
+} // namespace mt
