@@ -114,6 +114,21 @@ private:
     return false;
   }
 
+  // Work after a contraction is its epilogue, over the contraction's output (or a slice of
+  // it). An elementwise compute larger than that output -- a decode step's keys, this step's
+  // rows spliced into the whole cache -- is a copy of its own: fused, it would hide the
+  // contraction from a library that implements it.
+  static bool outgrows(const Group& g, const te::Tensor& t, Kind k) {
+    if (k != Kind::Elementwise || !g.contraction) return false;
+    auto elements = [](const te::Tensor& x) {
+      int64_t n = 1;
+      for (int64_t d : x.shape())
+        n *= d;
+      return n;
+    };
+    return elements(t) > elements(g.anchor);
+  }
+
   void place(const te::Tensor& t) {
     Kind k = kind_of(t);
     std::set<size_t> producers;
@@ -122,7 +137,7 @@ private:
     // The latest producer's group, if nothing else read depends on it.
     if (!producers.empty()) {
       size_t g = *producers.rbegin();
-      bool ok = compatible(groups_[g], k);
+      bool ok = compatible(groups_[g], k) && !outgrows(groups_[g], t, k);
       for (size_t h : producers)
         if (h != g && groups_[h].deps.count(g)) ok = false;
       if (ok) {

@@ -10,7 +10,9 @@
 //   - elementwise work with no anchor before it (an embedding gather) in a group of its own.
 // A compute joins the group of its latest producer when the kinds allow it and no other
 // group stands between them (that would make the groups depend on each other both ways).
-// What another group or the model's caller reads becomes a group output.
+// An elementwise compute larger than the contraction it follows is not its epilogue and
+// starts a group of its own. What another group or the model's caller reads becomes a group
+// output.
 #pragma once
 
 #include <string>

@@ -64,6 +64,7 @@ std::unique_ptr<CompiledGraph> Generator::compile(ModelGraph graph, const std::s
   c->exec = std::make_unique<ModelExecutor>(c->graph, c->groups,
                                             group_kernels(c->tasks, c->kernels, c->groups.size()));
   c->exec->set_params(params_);
+  c->exec->set_profiling(profiling_);
   if (c->graph.num_root_outputs < 1 || c->graph.outputs[0].ndim() != 3)
     throw std::invalid_argument(config_.kind() + ": a generating model's first output must be "
                                                  "logits [B, S, vocab]");
@@ -138,6 +139,7 @@ const float* Generator::prefill(const std::vector<int32_t>& prompt) {
   cache_->clear();
   cache_->set_capacity(capacity_for(n + 1));
   cache_->append(g.graph, *g.exec, n);
+  last_ = &g;
   return last_logits(g, n - 1);
 }
 
@@ -156,11 +158,20 @@ const float* Generator::step(int32_t token) {
   cache_->bind(g.graph, in);
   g.exec->execute(in);
   cache_->append(g.graph, *g.exec, 1);
+  last_ = &g;
   return last_logits(g, 0);
 }
 
 int64_t Generator::length() const {
   return cache_ ? cache_->length() : 0;
+}
+
+void Generator::set_profiling(bool on) {
+  profiling_ = on;
+  for (auto& [seq, g] : prefills_)
+    g->exec->set_profiling(on);
+  for (auto& [cap, g] : decodes_)
+    g->exec->set_profiling(on);
 }
 
 std::vector<std::string> Generator::compiled() const {

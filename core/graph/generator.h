@@ -58,6 +58,10 @@ public:
   int64_t vocab() const { return vocab_; }
   // The longest sequence: the largest capacity, and the model's max_positions when it has one.
   int64_t max_length() const { return max_length_; }
+  // The graph the last prefill() or step() ran (its executor's group_seconds() when
+  // profiling is on).
+  CompiledGraph& last_run() const { return *last_; }
+  void set_profiling(bool on);
   // Graphs compiled so far ("prefill@7", "decode@64", ...), for reports.
   std::vector<std::string> compiled() const;
   // Kernels chosen so far, one per distinct task, with the task (for reports).
@@ -85,6 +89,8 @@ private:
   std::map<int64_t, std::unique_ptr<CompiledGraph>> prefills_, decodes_;
   std::vector<std::pair<GraphTask, TaskKernel>> kernels_;
   std::optional<KvCache> cache_;
+  CompiledGraph* last_ = nullptr;
+  bool profiling_ = false;
 };
 
 } // namespace mt

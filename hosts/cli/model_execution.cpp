@@ -76,27 +76,34 @@ void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats) {
       per_group[g].push_back(exec.group_seconds()[g]);
   }
   exec.set_profiling(false);
-  std::vector<size_t> task_of = task_of_group(m.tasks, m.groups.size());
-  std::vector<double> task_seconds(m.tasks.size(), 0);
+  std::string what = "median of " + std::to_string(std::max(1, repeats)) + " profiled runs";
+  print_task_breakdown(m.tasks, c.kernels, std::move(per_group), what.c_str());
+}
+
+void print_task_breakdown(const std::vector<GraphTask>& tasks,
+                          const std::vector<TaskKernel>& kernels,
+                          std::vector<std::vector<double>> per_group, const char* what) {
+  std::vector<size_t> task_of = task_of_group(tasks, per_group.size());
+  std::vector<double> task_seconds(tasks.size(), 0);
   double total = 0;
-  for (size_t g = 0; g < m.groups.size(); ++g) {
+  for (size_t g = 0; g < per_group.size(); ++g) {
+    if (per_group[g].empty()) continue;
     std::sort(per_group[g].begin(), per_group[g].end());
     double s = per_group[g][per_group[g].size() / 2];
     task_seconds[task_of[g]] += s;
     total += s;
   }
-  std::vector<size_t> order(m.tasks.size());
+  std::vector<size_t> order(tasks.size());
   for (size_t t = 0; t < order.size(); ++t)
     order[t] = t;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return task_seconds[a] > task_seconds[b]; });
-  std::printf("per task (median of %d profiled runs; kernel calls only, %.2f ms in all):\n",
-              std::max(1, repeats), total * 1e3);
+  std::printf("per task (%s; kernel calls only, %.2f ms in all):\n", what, total * 1e3);
   for (size_t t : order) {
-    const TaskKernel& k = c.kernels[t];
+    const TaskKernel& k = kernels[t];
     std::printf("  %8.3f ms %5.1f%%  x%-3zu %-40s %s%s%s\n", task_seconds[t] * 1e3,
-                total > 0 ? 100 * task_seconds[t] / total : 0.0, m.tasks[t].groups.size(),
-                m.tasks[t].name.c_str(), k.label().c_str(), k.note.empty() ? "" : "  -- ",
+                total > 0 ? 100 * task_seconds[t] / total : 0.0, tasks[t].groups.size(),
+                tasks[t].name.c_str(), k.label().c_str(), k.note.empty() ? "" : "  -- ",
                 k.note.c_str());
   }
 }

@@ -61,6 +61,8 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
   cmd->add_option("--report-json", o.report_json,
                   "Write prompt, tokens, prefill ms and decode tokens/s to this JSON file");
+  cmd->add_flag("--profile", o.profile,
+                "Time each kernel of the decode steps and print the per-task breakdown");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the tokens and the figures");
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
 }
@@ -107,8 +109,17 @@ int generate_text(const ModelGenerateOptions& o) {
   std::printf("%d", out.back());
   std::fflush(stdout);
   t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<double>> per_group; // --profile: the decode steps of the last graph
+  const CompiledGraph* profiled = nullptr;
+  if (o.profile) gen.set_profiling(true);
   while (static_cast<int64_t>(out.size()) < o.max_new_tokens && gen.length() + 1 <= total - 1) {
     logits = gen.step(out.back());
+    if (o.profile) {
+      if (profiled != &gen.last_run()) per_group.assign(gen.last_run().groups.size(), {});
+      profiled = &gen.last_run();
+      for (size_t g = 0; g < per_group.size(); ++g)
+        per_group[g].push_back(profiled->exec->group_seconds()[g]);
+    }
     out.push_back(sampler.next(logits, gen.vocab()));
     std::printf(" %d", out.back());
     std::fflush(stdout);
@@ -134,6 +145,12 @@ int generate_text(const ModelGenerateOptions& o) {
               static_cast<long long>(n), 1e3 * prefill_s, static_cast<long long>(steps), tps,
               steps ? 1e3 * decode_s / static_cast<double>(steps) : 0.0, to_string(policy),
               gen.kernels().size(), tuned, library, graphs.c_str(), compile_s);
+  if (profiled) {
+    std::string what = "decode steps at capacity " +
+                       std::to_string(profiled->graph.inputs.back().shape()[1]) + ", median of " +
+                       std::to_string(per_group.empty() ? 0 : per_group[0].size());
+    print_task_breakdown(profiled->tasks, profiled->kernels, per_group, what.c_str());
+  }
   if (!o.report_json.empty()) {
     nlohmann::json r = {{"prompt_tokens", n},
                         {"new_tokens", out},

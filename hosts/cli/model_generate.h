@@ -25,7 +25,7 @@ struct ModelGenerateOptions {
   double temperature = 0; // 0: greedy
   int64_t top_k = 0;
   uint64_t sampling_seed = 0;
-  bool quiet = false;
+  bool quiet = false, profile = false;
 };
 
 void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o);
