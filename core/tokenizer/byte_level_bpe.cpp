@@ -146,7 +146,7 @@ std::vector<TokenId> ByteLevelBpe::tokenize_word(std::string_view byte_chars) co
   return merges_.merge(std::move(symbols));
 }
 
-void ByteLevelBpe::encode_piece(std::string_view text, std::vector<TokenId>& out) const {
+void ByteLevelBpe::pre_tokenize_piece(std::string_view text, std::vector<TextPiece>& out) const {
   if (text.empty()) return;
   std::u32string chars = decode_utf8(text);
   if (options_.add_prefix_space && chars.front() != U' ') chars.insert(chars.begin(), U' ');
@@ -156,25 +156,36 @@ void ByteLevelBpe::encode_piece(std::string_view text, std::vector<TokenId>& out
   else
     pieces.emplace_back(0, chars.size());
   const ByteUnicodeMap& map = byte_unicode_map();
-  std::string bytes, byte_chars;
   for (const auto& [begin, end] : pieces) {
-    bytes = encode_utf8(std::u32string_view(chars).substr(begin, end - begin));
-    byte_chars.clear();
+    const std::string bytes = encode_utf8(std::u32string_view(chars).substr(begin, end - begin));
+    std::string byte_chars;
     for (char b : bytes)
       append_utf8(byte_chars, map.to_char(static_cast<uint8_t>(b)));
-    const std::vector<TokenId> ids = tokenize_word(byte_chars);
-    out.insert(out.end(), ids.begin(), ids.end());
+    out.push_back({std::move(byte_chars), std::nullopt});
   }
 }
 
-std::vector<TokenId> ByteLevelBpe::encode(std::string_view text, bool add_special_tokens) const {
+std::vector<TextPiece> ByteLevelBpe::pre_tokenize(std::string_view text) const {
   decode_utf8(text); // ill-formed input is refused with its byte offset before anything else
-  std::vector<TokenId> ids;
-  for (const TextPiece& piece : added_.split(text)) {
+  std::vector<TextPiece> words;
+  for (TextPiece& piece : added_.split(text)) {
     if (piece.id)
-      ids.push_back(*piece.id);
+      words.push_back(std::move(piece));
     else
-      encode_piece(piece.text, ids);
+      pre_tokenize_piece(piece.text, words);
+  }
+  return words;
+}
+
+std::vector<TokenId> ByteLevelBpe::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<TokenId> ids;
+  for (const TextPiece& word : pre_tokenize(text)) {
+    if (word.id) {
+      ids.push_back(*word.id);
+      continue;
+    }
+    const std::vector<TokenId> w = tokenize_word(word.text);
+    ids.insert(ids.end(), w.begin(), w.end());
   }
   return add_special_tokens ? post_processor_.apply(ids) : ids;
 }

@@ -59,11 +59,14 @@ public:
   size_t vocab_size() const;
   const std::string& source() const { return source_; }
 
-  // The BPE of one pre-tokenized piece, already in byte characters (exposed for tests).
+  // What the BPE model is given: the added tokens (id set) and the GPT-2 pieces between them
+  // in byte characters (as the Python package's pre_tokenizer.pre_tokenize_str shows them).
+  std::vector<TextPiece> pre_tokenize(std::string_view text) const;
+  // The BPE of one pre-tokenized piece, already in byte characters.
   std::vector<TokenId> tokenize_word(std::string_view byte_chars) const;
 
 private:
-  void encode_piece(std::string_view text, std::vector<TokenId>& out) const;
+  void pre_tokenize_piece(std::string_view text, std::vector<TextPiece>& out) const;
 
   std::unordered_map<std::string, TokenId> vocab_;
   std::unordered_map<TokenId, std::string> vocab_r_;

@@ -39,6 +39,10 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_to
   return std::visit([&](const auto& t) { return t.decode(ids, skip_special_tokens); }, impl_);
 }
 
+std::vector<TextPiece> Tokenizer::pre_tokenize(std::string_view text) const {
+  return std::visit([&](const auto& t) { return t.pre_tokenize(text); }, impl_);
+}
+
 std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const {
   return std::visit([&](const auto& t) { return t.token_to_id(token); }, impl_);
 }

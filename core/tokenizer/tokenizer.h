@@ -37,6 +37,10 @@ public:
   // special added tokens are left out.
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = true) const;
 
+  // The words the model is given (added tokens with their id; byte characters for a
+  // byte-level BPE, normalized words for WordPiece): what the text was cut into.
+  std::vector<TextPiece> pre_tokenize(std::string_view text) const;
+
   std::optional<TokenId> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(TokenId id) const;
   // Distinct tokens, the model's and the added ones.

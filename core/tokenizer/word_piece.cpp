@@ -193,18 +193,29 @@ std::vector<TokenId> WordPiece::tokenize_word(std::string_view word) const {
   return ids;
 }
 
-std::vector<TokenId> WordPiece::encode(std::string_view text, bool add_special_tokens) const {
+std::vector<TextPiece> WordPiece::pre_tokenize(std::string_view text) const {
   decode_utf8(text); // ill-formed input is refused with its byte offset before anything else
-  std::vector<TokenId> ids;
-  for (const TextPiece& piece : added_.split(text)) {
+  std::vector<TextPiece> words;
+  for (TextPiece& piece : added_.split(text)) {
     if (piece.id) {
-      ids.push_back(*piece.id);
+      words.push_back(std::move(piece));
       continue;
     }
-    for (const std::string& word : bert_pre_tokenize(piece.text)) {
-      const std::vector<TokenId> w = tokenize_word(word);
-      ids.insert(ids.end(), w.begin(), w.end());
+    for (std::string& word : bert_pre_tokenize(piece.text))
+      words.push_back({std::move(word), std::nullopt});
+  }
+  return words;
+}
+
+std::vector<TokenId> WordPiece::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<TokenId> ids;
+  for (const TextPiece& word : pre_tokenize(text)) {
+    if (word.id) {
+      ids.push_back(*word.id);
+      continue;
     }
+    const std::vector<TokenId> w = tokenize_word(word.text);
+    ids.insert(ids.end(), w.begin(), w.end());
   }
   return add_special_tokens ? post_processor_.apply(ids) : ids;
 }

@@ -58,7 +58,10 @@ public:
   size_t vocab_size() const;
   const std::string& source() const { return source_; }
 
-  // The WordPiece split of one pre-tokenized word (exposed for tests).
+  // What the WordPiece model is given: the added tokens (id set) and the words of the
+  // normalized text between them.
+  std::vector<TextPiece> pre_tokenize(std::string_view text) const;
+  // The WordPiece split of one pre-tokenized word.
   std::vector<TokenId> tokenize_word(std::string_view word) const;
 
 private:

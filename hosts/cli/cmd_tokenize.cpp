@@ -25,6 +25,7 @@ struct TokenizeOptions {
   bool json = false;
   bool decode = false;
   bool whole = false;
+  bool pieces = false;
   bool add_special_tokens = false;
   bool keep_special_tokens = false;
   bool info = false;
@@ -116,6 +117,13 @@ int run(const TokenizeOptions& o) {
       out << (o.json ? nlohmann::json(text).dump() : text) << "\n";
       continue;
     }
+    if (o.pieces) {
+      nlohmann::json words = nlohmann::json::array();
+      for (const tok::TextPiece& w : tokenizer.pre_tokenize(lines[i]))
+        words.push_back(w.text);
+      out << words.dump() << "\n";
+      continue;
+    }
     std::vector<tok::TokenId> ids;
     try {
       ids = tokenizer.encode(lines[i], o.add_special_tokens);
@@ -145,6 +153,9 @@ RegisterCommand reg("tokenize", [](CLI::App& app) -> std::function<int()> {
                 "Ids as one JSON array per line; with --decode, texts as JSON strings");
   sub->add_flag("--decode", o->decode,
                 "Input lines are ids (space-separated or JSON arrays); print their text");
+  sub->add_flag("--pieces", o->pieces,
+                "Print what the model is given instead of ids: the words (byte characters for a "
+                "byte-level BPE, normalized words for WordPiece), one JSON array per line");
   sub->add_flag("--whole", o->whole, "Treat the whole input as one text, newlines included");
   sub->add_flag("--add-special-tokens", o->add_special_tokens,
                 "Add the post-processor's tokens ([CLS] ... [SEP] for BERT; none for GPT-2)");
