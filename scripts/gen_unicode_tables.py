@@ -4,7 +4,8 @@
 White_Space), taken from this Python's unicodedata, so that metatune needs no ICU.
 
     python3 scripts/gen_unicode_tables.py            # rewrites core/tokenizer/unicode_tables.cpp
-    python3 scripts/gen_unicode_tables.py --check    # exit 1 if the committed file differs
+    python3 scripts/gen_unicode_tables.py --check    # exit 1 if the committed file differs,
+                                                     # 77 if this Python's Unicode is another
 
 The tables follow what Hugging Face's tokenizers crate asks of Rust's char methods:
   * lowercase: the full mapping of one character on its own (str.lower() of one character,
@@ -235,6 +236,12 @@ def main():
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     parser.add_argument("--out", type=pathlib.Path, default=OUT)
     args = parser.parse_args()
+    if args.check and args.out.exists():
+        committed = args.out.read_text().split("\n", 2)[1]
+        if f"Unicode {unicodedata.unidata_version}." not in committed:
+            print(f"{args.out}: generated for another Unicode ({committed.strip('/ ')}); this "
+                  f"Python has {unicodedata.unidata_version}: not compared")
+            return 77
     text = render()
     if args.check:
         same = args.out.exists() and args.out.read_text() == text
