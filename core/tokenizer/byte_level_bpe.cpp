@@ -193,13 +193,15 @@ std::vector<TokenId> ByteLevelBpe::encode(std::string_view text, bool add_specia
 std::string ByteLevelBpe::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
   const ByteUnicodeMap& map = byte_unicode_map();
   std::string bytes;
+  bool first = true;
   for (TokenId id : ids) {
     std::optional<std::string> token = id_to_token(id);
     if (!token) continue;
     if (skip_special_tokens)
       if (auto added = added_.token_to_id(*token); added && added_.find(*added)->special) continue;
-    if (!options_.byte_level_decoder) {
-      bytes += (bytes.empty() ? "" : " ") + *token;
+    if (!options_.byte_level_decoder) { // no decoder: the tokens joined by spaces
+      bytes += (first ? "" : " ") + *token;
+      first = false;
       continue;
     }
     // A token whose characters are not all byte characters stands for its own UTF-8.

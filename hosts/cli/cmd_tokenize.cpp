@@ -97,6 +97,22 @@ std::string where_of(const TokenizeOptions& o, size_t line) {
   return (o.file.empty() ? std::string("--text") : o.file) + ": line " + std::to_string(line + 1);
 }
 
+// One line of output for one line of text: its ids, or with --pieces its words.
+std::string encoded_line(const tok::Tokenizer& tokenizer, const TokenizeOptions& o,
+                         const std::string& line) {
+  if (o.pieces) {
+    nlohmann::json words = nlohmann::json::array();
+    for (const tok::TextPiece& w : tokenizer.pre_tokenize(line))
+      words.push_back(w.text);
+    return words.dump();
+  }
+  const std::vector<tok::TokenId> ids = tokenizer.encode(line, o.add_special_tokens);
+  std::string text = o.json ? "[" : "";
+  for (size_t k = 0; k < ids.size(); ++k)
+    text += (k ? (o.json ? "," : " ") : "") + std::to_string(ids[k]);
+  return o.json ? text + "]" : text;
+}
+
 int run(const TokenizeOptions& o) {
   const tok::Tokenizer tokenizer = tok::Tokenizer::load(o.tokenizer);
   if (o.info) {
@@ -117,23 +133,11 @@ int run(const TokenizeOptions& o) {
       out << (o.json ? nlohmann::json(text).dump() : text) << "\n";
       continue;
     }
-    if (o.pieces) {
-      nlohmann::json words = nlohmann::json::array();
-      for (const tok::TextPiece& w : tokenizer.pre_tokenize(lines[i]))
-        words.push_back(w.text);
-      out << words.dump() << "\n";
-      continue;
-    }
-    std::vector<tok::TokenId> ids;
     try {
-      ids = tokenizer.encode(lines[i], o.add_special_tokens);
-    } catch (const std::invalid_argument& e) {
+      out << encoded_line(tokenizer, o, lines[i]) << "\n";
+    } catch (const std::invalid_argument& e) { // ill-formed UTF-8: say which line
       throw std::invalid_argument(where_of(o, i) + ": " + e.what());
     }
-    if (o.json) out << "[";
-    for (size_t k = 0; k < ids.size(); ++k)
-      out << (k ? (o.json ? "," : " ") : "") << ids[k];
-    out << (o.json ? "]\n" : "\n");
   }
   std::cout << out.str();
   return 0;
