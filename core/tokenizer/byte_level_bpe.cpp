@@ -1,0 +1,245 @@
+#include "core/tokenizer/byte_level_bpe.h"
+
+#include "core/tokenizer/byte_unicode_map.h"
+#include "core/tokenizer/gpt2_split.h"
+#include "core/tokenizer/tokenizer_error.h"
+#include "core/tokenizer/tokenizer_json.h"
+#include "core/tokenizer/utf8_codec.h"
+
+namespace mt::tok {
+
+namespace {
+
+// The byte length of the UTF-8 sequence starting with `lead` (well-formed text).
+size_t utf8_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+std::unordered_map<std::string, TokenId> read_vocab(const TokenizerJson& doc, const Json& model) {
+  const Json& vocab = doc.required(model, "model", "vocab");
+  if (!vocab.is_object()) doc.fail("model.vocab", "is not an object of token: id");
+  std::unordered_map<std::string, TokenId> out;
+  out.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > UINT32_MAX)
+      doc.fail("model.vocab", "entry '" + it.key() + "' is not a token id");
+    out.emplace(it.key(), it.value().get<TokenId>());
+  }
+  return out;
+}
+
+// "a b" strings (the older format) or ["a", "b"] pairs.
+std::vector<std::pair<std::string, std::string>> read_merges(const TokenizerJson& doc,
+                                                             const Json& model) {
+  const Json* merges = doc.member(model, "model", "merges");
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!merges) return out;
+  if (!merges->is_array()) doc.fail("model.merges", "is not an array");
+  out.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const Json& m = (*merges)[i];
+    const std::string field = "model.merges[" + std::to_string(i) + "]";
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+        doc.fail(field, "is not two tokens separated by one space: \"" + s + "\"");
+      out.emplace_back(s.substr(0, space), s.substr(space + 1));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      out.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      doc.fail(field, "is neither \"a b\" nor [\"a\", \"b\"]");
+    }
+  }
+  return out;
+}
+
+void refuse_set(const TokenizerJson& doc, const Json& model, const char* key, const char* why) {
+  const Json* v = doc.member(model, "model", key);
+  if (!v) return;
+  const bool unset = (v->is_string() && v->get<std::string>().empty()) ||
+                     (v->is_boolean() && !v->get<bool>()) ||
+                     (v->is_number() && v->get<double>() == 0.0);
+  if (!unset) doc.fail(json_path("model", key), std::string("is set: ") + why);
+}
+
+} // namespace
+
+ByteLevelBpe::ByteLevelBpe(std::unordered_map<std::string, TokenId> vocab,
+                           const std::vector<std::pair<std::string, std::string>>& merges,
+                           ByteLevelBpeOptions options, std::vector<AddedToken> added_tokens,
+                           PostProcessor post_processor, std::string source)
+    : vocab_(std::move(vocab)), options_(std::move(options)),
+      added_(std::move(added_tokens), nullptr), post_processor_(std::move(post_processor)),
+      source_(std::move(source)) {
+  for (const auto& [token, id] : vocab_)
+    vocab_r_.emplace(id, token);
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [left, right] = merges[rank];
+    const std::string field = "model.merges[" + std::to_string(rank) + "]";
+    auto l = vocab_.find(left), r = vocab_.find(right), m = vocab_.find(left + right);
+    if (l == vocab_.end())
+      throw TokenizerError(source_, field, "'" + left + "' is not in model.vocab");
+    if (r == vocab_.end())
+      throw TokenizerError(source_, field, "'" + right + "' is not in model.vocab");
+    if (m == vocab_.end())
+      throw TokenizerError(source_, field, "merged '" + left + right + "' is not in model.vocab");
+    merges_.add(l->second, r->second, m->second, static_cast<uint32_t>(rank));
+  }
+  if (options_.unk_token) {
+    auto it = vocab_.find(*options_.unk_token);
+    if (it == vocab_.end())
+      throw TokenizerError(source_, "model.unk_token",
+                           "'" + *options_.unk_token + "' is not in model.vocab");
+    unk_id_ = it->second;
+  }
+}
+
+ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const TokenizerJson& doc) {
+  const Json& root = doc.root();
+  const Json& model = doc.required(root, "", "model");
+  if (const std::string type = doc.string_member(model, "model", "type"); type != "BPE")
+    doc.fail("model.type", "'" + type + "' is not BPE");
+  if (const std::string n = doc.component_type("normalizer"); !n.empty())
+    doc.fail("normalizer", "'" + n + "' is not supported with a byte-level BPE (supported: none)");
+  const std::string pre = doc.component_type("pre_tokenizer");
+  if (pre != "ByteLevel")
+    doc.fail("pre_tokenizer", (pre.empty() ? std::string("(none)") : "'" + pre + "'") +
+                                  " is not supported (supported: ByteLevel)");
+  if (const std::string d = doc.component_type("decoder"); !d.empty() && d != "ByteLevel")
+    doc.fail("decoder", "'" + d + "' is not supported (supported: ByteLevel)");
+  const Json& pre_tokenizer = root["pre_tokenizer"];
+  ByteLevelBpeOptions options;
+  // The tokenizers crate's defaults where a field is missing.
+  options.add_prefix_space =
+      doc.bool_member(pre_tokenizer, "pre_tokenizer", "add_prefix_space", true);
+  options.use_regex = doc.bool_member(pre_tokenizer, "pre_tokenizer", "use_regex", true);
+  options.ignore_merges = doc.bool_member(model, "model", "ignore_merges", false);
+  options.fuse_unk = doc.bool_member(model, "model", "fuse_unk", false);
+  options.unk_token = doc.optional_string(model, "model", "unk_token");
+  options.byte_level_decoder = !doc.component_type("decoder").empty();
+  refuse_set(doc, model, "dropout", "BPE dropout is random, not supported");
+  refuse_set(doc, model, "continuing_subword_prefix", "not supported with a byte-level BPE");
+  refuse_set(doc, model, "end_of_word_suffix", "not supported with a byte-level BPE");
+  refuse_set(doc, model, "byte_fallback", "not supported with a byte-level BPE");
+  return ByteLevelBpe(read_vocab(doc, model), read_merges(doc, model), std::move(options),
+                      read_added_tokens(doc), read_post_processor(doc), doc.path());
+}
+
+std::vector<TokenId> ByteLevelBpe::tokenize_word(std::string_view byte_chars) const {
+  if (options_.ignore_merges)
+    if (auto it = vocab_.find(std::string(byte_chars)); it != vocab_.end()) return {it->second};
+  std::vector<TokenId> symbols;
+  bool last_unknown = false;
+  for (size_t i = 0; i < byte_chars.size();) {
+    const size_t n = utf8_length(static_cast<unsigned char>(byte_chars[i]));
+    auto it = vocab_.find(std::string(byte_chars.substr(i, n)));
+    i += n;
+    if (it != vocab_.end()) {
+      symbols.push_back(it->second);
+      last_unknown = false;
+    } else if (unk_id_) {
+      if (!(options_.fuse_unk && last_unknown)) symbols.push_back(*unk_id_);
+      last_unknown = true;
+    }
+  }
+  return merges_.merge(std::move(symbols));
+}
+
+void ByteLevelBpe::pre_tokenize_piece(std::string_view text, std::vector<TextPiece>& out) const {
+  if (text.empty()) return;
+  std::u32string chars = decode_utf8(text);
+  if (options_.add_prefix_space && chars.front() != U' ') chars.insert(chars.begin(), U' ');
+  std::vector<std::pair<size_t, size_t>> pieces;
+  if (options_.use_regex)
+    pieces = gpt2_split(chars);
+  else
+    pieces.emplace_back(0, chars.size());
+  const ByteUnicodeMap& map = byte_unicode_map();
+  for (const auto& [begin, end] : pieces) {
+    const std::string bytes = encode_utf8(std::u32string_view(chars).substr(begin, end - begin));
+    std::string byte_chars;
+    for (char b : bytes)
+      append_utf8(byte_chars, map.to_char(static_cast<uint8_t>(b)));
+    out.push_back({std::move(byte_chars), std::nullopt});
+  }
+}
+
+std::vector<TextPiece> ByteLevelBpe::pre_tokenize(std::string_view text) const {
+  decode_utf8(text); // ill-formed input is refused with its byte offset before anything else
+  std::vector<TextPiece> words;
+  for (TextPiece& piece : added_.split(text)) {
+    if (piece.id)
+      words.push_back(std::move(piece));
+    else
+      pre_tokenize_piece(piece.text, words);
+  }
+  return words;
+}
+
+std::vector<TokenId> ByteLevelBpe::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<TokenId> ids;
+  for (const TextPiece& word : pre_tokenize(text)) {
+    if (word.id) {
+      ids.push_back(*word.id);
+      continue;
+    }
+    const std::vector<TokenId> w = tokenize_word(word.text);
+    ids.insert(ids.end(), w.begin(), w.end());
+  }
+  return add_special_tokens ? post_processor_.apply(ids) : ids;
+}
+
+std::string ByteLevelBpe::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
+  const ByteUnicodeMap& map = byte_unicode_map();
+  std::string bytes;
+  bool first = true;
+  for (TokenId id : ids) {
+    std::optional<std::string> token = id_to_token(id);
+    if (!token) continue;
+    if (skip_special_tokens)
+      if (auto added = added_.token_to_id(*token); added && added_.find(*added)->special) continue;
+    if (!options_.byte_level_decoder) { // no decoder: the tokens joined by spaces
+      bytes += (first ? "" : " ") + *token;
+      first = false;
+      continue;
+    }
+    // A token whose characters are not all byte characters stands for its own UTF-8.
+    const std::u32string chars = decode_utf8(*token);
+    std::string decoded;
+    bool all_bytes = true;
+    for (char32_t c : chars) {
+      const std::optional<uint8_t> b = map.to_byte(c);
+      if (!b) {
+        all_bytes = false;
+        break;
+      }
+      decoded.push_back(static_cast<char>(*b));
+    }
+    bytes += all_bytes ? decoded : *token;
+  }
+  return utf8_lossy(bytes);
+}
+
+std::optional<TokenId> ByteLevelBpe::token_to_id(std::string_view token) const {
+  if (auto id = added_.token_to_id(token)) return id;
+  auto it = vocab_.find(std::string(token));
+  if (it == vocab_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> ByteLevelBpe::id_to_token(TokenId id) const {
+  if (const AddedToken* t = added_.find(id)) return t->content;
+  auto it = vocab_r_.find(id);
+  if (it == vocab_r_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t ByteLevelBpe::vocab_size() const {
+  size_t n = vocab_.size();
+  for (const AddedToken& t : added_.tokens())
+    if (!vocab_.count(t.content)) ++n;
+  return n;
+}
+
+} // namespace mt::tok

@@ -1,0 +1,179 @@
+// `metatune tokenize --tokenizer DIR (--text T | --file F) [--json] [--decode]`: text to token
+// ids with a checkpoint's tokenizer (core/tokenizer), one line of ids per input line, or with
+// --decode ids back to text (docs/tokenizers.md).
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tokenizer/tokenizer.h"
+#include "hosts/cli/command.h"
+
+namespace mt::cli {
+
+namespace {
+
+struct TokenizeOptions {
+  std::string tokenizer;
+  std::string text;
+  std::string file;
+  bool has_text = false; // --text given (possibly empty)
+  bool json = false;
+  bool decode = false;
+  bool whole = false;
+  bool pieces = false;
+  bool add_special_tokens = false;
+  bool keep_special_tokens = false;
+  bool info = false;
+};
+
+// The input's lines, cut at '\n' only (a '\r' before it stays part of the line, as a
+// character to tokenize); a final '\n' does not start another line.
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string read_input(const TokenizeOptions& o) {
+  if (o.file.empty()) return o.text;
+  if (o.file == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    return s.str();
+  }
+  std::ifstream in(o.file, std::ios::binary);
+  if (!in) throw std::invalid_argument(o.file + ": cannot be opened");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Ids as "1 2 3" or as a JSON array "[1,2,3]".
+std::vector<tok::TokenId> parse_ids(const std::string& line, const std::string& where) {
+  std::vector<tok::TokenId> ids;
+  const size_t first = line.find_first_not_of(" \t\r");
+  if (first != std::string::npos && line[first] == '[') {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) throw std::invalid_argument(where + ": not a JSON array of ids");
+    for (const auto& v : j) {
+      if (!v.is_number_unsigned())
+        throw std::invalid_argument(where + ": not a token id: " + v.dump());
+      ids.push_back(v.get<tok::TokenId>());
+    }
+    return ids;
+  }
+  std::istringstream s(line);
+  std::string word;
+  while (s >> word) {
+    size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || word[0] == '-' || v > UINT32_MAX)
+      throw std::invalid_argument(where + ": not a token id: '" + word + "'");
+    ids.push_back(static_cast<tok::TokenId>(v));
+  }
+  return ids;
+}
+
+std::string where_of(const TokenizeOptions& o, size_t line) {
+  return (o.file.empty() ? std::string("--text") : o.file) + ": line " + std::to_string(line + 1);
+}
+
+// One line of output for one line of text: its ids, or with --pieces its words.
+std::string encoded_line(const tok::Tokenizer& tokenizer, const TokenizeOptions& o,
+                         const std::string& line) {
+  if (o.pieces) {
+    nlohmann::json words = nlohmann::json::array();
+    for (const tok::TextPiece& w : tokenizer.pre_tokenize(line))
+      words.push_back(w.text);
+    return words.dump();
+  }
+  const std::vector<tok::TokenId> ids = tokenizer.encode(line, o.add_special_tokens);
+  std::string text = o.json ? "[" : "";
+  for (size_t k = 0; k < ids.size(); ++k)
+    text += (k ? (o.json ? "," : " ") : "") + std::to_string(ids[k]);
+  return o.json ? text + "]" : text;
+}
+
+int run(const TokenizeOptions& o) {
+  const tok::Tokenizer tokenizer = tok::Tokenizer::load(o.tokenizer);
+  if (o.info) {
+    std::cout << tokenizer.kind() << " from " << tokenizer.source() << ", "
+              << tokenizer.vocab_size() << " tokens\n";
+    if (!o.has_text && o.file.empty()) return 0;
+  }
+  const std::string input = read_input(o);
+  // An empty --text is one empty line, an empty file none.
+  const std::vector<std::string> lines = o.whole || (o.has_text && input.empty())
+                                             ? std::vector<std::string>{input}
+                                             : split_lines(input);
+  std::ostringstream out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (o.decode) {
+      const std::string text =
+          tokenizer.decode(parse_ids(lines[i], where_of(o, i)), !o.keep_special_tokens);
+      out << (o.json ? nlohmann::json(text).dump() : text) << "\n";
+      continue;
+    }
+    try {
+      out << encoded_line(tokenizer, o, lines[i]) << "\n";
+    } catch (const std::invalid_argument& e) { // ill-formed UTF-8: say which line
+      throw std::invalid_argument(where_of(o, i) + ": " + e.what());
+    }
+  }
+  std::cout << out.str();
+  return 0;
+}
+
+RegisterCommand reg("tokenize", [](CLI::App& app) -> std::function<int()> {
+  auto* sub = app.add_subcommand(
+      "tokenize", "Text to token ids (or back) with a checkpoint's tokenizer.json / vocab.txt");
+  auto o = std::make_shared<TokenizeOptions>();
+  sub->add_option("--tokenizer", o->tokenizer,
+                  "Checkpoint folder (its tokenizer.json, else vocab.txt) or either file")
+      ->required();
+  auto* text = sub->add_option("--text", o->text, "The input text (one result per line of it)");
+  auto* file = sub->add_option("--file", o->file, "Read the input from this file ('-': stdin)");
+  text->excludes(file);
+  sub->add_flag("--json", o->json,
+                "Ids as one JSON array per line; with --decode, texts as JSON strings");
+  sub->add_flag("--decode", o->decode,
+                "Input lines are ids (space-separated or JSON arrays); print their text");
+  sub->add_flag("--pieces", o->pieces,
+                "Print what the model is given instead of ids: the words (byte characters for a "
+                "byte-level BPE, normalized words for WordPiece), one JSON array per line");
+  sub->add_flag("--whole", o->whole, "Treat the whole input as one text, newlines included");
+  sub->add_flag("--add-special-tokens", o->add_special_tokens,
+                "Add the post-processor's tokens ([CLS] ... [SEP] for BERT; none for GPT-2)");
+  sub->add_flag("--keep-special-tokens", o->keep_special_tokens,
+                "With --decode, keep special tokens in the text (default: skipped)");
+  sub->add_flag("--info", o->info, "Print the tokenizer's kind, file and vocabulary size first");
+  return [o, text] {
+    o->has_text = text->count() > 0;
+    if (!o->has_text && o->file.empty() && !o->info)
+      throw std::invalid_argument("tokenize: give --text or --file");
+    return run(*o);
+  };
+});
+
+} // namespace
+
+} // namespace mt::cli

@@ -1,0 +1,128 @@
+// The hand-written GPT-2 split (core/tokenizer/gpt2_split.h) against the regular expression
+// itself: std::regex (ECMAScript) runs the GPT-2 pattern on the text with every non-ASCII
+// character replaced by an ASCII one of its class (letter, number, whitespace, other), which
+// std::regex can match without \p{..}; the pieces must be the same, on hand-picked edge cases
+// and on random strings over an alphabet of all the classes.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tokenizer/gpt2_split.h"
+#include "core/tokenizer/unicode_tables.h"
+#include "core/tokenizer/utf8_codec.h"
+
+namespace mt::tok {
+namespace {
+
+using Pieces = std::vector<std::pair<size_t, size_t>>;
+
+// ASCII stays as it is (the contractions and the optional space are literal); other letters
+// become 'x' (not a contraction letter), numbers '7', White_Space '\t', anything else '#'.
+std::wstring ascii_classes(std::u32string_view text) {
+  std::wstring out;
+  for (char32_t c : text) {
+    if (c < 0x80)
+      out.push_back(static_cast<wchar_t>(c));
+    else if (is_white_space(c))
+      out.push_back(L'\t');
+    else if (is_letter(general_category(c)))
+      out.push_back(L'x');
+    else if (is_number(general_category(c)))
+      out.push_back(L'7');
+    else
+      out.push_back(L'#');
+  }
+  return out;
+}
+
+Pieces regex_split(std::u32string_view text) {
+  static const std::wregex pattern(
+      L"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\\s A-Za-z0-9]+|\\s+(?!\\S)|\\s+");
+  const std::wstring mapped = ascii_classes(text);
+  Pieces pieces;
+  size_t covered = 0;
+  for (std::wsregex_iterator it(mapped.begin(), mapped.end(), pattern), end; it != end; ++it) {
+    const size_t begin = static_cast<size_t>(it->position()),
+                 len = static_cast<size_t>(it->length());
+    EXPECT_EQ(begin, covered) << "the pattern skipped characters";
+    pieces.emplace_back(begin, begin + len);
+    covered = begin + len;
+  }
+  EXPECT_EQ(covered, text.size());
+  return pieces;
+}
+
+std::string show(std::u32string_view text, const Pieces& pieces) {
+  std::string s;
+  for (const auto& [b, e] : pieces)
+    s += "[" + encode_utf8(text.substr(b, e - b)) + "]";
+  return s;
+}
+
+TEST(Gpt2Split, EdgeCasesMatchTheRegex) {
+  const char* cases[] = {
+      "Hello world",
+      "  leading",
+      "trailing  ",
+      "a  b",
+      "a \tb",
+      "\t\ttabs",
+      "x  \n",
+      "  \n",
+      "\n\n  \n",
+      "I'm you're they've he'll she'd it's 'S 'LL",
+      "''s",
+      "'",
+      "?'s!",
+      "don't",
+      "123 4567 8.9",
+      "abc123def",
+      " 3 apples",
+      "a\u00a0b",
+      "a\u00a0 b",
+      "\u3000\u3000x",
+      "caf\u00e9 na\u00efve",
+      "e\u0301",
+      " \u0301",
+      "\u4e2d\u6587 \u5b57",
+      "\U0001F600\U0001F389 ok",
+      "x\U0001F600",
+      "\u00b2\u00bd\u2167",
+      " !!!",
+      "a!!!b??c",
+      "  !",
+      "\r\n",
+      "end\r",
+      " ",
+      "",
+      "\x0b\x0c",
+      "\u0085x",
+      "\u2028",
+      "@user #tag",
+  };
+  for (const char* c : cases) {
+    const std::u32string text = decode_utf8(c);
+    EXPECT_EQ(show(text, gpt2_split(text)), show(text, regex_split(text))) << c;
+  }
+}
+
+TEST(Gpt2Split, RandomStringsMatchTheRegex) {
+  const std::u32string alphabet =
+      U"abzAZ09'srtevmld \t\n\r\v!?.,-_()\u00a0\u2003\u3000\u00e9\u00df\u03a3\u0436"
+      U"\u4e2d\u3042\u0661\u00b2\u2167\u0301\u200b\ufeff\U0001F600\U0001F3FD\u0085\u0007";
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1), length(0, 24);
+  for (int i = 0; i < 3000; ++i) {
+    std::u32string text;
+    for (size_t n = length(rng); n; --n)
+      text.push_back(alphabet[pick(rng)]);
+    ASSERT_EQ(show(text, gpt2_split(text)), show(text, regex_split(text))) << encode_utf8(text);
+  }
+}
+
+} // namespace
+} // namespace mt::tok

@@ -1,0 +1,156 @@
+// `metatune tokenize` (hosts/cli/cmd_tokenize.cpp) against the library it calls: one line of
+// ids per input line (cut at "\n" only, "\r" kept), --json, --decode back to the text,
+// --add-special-tokens, --pieces, and errors (exit 1, the file named) for a bad tokenizer
+// folder, ill-formed UTF-8 and ids that are not numbers.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tokenizer/tokenizer.h"
+#include "tests/tokenizer/tokenizer_test_files.h"
+
+namespace mt::tok {
+namespace {
+
+using json = nlohmann::json;
+using testing::TempDir;
+
+struct CliRun {
+  int status;
+  std::string out;
+};
+
+CliRun run(const std::string& args) {
+  const std::string command = std::string(METATUNE_CLI) + " tokenize " + args + " 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, p)) > 0;)
+    out.append(buffer, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    lines.push_back(text.substr(start, end - start));
+  EXPECT_EQ(start, text.size()) << "output does not end with a newline";
+  return lines;
+}
+
+std::string quote(const std::string& s) {
+  return "'" + s + "'";
+}
+
+// A byte-level BPE over the ASCII bytes with a few merges and <|endoftext|>.
+std::string write_bpe(const TempDir& dir) {
+  json vocab = json::object();
+  TokenId next = 0;
+  // The printable ASCII bytes stand for themselves; space, tab, CR and LF are U+0120,
+  // U+0109, U+010D and U+010A in GPT-2's byte characters.
+  for (char c = '!'; c <= '~'; ++c)
+    vocab[std::string(1, c)] = next++;
+  for (const char* s : {"\u0120", "\u0109", "\u010a", "\u010d", "\u0120t", "he", "\u0120the"})
+    vocab[s] = next++;
+  vocab["<|endoftext|>"] = next++;
+  const json doc = {
+      {"added_tokens",
+       json::array({{{"id", next - 1}, {"content", "<|endoftext|>"}, {"special", true}}})},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"vocab", vocab},
+        {"merges", json::array({"\u0120 t", "h e", "\u0120t he"})}}}};
+  dir.write("bpe/tokenizer.json", doc.dump());
+  return dir.path("bpe");
+}
+
+TEST(TokenizeCli, OneLineOfIdsPerInputLine) {
+  const TempDir dir;
+  const std::string bpe = write_bpe(dir);
+  const Tokenizer tok = Tokenizer::load(bpe);
+  const std::vector<std::string> input = {
+      "the cat", "", "  two  spaces ", "tab\there", "cr\r", "<|endoftext|>the end", "x"};
+  std::string text;
+  for (const std::string& l : input)
+    text += l + "\n";
+  const std::string file = dir.write("in.txt", text);
+
+  const CliRun plain = run("--tokenizer " + bpe + " --file " + file);
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  const std::vector<std::string> got = lines_of(plain.out);
+  ASSERT_EQ(got.size(), input.size());
+  const CliRun as_json = run("--tokenizer " + bpe + " --file " + file + " --json");
+  ASSERT_EQ(as_json.status, 0) << as_json.out;
+  const std::vector<std::string> got_json = lines_of(as_json.out);
+  ASSERT_EQ(got_json.size(), input.size());
+  for (size_t i = 0; i < input.size(); ++i) {
+    const std::vector<TokenId> ids = tok.encode(input[i]);
+    std::string spaced;
+    for (size_t k = 0; k < ids.size(); ++k)
+      spaced += (k ? " " : "") + std::to_string(ids[k]);
+    EXPECT_EQ(got[i], spaced) << quote(input[i]);
+    EXPECT_EQ(json::parse(got_json[i]).get<std::vector<TokenId>>(), ids) << quote(input[i]);
+  }
+
+  // --decode reads either form back; --json prints each text as a JSON string (it may hold
+  // "\r" or special tokens), --keep-special-tokens keeps <|endoftext|>.
+  const std::string ids_file = dir.write("ids.txt", as_json.out);
+  const CliRun decoded =
+      run("--tokenizer " + bpe + " --decode --json --keep-special-tokens --file " + ids_file);
+  ASSERT_EQ(decoded.status, 0) << decoded.out;
+  const std::vector<std::string> texts = lines_of(decoded.out);
+  ASSERT_EQ(texts.size(), input.size());
+  for (size_t i = 0; i < input.size(); ++i)
+    EXPECT_EQ(json::parse(texts[i]).get<std::string>(), input[i]);
+  const std::string spaced_file = dir.write("spaced.txt", plain.out);
+  const CliRun skipped = run("--tokenizer " + bpe + " --decode --file " + spaced_file);
+  ASSERT_EQ(skipped.status, 0);
+  EXPECT_NE(skipped.out.find("\nthe end\n"), std::string::npos) << skipped.out;
+
+  // --pieces: the GPT-2 pieces in byte characters.
+  const CliRun pieces = run("--tokenizer " + bpe + " --pieces --text " + quote("the  cat"));
+  EXPECT_EQ(pieces.out, "[\"the\",\"\xc4\xa0\",\"\xc4\xa0"
+                        "cat\"]\n");
+}
+
+TEST(TokenizeCli, TextOptionAndSpecialTokens) {
+  const TempDir dir;
+  dir.write("bert/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##s\n");
+  const Tokenizer tok = Tokenizer::load(dir.path("bert"));
+  CliRun r = run("--tokenizer " + dir.path("bert") + " --text " + quote("Hellos world"));
+  EXPECT_EQ(r.out, "4 5 1\n");
+  r = run("--tokenizer " + dir.path("bert") + " --add-special-tokens --json --text " +
+          quote("Hellos"));
+  EXPECT_EQ(json::parse(r.out).get<std::vector<TokenId>>(), tok.encode("Hellos", true));
+  r = run("--tokenizer " + dir.path("bert") + " --text ''");
+  EXPECT_EQ(r.out, "\n"); // an empty text is one empty line of ids
+  r = run("--tokenizer " + dir.path("bert") + " --info");
+  EXPECT_EQ(r.out, "WordPiece from " + dir.path("bert/vocab.txt") + ", 6 tokens\n");
+}
+
+TEST(TokenizeCli, ErrorsNameTheFile) {
+  const TempDir dir;
+  const std::string bpe = write_bpe(dir);
+  CliRun r = run("--tokenizer " + dir.path("nowhere") + " --text x");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "metatune: error: " + dir.path("nowhere") + ": does not exist\n");
+  const std::string bad = dir.write("bad.txt", "fine\nnot \xC3(\n");
+  r = run("--tokenizer " + bpe + " --file " + bad);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "metatune: error: " + bad + ": line 2: ill-formed UTF-8 at byte 4\n");
+  const std::string ids = dir.write("ids.txt", "1 2 x\n");
+  r = run("--tokenizer " + bpe + " --decode --file " + ids);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "metatune: error: " + ids + ": line 1: not a token id: 'x'\n");
+}
+
+} // namespace
+} // namespace mt::tok
