@@ -1,15 +1,19 @@
 // `metatune model generate` (see model_generate.h).
 #include "hosts/cli/model_generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
 #include "core/graph/generator.h"
 #include "core/graph/token_sampler.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/model_execution.h"
 
@@ -21,18 +25,84 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, int64_t vocab) {
-  if (!o.prompt.empty())
-    throw std::invalid_argument("--prompt needs a tokenizer, which this build lacks: give "
-                                "--prompt-ids");
-  std::vector<int32_t> ids = parse_tokens(o.prompt_ids);
-  if (ids.empty()) throw std::invalid_argument("give the prompt: --prompt-ids 1,2,3");
+// The tokenizer of --tokenizer, else of the --hf folder when it has one.
+std::optional<tok::Tokenizer> tokenizer_of(const ModelGenerateOptions& o) {
+  std::string dir = !o.tokenizer.empty() ? o.tokenizer : o.source.hf;
+  if (dir.empty()) return std::nullopt;
+  namespace fs = std::filesystem;
+  if (o.tokenizer.empty() && !fs::exists(fs::path(dir) / "tokenizer.json") &&
+      !fs::exists(fs::path(dir) / "vocab.txt"))
+    return std::nullopt;
+  return tok::Tokenizer::load(dir);
+}
+
+std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokenizer* tokenizer,
+                               int64_t vocab) {
+  if (!o.prompt.empty() && !o.prompt_ids.empty())
+    throw std::invalid_argument("give --prompt or --prompt-ids, not both");
+  std::vector<int32_t> ids;
+  if (!o.prompt.empty()) {
+    if (!tokenizer)
+      throw std::invalid_argument("--prompt needs a tokenizer: the --hf folder has no "
+                                  "tokenizer.json or vocab.txt (give --tokenizer DIR, or "
+                                  "--prompt-ids)");
+    for (tok::TokenId id : tokenizer->encode(o.prompt))
+      ids.push_back(static_cast<int32_t>(id));
+  } else {
+    ids = parse_tokens(o.prompt_ids);
+  }
+  if (ids.empty())
+    throw std::invalid_argument("give the prompt: --prompt TEXT or --prompt-ids 1,2");
   for (int32_t id : ids)
     if (id < 0 || id >= vocab)
-      throw std::invalid_argument("--prompt-ids: id " + std::to_string(id) +
+      throw std::invalid_argument("prompt: token id " + std::to_string(id) +
                                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
   return ids;
 }
+
+// config.json's eos_token_id (a number or a list of them) of an --hf folder.
+std::vector<int32_t> eos_ids(const ModelGenerateOptions& o) {
+  std::vector<int32_t> out;
+  if (o.source.hf.empty() || o.ignore_eos) return out;
+  std::ifstream in(std::filesystem::path(o.source.hf) / "config.json");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("eos_token_id")) return out;
+  const nlohmann::json& e = j["eos_token_id"];
+  if (e.is_number_integer()) out.push_back(e.get<int32_t>());
+  if (e.is_array())
+    for (const nlohmann::json& x : e)
+      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  return out;
+}
+
+// Prints the text of the tokens so far as it grows: a byte-level token may end inside a
+// character, so what decodes to a trailing U+FFFD waits for the next token.
+class TextStream {
+public:
+  explicit TextStream(const tok::Tokenizer& t) : t_(t) {}
+  void push(int32_t id) {
+    if (!t_.id_to_token(static_cast<tok::TokenId>(id))) { // beyond the tokenizer's vocabulary
+      std::printf("<%d>", id);
+      std::fflush(stdout);
+      ids_.clear();
+      printed_.clear();
+      return;
+    }
+    ids_.push_back(static_cast<tok::TokenId>(id));
+    std::string text = t_.decode(ids_);
+    static const std::string kReplacement = "\xEF\xBF\xBD";
+    bool partial = text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0;
+    if (partial || text.compare(0, printed_.size(), printed_) != 0) return;
+    std::fputs(text.c_str() + printed_.size(), stdout);
+    std::fflush(stdout);
+    printed_ = std::move(text);
+  }
+
+private:
+  const tok::Tokenizer& t_;
+  std::vector<tok::TokenId> ids_;
+  std::string printed_;
+};
 
 } // namespace
 
@@ -40,6 +110,10 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   add_model_source_options(cmd, o.source);
   cmd->add_option("--prompt-ids", o.prompt_ids, "The prompt as comma-separated token ids");
   cmd->add_option("--prompt", o.prompt, "The prompt as text (a checkpoint with a tokenizer)");
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "Folder with tokenizer.json or vocab.txt (default: the --hf folder's)");
+  cmd->add_flag("--ignore-eos", o.ignore_eos,
+                "Do not stop at config.json's eos_token_id (benchmarks: a fixed count)");
   cmd->add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate")
       ->capture_default_str();
   cmd->add_flag("--greedy", o.greedy, "Take the most likely token (the default)");
@@ -73,10 +147,13 @@ int generate_text(const ModelGenerateOptions& o) {
   if (o.greedy && o.temperature > 0)
     throw std::invalid_argument("--greedy and --temperature exclude each other");
   ModelSourceOptions src = o.source;
-  src.tokens = o.prompt_ids; // the whole-sequence graph of load_model: the prompt's length
+  src.tokens.clear(); // load_model's own graph is only described: one token is enough
+  src.seq = 1;
   LoadedModel m = load_model(src);
   if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
-  std::vector<int32_t> prompt = prompt_of(o, m.vocab);
+  std::optional<tok::Tokenizer> tokenizer = tokenizer_of(o);
+  std::vector<int32_t> prompt = prompt_of(o, tokenizer ? &*tokenizer : nullptr, m.vocab);
+  const std::vector<int32_t> eos = eos_ids(o);
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = o.implementations.empty()
                             ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
@@ -105,14 +182,25 @@ int generate_text(const ModelGenerateOptions& o) {
   const float* logits = gen.prefill(prompt);
   const double prefill_s = since(t0);
   std::vector<int32_t> out;
-  out.push_back(sampler.next(logits, gen.vocab()));
-  std::printf("%d", out.back());
-  std::fflush(stdout);
+  std::optional<TextStream> text;
+  if (tokenizer) text.emplace(*tokenizer);
+  auto emit = [&](int32_t id) {
+    out.push_back(id);
+    if (text) {
+      text->push(id);
+    } else {
+      std::printf(out.size() == 1 ? "%d" : " %d", id);
+      std::fflush(stdout);
+    }
+    return std::find(eos.begin(), eos.end(), id) == eos.end();
+  };
+  bool more = emit(sampler.next(logits, gen.vocab()));
   t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<double>> per_group; // --profile: the decode steps of the last graph
   const CompiledGraph* profiled = nullptr;
   if (o.profile) gen.set_profiling(true);
-  while (static_cast<int64_t>(out.size()) < o.max_new_tokens && gen.length() + 1 <= total - 1) {
+  while (more && static_cast<int64_t>(out.size()) < o.max_new_tokens &&
+         gen.length() + 1 <= total - 1) {
     logits = gen.step(out.back());
     if (o.profile) {
       if (profiled != &gen.last_run()) per_group.assign(gen.last_run().groups.size(), {});
@@ -120,14 +208,14 @@ int generate_text(const ModelGenerateOptions& o) {
       for (size_t g = 0; g < per_group.size(); ++g)
         per_group[g].push_back(profiled->exec->group_seconds()[g]);
     }
-    out.push_back(sampler.next(logits, gen.vocab()));
-    std::printf(" %d", out.back());
-    std::fflush(stdout);
+    more = emit(sampler.next(logits, gen.vocab()));
   }
   const double decode_s = since(t0);
   const auto steps = static_cast<int64_t>(out.size()) - 1;
   std::printf("\n");
-  if (static_cast<int64_t>(out.size()) < o.max_new_tokens)
+  if (!more)
+    std::printf("stopped at the end-of-sequence token %d\n", out.back());
+  else if (static_cast<int64_t>(out.size()) < o.max_new_tokens)
     std::printf("stopped at the longest sequence (%lld tokens)\n",
                 static_cast<long long>(gen.max_length()));
   const double tps = steps > 0 && decode_s > 0 ? static_cast<double>(steps) / decode_s : 0;
