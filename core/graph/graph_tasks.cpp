@@ -47,4 +47,23 @@ std::vector<TuneTask> tune_tasks(const std::vector<GraphTask>& tasks) {
   return out;
 }
 
+std::vector<TuneTask> merge_equal_tasks(std::vector<TuneTask> tasks) {
+  std::vector<TuneTask> out;
+  std::unordered_multimap<uint64_t, size_t> by_hash;
+  for (TuneTask& t : tasks) {
+    uint64_t h = structural_hash(t.workload);
+    size_t found = out.size();
+    auto range = by_hash.equal_range(h);
+    for (auto it = range.first; it != range.second && found == out.size(); ++it)
+      if (structural_equal(out[it->second].workload, t.workload)) found = it->second;
+    if (found < out.size()) {
+      out[found].weight += t.weight;
+      continue;
+    }
+    by_hash.emplace(h, out.size());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 } // namespace mt

@@ -31,4 +31,9 @@ std::vector<size_t> task_of_group(const std::vector<GraphTask>& tasks, size_t nu
 // The tasks as the tuner takes them (tuner.h): name as spec, the workload, the weight.
 std::vector<TuneTask> tune_tasks(const std::vector<GraphTask>& tasks);
 
+// Tasks of several graphs of one model (sequence buckets, the decode steps of generation) with
+// equal workloads -- the linears of one token at every cache capacity -- merged into one,
+// weights summed, the first name kept: tuned once, not once per graph.
+std::vector<TuneTask> merge_equal_tasks(std::vector<TuneTask> tasks);
+
 } // namespace mt

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
+#include "core/graph/generator.h"
 #include "core/graph/sequence_buckets.h"
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
@@ -116,6 +117,7 @@ int run_model(const ModelRunOptions& o) {
 
 struct ModelTuneOptions : TuneFlags {
   ModelSourceOptions source;
+  std::vector<int64_t> decode_capacities; // also the decode steps of `model generate`
 };
 
 int tune_model(ModelTuneOptions& o) {
@@ -135,6 +137,20 @@ int tune_model(ModelTuneOptions& o) {
         tasks.push_back(std::move(t));
     }
     std::cerr << o.source.buckets.size() << " buckets: " << tasks.size() << " tasks\n";
+  }
+  if (!o.decode_capacities.empty()) { // generation: one decode step per cache capacity
+    if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it has no decode step");
+    if (m.batch != 1) throw std::invalid_argument("generation runs at batch 1 (--batch 1)");
+    size_t before = tasks.size();
+    for (int64_t cap : o.decode_capacities) {
+      ModelGraph g = Generator::decode_graph(*m.host, m.config, cap);
+      for (TuneTask& t :
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@decode" + std::to_string(cap))))
+        tasks.push_back(std::move(t));
+    }
+    tasks = merge_equal_tasks(std::move(tasks));
+    std::cerr << o.decode_capacities.size() << " decode capacities: " << tasks.size() - before
+              << " more distinct tasks\n";
   }
   const std::atomic<bool>* stop = install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;
@@ -250,6 +266,11 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
   // gives every task one batch).
   tune_opt->tune.batch_size = 16;
   add_tune_flags(tune_cmd, *tune_opt);
+  tune_cmd
+      ->add_option("--decode-capacities", tune_opt->decode_capacities,
+                   "Also tune the decode steps of `model generate` at these cache capacities "
+                   "(e.g. 64,128,256; with --seq the prompt's length)")
+      ->delimiter(',');
   auto* bench = model->add_subcommand(
       "bench", "Latency of the model untuned, with the library, tuned and best (--db)");
   add_run_options(bench, *bench_opt, true);
