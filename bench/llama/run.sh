@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# bench/llama: prefill latency (prompt of PROMPT_LEN tokens) and greedy decode tokens/s
+# (NEW_TOKENS after it) of a small Llama-style decoder (125M parameters, random weights in
+# Hugging Face naming), by ONNX Runtime and, when the metatune build has `model generate`,
+# metatune untuned, with the library, tuned and best; every greedy generation checked against
+# reference.py's float64 one (recomputing the whole sequence each step), every prefill's logits
+# against its forward. Rows are appended to bench/results/llama_generation.csv.
+#
+#   bash bench/model/setup.sh && bash bench/llama/run.sh
+#   PRESET=tiny bash bench/llama/run.sh                 # the harness itself, in seconds
+#   TRIALS=0 DB=my.db bash bench/llama/run.sh           # no tuning: that database as it is
+#   BENCH_COLUMNS="ort" REPEATS=20 bash bench/llama/run.sh
+#
+# The checkpoint is made once into $CKPT (default build/bench_llama/) and reused while PRESET
+# and SEED match, and so is the reference generation (minutes on the small preset).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${BUILD:-$root/build}"
+metatune="${METATUNE:-$build/bin/metatune}"
+venv="${MT_BENCH_VENV:-$root/bench/model/.venv}"
+py="$venv/bin/python"
+ckpt="${CKPT:-$build/bench_llama}"
+out="${OUT:-$root/bench/results}"
+csv="$out/llama_generation.csv"
+PRESET="${PRESET:-small}"
+SEED="${SEED:-0}"
+PROMPT_LEN="${PROMPT_LEN:-128}"
+NEW_TOKENS="${NEW_TOKENS:-64}"
+THREADS="${THREADS:-2}"         # ONNX Runtime's intra-op threads
+REPEATS="${REPEATS:-10}"        # timed prefills (median)
+UNTUNED_REPEATS="${UNTUNED_REPEATS:-3}"
+GENERATIONS="${GENERATIONS:-3}" # timed ONNX Runtime generations (median tokens/s)
+TRIALS="${TRIALS:-900}"         # metatune's tuning budget (records in DB) before tuned/best
+DB="${DB:-}"                    # the tuning database (default: next to the checkpoint)
+TOL="${TOL:-1e-4}"
+BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best}"
+run_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_llama.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+declare -A prefill decode prefill_check tokens_check detail cmd
+
+field() { "$py" "$root/bench/model/json_field.py" "$@"; }
+
+csv_quote() { local s="${1//\"/\"\"}"; printf '"%s"' "$s"; }
+
+# The checkpoint folder, made on first use (seconds; 500 MB for the small preset).
+checkpoint() {
+  local dir="$ckpt/llama-$PRESET-seed$SEED"
+  if [[ ! -f "$dir/config.json" ]]; then
+    "$py" "$here/make_checkpoint.py" "$dir" --preset "$PRESET" --seed "$SEED" >&2
+  fi
+  echo "$dir"
+}
+
+# The float64 greedy generation (recomputed every step), made once per checkpoint and length.
+reference_generation() {
+  local file="$ckpt/llama-$PRESET-seed$SEED.reference-p$PROMPT_LEN-n$NEW_TOKENS.json"
+  if [[ ! -f "$file" || "$file" -ot "$dir/config.json" ]]; then
+    echo "bench/llama: float64 reference generation (recomputing every step; cached in $file)" >&2
+    "$py" "$here/reference.py" --hf "$dir" --prompt-ids "$prompt" \
+      --max-new-tokens "$NEW_TOKENS" --out "$file.tmp"
+    mv "$file.tmp" "$file"
+  fi
+  echo "$file"
+}
+
+# A comparison with reference.py: the verdict of one --compare LABEL=FILE.
+verdict() {
+  local line
+  line="$("$py" "$here/reference.py" --hf "$dir" --prompt-ids "$prompt" \
+    --max-new-tokens "$NEW_TOKENS" --generation "$refgen" --tol "$TOL" --compare "$1" || true)"
+  [[ -n "$line" ]] && field "$line" verdict || echo "FAIL no comparison"
+}
+
+column_ort() {
+  local json
+  cmd[ort]="bench/llama/ort_llama.py --hf $dir --prompt-len $PROMPT_LEN --max-new-tokens $NEW_TOKENS --threads $THREADS --repeats $REPEATS --generations $GENERATIONS --check --reference $(basename "$refgen")"
+  json="$("$py" "$here/ort_llama.py" --hf "$dir" --prompt-ids "$prompt" \
+    --max-new-tokens "$NEW_TOKENS" --threads "$THREADS" --repeats "$REPEATS" \
+    --generations "$GENERATIONS" --check --tol "$TOL" --reference "$refgen" || true)"
+  [[ -n "$json" ]] || { echo "bench/llama: ort_llama.py failed" >&2; return 0; }
+  echo "$json" >"$work/ort.json"
+  prefill[ort]="$(field "$json" prefill_ms)"
+  decode[ort]="$(field "$json" decode_tokens_per_s)"
+  "$py" - "$work/ort.json" >"$work/ort.fields" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["variants"]
+pre = {k: x["check"]["prefill"] for k, x in v.items()}
+print(("ok" if all(c["ok"] for c in pre.values()) else "FAIL") + " " +
+      ", ".join(f"{k} rel_err={c.get('rel_err', float('nan')):.2e}" for k, c in pre.items()))
+print(f"ok {len(r['new_tokens'])} tokens equal ({', '.join(v)})" if all(x["check"]["ok"] for x in v.values()) else
+      "FAIL " + "; ".join(f"{k}: {x['check']}" for k, x in v.items() if not x["check"]["ok"]))
+print(f"onnxruntime {r['ort_version']}, {r['threads']} threads; prefill best: {r['prefill_variant']}, "
+      f"decode best: {r['decode_variant']}; " +
+      " ".join(f"{k}={x['prefill_ms']}ms/{x['decode_tokens_per_s']}tok/s" for k, x in v.items()))
+EOF
+  { read -r prefill_check[ort]; read -r tokens_check[ort]; read -r detail[ort]; } <"$work/ort.fields"
+}
+
+needs_db() { [[ "$1" == tuned || "$1" == best ]]; }
+
+# metatune's tuning database, tuned up to TRIALS records first (`model tune` resumes).
+database() {
+  db="${DB:-$ckpt/llama-$PRESET-seed$SEED-seq$PROMPT_LEN.db}"
+  tuned_note="tuning: none this run"
+  if ((TRIALS > 0)); then
+    local t0=$SECONDS
+    "$metatune" model tune --hf "$dir" --seq "$PROMPT_LEN" --trials "$TRIALS" --db "$db" -q \
+      >"$work/tune.log" 2>&1 || { cat "$work/tune.log" >&2; return 1; }
+    tuned_note="tuning: $TRIALS trials, $(((SECONDS - t0) / 60)) min this run"
+  fi
+}
+
+# One policy through `metatune model generate`: new tokens, its prefill and decode speed.
+generate() {
+  local p="$1" report="$work/generate.$1.json" args=()
+  if needs_db "$p"; then args=(--db "$db"); fi
+  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --implementations $p ${args[*]:+${args[*]} }--report-json FILE"
+  if ! "$metatune" model generate --hf "$dir" --prompt-ids "$prompt" \
+    --max-new-tokens "$NEW_TOKENS" --greedy --implementations "$p" "${args[@]}" \
+    --report-json "$report" >"$work/generate.$p.log" 2>&1; then
+    tail -5 "$work/generate.$p.log" >&2
+    tokens_check[metatune_$p]="FAIL model generate failed"
+    return 0
+  fi
+  decode[metatune_$p]="$(field "$(cat "$report")" decode_tokens_per_s)"
+  detail[metatune_$p]="generate: prefill $(field "$(cat "$report")" prefill_ms) ms"
+  tokens_check[metatune_$p]="$(verdict "metatune_$p=$report")"
+}
+
+# Prefill latency of each policy through `metatune model bench` (median of REPEATS, the
+# untuned one of UNTUNED_REPEATS), its logits checked.
+bench() {
+  local policies="$1" repeats="$2" p dbargs=()
+  for p in ${policies//,/ }; do
+    if needs_db "$p"; then dbargs=(--db "$db"); fi
+  done
+  mkdir -p "$work/bench"
+  "$metatune" model bench --hf "$dir" --tokens "$prompt" --repeats "$repeats" \
+    --policies "$policies" "${dbargs[@]}" -q --save-output "$work/bench.json" \
+    --save-outputs "$work/bench" >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" >&2; return 0; }
+  for p in ${policies//,/ }; do
+    prefill[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/bench.json" "$p")"
+    detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/bench.json" "$p")"
+    cmd[metatune_$p]+="; metatune model bench --hf $dir --tokens (the same ids) --repeats $repeats --policies $policies ${dbargs[*]}"
+    if [[ -f "$work/bench/$p.npy" ]]; then
+      prefill_check[metatune_$p]="$(verdict "metatune_$p=$work/bench/$p.npy")"
+    fi
+  done
+}
+
+metatune_columns() {
+  local c p want=()
+  for c in $BENCH_COLUMNS; do [[ "$c" == metatune_* ]] && want+=("${c#metatune_}"); done
+  ((${#want[@]})) || return 0
+  # CLI11 answers --help of an unknown subcommand with the parent's help and exit code 0,
+  # so the help text must be generate's own.
+  if [[ ! -x "$metatune" ]] ||
+    ! "$metatune" model generate --help >"$work/generate.help" 2>&1 ||
+    ! grep -q -- --max-new-tokens "$work/generate.help"; then
+    echo "metatune model generate not available ($metatune)"
+    for p in "${want[@]}"; do detail[metatune_$p]="metatune model generate not available"; done
+    return 0
+  fi
+  for p in "${want[@]}"; do
+    if needs_db "$p"; then
+      database || echo "bench/llama: tuning failed" >&2
+      break
+    fi
+  done
+  local quick=()
+  for p in "${want[@]}"; do
+    if needs_db "$p" && [[ ! -f "${db:-}" ]]; then
+      detail[metatune_$p]="no tuning database"
+      continue
+    fi
+    echo "bench/llama: metatune $p" >&2
+    generate "$p"
+    if needs_db "$p"; then detail[metatune_$p]+="; $tuned_note"; fi
+    [[ "$p" == untuned ]] || quick+=("$p")
+  done
+  if [[ " ${want[*]} " == *" untuned "* ]]; then bench untuned "$UNTUNED_REPEATS"; fi
+  if ((${#quick[@]})); then bench "$(IFS=,; echo "${quick[*]}")" "$REPEATS"; fi
+}
+
+record() {
+  local c
+  mkdir -p "$out"
+  if [[ ! -f "$csv" ]]; then
+    echo "date,model,prompt_tokens,new_tokens,column,prefill_ms,decode_tokens_per_s,prefill_check,tokens_check,detail,command" >"$csv"
+  fi
+  for c in $BENCH_COLUMNS; do
+    echo "$run_date,llama-$PRESET,$PROMPT_LEN,$NEW_TOKENS,$c,${prefill[$c]:-},${decode[$c]:-},$(csv_quote "${prefill_check[$c]:-not checked}"),$(csv_quote "${tokens_check[$c]:-not checked}"),$(csv_quote "${detail[$c]:-}"),$(csv_quote "${cmd[$c]:-}")" >>"$csv"
+  done
+}
+
+bash "$root/bench/model/setup.sh"
+dir="$(checkpoint)"
+prompt="$("$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_model; print(",".join(map(str, bench_model.default_tokens(int(sys.argv[2]), int(sys.argv[3])))))' \
+  "$here" "$PROMPT_LEN" "$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$dir/config.json")")"
+refgen="$(reference_generation)"
+for c in $BENCH_COLUMNS; do
+  [[ "$c" == ort ]] && { echo "bench/llama: ort" >&2; column_ort; }
+done
+metatune_columns
+record
+
+failed=0
+printf '\n%-18s %11s %13s  %s\n' column "prefill ms" "decode tok/s" "checks"
+for c in $BENCH_COLUMNS; do
+  checks="${tokens_check[$c]:+tokens: ${tokens_check[$c]}}"
+  if [[ -n "${prefill_check[$c]:-}" ]]; then
+    checks="${checks:+$checks; }prefill logits: ${prefill_check[$c]}"
+  fi
+  printf '%-18s %11s %13s  %s\n' "$c" "${prefill[$c]:--}" "${decode[$c]:--}" \
+    "${checks:-${detail[$c]:--}}"
+  [[ "${prefill_check[$c]:-ok}" == ok* && "${tokens_check[$c]:-ok}" == ok* ]] || failed=1
+done
+printf '\n(llama-%s, prompt %s tokens, %s new tokens greedy; prefill: median of %s runs; decode tok/s = decode steps / their wall time; checks against the float64 reference, logits within %s x max|ref|; rows appended to %s)\n' \
+  "$PRESET" "$PROMPT_LEN" "$NEW_TOKENS" "$REPEATS" "$TOL" "${csv#"$root"/}"
+exit $failed
