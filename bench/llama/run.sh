@@ -108,7 +108,13 @@ database() {
   tuned_note="tuning: none this run"
   if ((TRIALS > 0)); then
     local t0=$SECONDS
-    "$metatune" model tune --hf "$dir" --seq "$PROMPT_LEN" --trials "$TRIALS" --db "$db" -q \
+    # The prefill at the prompt's length and the decode step at the capacity generation uses
+    # (the smallest power of two from 64 that holds prompt + new tokens, as model generate's
+    # default --capacities).
+    local cap=64
+    while ((cap < PROMPT_LEN + NEW_TOKENS)); do cap=$((cap * 2)); done
+    "$metatune" model tune --hf "$dir" --seq "$PROMPT_LEN" --decode-capacities "$cap" \
+      --trials "$TRIALS" --db "$db" -q \
       >"$work/tune.log" 2>&1 || { cat "$work/tune.log" >&2; return 1; }
     tuned_note="tuning: $TRIALS trials, $(((SECONDS - t0) / 60)) min this run"
   fi
@@ -118,9 +124,9 @@ database() {
 generate() {
   local p="$1" report="$work/generate.$1.json" args=()
   if needs_db "$p"; then args=(--db "$db"); fi
-  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --implementations $p ${args[*]:+${args[*]} }--report-json FILE"
+  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --ignore-eos --implementations $p ${args[*]:+${args[*]} }--report-json FILE"
   if ! "$metatune" model generate --hf "$dir" --prompt-ids "$prompt" \
-    --max-new-tokens "$NEW_TOKENS" --greedy --implementations "$p" "${args[@]}" \
+    --max-new-tokens "$NEW_TOKENS" --greedy --ignore-eos --implementations "$p" "${args[@]}" \
     --report-json "$report" >"$work/generate.$p.log" 2>&1; then
     tail -5 "$work/generate.$p.log" >&2
     tokens_check[metatune_$p]="FAIL model generate failed"
