@@ -3,6 +3,8 @@
 // a did-you-mean, and a non-zero exit status.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdio>
 #include <string>
 
 #include "cli_run.h"
@@ -33,6 +35,69 @@ TEST(ModelCli, MisspeltFieldIsNamedWithTheFile) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("tiny-gpt-typo.json"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("did you mean 'num_heads'"), std::string::npos) << r.output;
+}
+
+// The report's "new_tokens" as text ("[5, 7, 7]").
+std::string new_tokens(const std::string& report_path) {
+  FILE* f = std::fopen(report_path.c_str(), "r");
+  if (!f) return "";
+  std::string text;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f))
+    text.append(buf, n);
+  std::fclose(f);
+  size_t a = text.find("\"new_tokens\"");
+  if (a == std::string::npos) return "";
+  a = text.find('[', a);
+  const size_t end = text.find(']', a);
+  if (end == std::string::npos) return "";
+  std::string list;
+  for (size_t i = a; i <= end; ++i)
+    if (!std::isspace(static_cast<unsigned char>(text[i]))) list += text[i];
+  return list;
+}
+
+TEST(ModelCli, GeneratesWithTheCacheWhatTheWholeModelPredicts) {
+  const std::string report = ::testing::TempDir() + "/generate.json";
+  Result g = metatune("model generate --config " + kData +
+                      "tiny-gpt.json --prompt-ids 5,60,17 --max-new-tokens 6 --capacities 8,16 "
+                      "--report-json " +
+                      report);
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_NE(g.output.find("5 decode steps"), std::string::npos) << g.output;
+  EXPECT_NE(g.output.find("tokens/s"), std::string::npos) << g.output;
+  std::string tokens = new_tokens(report);
+  ASSERT_FALSE(tokens.empty()) << "no new_tokens in " << report;
+  // The first new token is what a whole-sequence run of the prompt predicts next.
+  Result r = metatune("model run --config " + kData + "tiny-gpt.json --tokens 5,60,17 --repeats 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string next = r.output.substr(r.output.find("position: ") + 10);
+  next = next.substr(0, next.find(' '));
+  EXPECT_EQ(tokens.substr(1, tokens.find_first_of(",]") - 1), next) << tokens << " vs " << next;
+  // Sampling with a seed is reproducible.
+  const std::string a = ::testing::TempDir() + "/sample_a.json",
+                    b = ::testing::TempDir() + "/sample_b.json";
+  const std::string sample = "model generate --config " + kData +
+                             "tiny-gpt.json --prompt-ids 1,2 --max-new-tokens 8 --temperature "
+                             "0.8 --top-k 5 --sampling-seed 3 --report-json ";
+  ASSERT_EQ(metatune(sample + a).status, 0);
+  ASSERT_EQ(metatune(sample + b).status, 0);
+  EXPECT_EQ(new_tokens(a), new_tokens(b));
+}
+
+TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
+  Result e = metatune("model generate --config " + kData +
+                      "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");
+  EXPECT_NE(e.status, 0);
+  EXPECT_NE(e.output.find("encoder"), std::string::npos) << e.output;
+  Result p = metatune("model generate --config " + kData +
+                      "tiny-gpt.json --prompt-ids 1,999 --max-new-tokens 2");
+  EXPECT_NE(p.status, 0);
+  EXPECT_NE(p.output.find("999"), std::string::npos) << p.output;
+  Result t = metatune("model generate --config " + kData +
+                      "tiny-gpt.json --prompt 'hello' --max-new-tokens 2");
+  EXPECT_NE(t.status, 0);
+  EXPECT_NE(t.output.find("needs a tokenizer"), std::string::npos) << t.output;
 }
 
 } // namespace
