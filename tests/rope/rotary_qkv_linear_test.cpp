@@ -71,6 +71,10 @@ void check_rotary_qkv(const Dims& d, const Rotary& r, bool fused) {
   expect_close(got[2], v, 2e-5);
   // The rotation did something: q differs from the unrotated projection past position 0.
   EXPECT_GT(max_abs_error(got[0], q), 0.05);
+  // The tensor that hands the table its shape is read by nothing, so no kernel computes it.
+  for (const FusedGroup& g : run.exec->groups())
+    for (const te::Tensor& c : g.computes)
+      EXPECT_NE(c.name(), "rope_width") << g.name;
 }
 
 TEST(RotaryQKVLinear, RotateHalfMatchesReference) {
