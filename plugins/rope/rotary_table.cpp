@@ -1,0 +1,95 @@
+// The rotary table (see rotary_table.hpp). Angles are computed in turns (angle / 2 pi), and
+// each frequency f_i / 2 pi, computed in double here, is split into a head of 11 significant
+// bits and the rest: position * head is exact in f32 for positions below 2^13, so its
+// fractional part loses nothing, and the rest adds a small term. The angle's error then stays
+// near f32's rounding of a number below one instead of growing with the position.
+#include "rotary_table.hpp"
+
+#include <cmath>
+
+#include "sin_cos.hpp"
+
+namespace mt::rope {
+
+using sdk::TeExpr;
+using sdk::TensorBuilder;
+using sdk::TeTensor;
+
+namespace {
+
+// values[i] for an index expression i in [lo, hi): a balanced tree of selects over constants.
+TeExpr lookup(TensorBuilder& b, TeExpr i, const std::vector<double>& values, size_t lo, size_t hi) {
+  if (hi - lo == 1) return b.float_imm(values[lo], sdk::DType::f32());
+  size_t mid = (lo + hi) / 2;
+  return b.select(i < b.int_imm(static_cast<int64_t>(mid)), lookup(b, i, values, lo, mid),
+                  lookup(b, i, values, mid, hi));
+}
+
+// The frequencies in turns per position, each as head + tail (see the top of the file).
+struct Frequencies {
+  std::vector<double> head, tail;
+  Frequencies(int64_t dim, double theta) {
+    for (int64_t i = 0; i < dim / 2; ++i) {
+      double f =
+          std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim)) / (2.0 * M_PI);
+      int e = 0;
+      std::frexp(f, &e); // f = m 2^e, m in [0.5, 1)
+      double h = std::ldexp(std::round(std::ldexp(f, 11 - e)), e - 11);
+      head.push_back(h);
+      tail.push_back(f - h);
+    }
+  }
+};
+
+} // namespace
+
+RotaryTable::RotaryTable(std::string_view config) {
+  sdk::LayerConfig cfg(config);
+  dim_ = cfg.get<int64_t>("dim", 0);
+  theta_ = cfg.get<double>("theta", 10000.0);
+  offset_ = cfg.get<int64_t>("position_offset", 0);
+  if (dim_ < 0 || dim_ % 2)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     "rope.RotaryTable: dim " + std::to_string(dim_) + " must be even");
+  if (!(theta_ > 0) || !std::isfinite(theta_))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     "rope.RotaryTable: theta " + std::to_string(theta_) + " must be positive");
+}
+
+std::vector<TeTensor> RotaryTable::build(sdk::LayerContext& ctx,
+                                         const std::vector<TeTensor>& inputs) {
+  const std::string me = "rope.RotaryTable";
+  if (inputs.size() != 1)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + " takes one input, " + std::to_string(inputs.size()) + " given");
+  std::vector<int64_t> xs = inputs[0].shape();
+  if (xs.size() < 2 || (dim_ == 0 && xs.size() < 3))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + ": the input must be [B, S, ...]" +
+                         (dim_ == 0 ? std::string(", W] (dim 0 takes W from it)") : ""));
+  const int64_t dim = dim_ ? dim_ : xs.back();
+  if (dim <= 0 || dim % 2)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + ": rotary width " + std::to_string(dim) + " must be even and positive");
+  TensorBuilder& b = ctx.builder();
+  Frequencies freq(dim, theta_);
+  const size_t half = static_cast<size_t>(dim / 2);
+  auto turns = [&](const std::vector<TeExpr>& a) {
+    TeExpr pos = ctx.position(a[0], a[1]);
+    if (offset_) pos = pos + b.int_imm(offset_);
+    TeExpr p = b.cast(sdk::DType::f32(), pos);
+    TeExpr whole = p * lookup(b, a[2], freq.head, 0, half);
+    TeExpr frac = whole - b.cast(sdk::DType::f32(), floor_to_index(b, whole));
+    return frac + p * lookup(b, a[2], freq.tail, 0, half);
+  };
+  const std::vector<int64_t> shape = {xs[0], xs[1], dim / 2};
+  TeTensor cos = b.compute("rope_cos", shape, [&](const std::vector<TeExpr>& a) {
+    return sin_cos_of_turns(b, turns(a)).cos;
+  });
+  TeTensor sin = b.compute("rope_sin", shape, [&](const std::vector<TeExpr>& a) {
+    return sin_cos_of_turns(b, turns(a)).sin;
+  });
+  return {cos, sin};
+}
+
+} // namespace mt::rope

@@ -1,0 +1,71 @@
+// Helpers of the rope tests: the rotation written out plainly in double precision (both
+// conventions, partial rotary, offsets), and every output of a model run.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "../graph/graph_test_util.h"
+
+namespace mt::rope_test {
+
+using namespace graph_test;
+
+struct Rotary {
+  size_t rotary_dim = 0; // rotated channels at the start of each head
+  bool interleaved = false;
+  double theta = 10000.0;
+  int64_t offset = 0;
+};
+
+// cos or sin of the angle of frequency i at `position`.
+inline double angle(const Rotary& r, int64_t position, size_t i) {
+  return static_cast<double>(position + r.offset) *
+         std::pow(r.theta, -2.0 * static_cast<double>(i) / static_cast<double>(r.rotary_dim));
+}
+
+// x [B, S, heads * head_dim] with every head rotated by its token's position (s).
+inline Matrix rotate_ref(const Matrix& x, size_t B, size_t S, size_t heads, size_t head_dim,
+                         const Rotary& r) {
+  Matrix y = x;
+  const size_t width = heads * head_dim, half = r.rotary_dim / 2;
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t i = 0; i < half; ++i) {
+          const size_t base = (b * S + s) * width + h * head_dim;
+          const size_t e1 = r.interleaved ? 2 * i : i, e2 = r.interleaved ? 2 * i + 1 : i + half;
+          const double a = angle(r, static_cast<int64_t>(s), i);
+          const double x1 = x[base + e1], x2 = x[base + e2];
+          y[base + e1] = x1 * std::cos(a) - x2 * std::sin(a);
+          y[base + e2] = x2 * std::cos(a) + x1 * std::sin(a);
+        }
+  return y;
+}
+
+// Every output of the run, as float64.
+inline std::vector<Matrix> run_all(ModelRun& run, const std::vector<Matrix>& inputs) {
+  std::vector<NDArray> xs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NDArray x(DType::f32(), run.shapes.at(i));
+    EXPECT_EQ(static_cast<int64_t>(inputs[i].size()), x.num_elements()) << "test input size";
+    for (int64_t k = 0; k < x.num_elements(); ++k)
+      x.data_as<float>()[k] = static_cast<float>(inputs[i].at(static_cast<size_t>(k)));
+    xs.push_back(std::move(x));
+  }
+  std::vector<Matrix> out;
+  for (const NDArray& a : run.exec->run(xs))
+    out.emplace_back(a.data_as<float>(), a.data_as<float>() + a.num_elements());
+  return out;
+}
+
+// The largest |got - want| (the tables' values are at most 1: absolute error).
+inline double max_abs_error(const Matrix& got, const Matrix& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+  return worst;
+}
+
+} // namespace mt::rope_test
