@@ -67,7 +67,7 @@ struct LlamaFolder {
                           {"hidden_act", "silu"},
                           {"tie_word_embeddings", false},
                           {"eos_token_id", 2}};
-    cfg.update(extra);
+    if (extra.is_object()) cfg.update(extra);
     std::ofstream(dir / "config.json") << cfg.dump(2);
     const int64_t D = g.D, kv = g.KVH * g.Dh();
     add("model.embed_tokens.weight", {g.V, D}, 0.5, 0);
