@@ -177,6 +177,24 @@ TEST(EnableRope, Gpt2EveryAttentionLayerAndTheModelMatchesReference) {
   expect_close(run.out, linear_ref(h, tok, nullptr, S, D, V), 5e-5);
 }
 
+// A Llama-style decoder (RMSNorm, SwiGLU, grouped-query attention) without positions gets
+// RoPE and becomes exactly the shipped Llama config.
+TEST(EnableRope, LlamaStyleDecoderBecomesTheShippedLlama) {
+  ConfigRegistry reg = layer_config_registry(host());
+  const Config shipped_llama = shipped(reg, "llama-small.json");
+  const std::string qkv = "transformer.layer.self_attention.attention.qkv";
+  Config llama = shipped_llama.clone({{qkv, shipped_llama.get<Config>(qkv + ".input_linear")}});
+  ASSERT_EQ(llama.get<Config>(qkv).kind(), "std.QKVLinear");
+  // BEGIN enable-rope llama
+  Config rope = reg.make("rope.RotaryQKVLinear");
+  int n = wrap_child_everywhere(llama, reg, "std.MultiheadAttention", "qkv", rope, "input_linear");
+  // END enable-rope llama
+  EXPECT_EQ(n, 1);
+  EXPECT_TRUE(llama == shipped_llama) << config_to_json(llama);
+  ModelGraph g = instantiate_model(host(), llama, token_inputs(4, false));
+  EXPECT_EQ(attention_layers(g), std::make_pair(12, 0));
+}
+
 TEST(EnableRope, BertEveryAttentionLayerAndTheModelMatchesReference) {
   ConfigRegistry reg = layer_config_registry(host());
   Config bert = shipped(reg, "bert-base.json");
