@@ -129,6 +129,10 @@ private:
     return elements(t) > elements(g.anchor);
   }
 
+  // A contraction joins elementwise work only where that work reads the model's inputs alone
+  // (an embedding gather): work on other groups' outputs before it (a rotary embedding of q
+  // and k, a decode step's keys) would be recomputed for every term of its reduction, and
+  // would hide it from a library. Such work stays a kernel of its own.
   void place(const te::Tensor& t) {
     Kind k = kind_of(t);
     std::set<size_t> producers;
@@ -137,7 +141,8 @@ private:
     // The latest producer's group, if nothing else read depends on it.
     if (!producers.empty()) {
       size_t g = *producers.rbegin();
-      bool ok = compatible(groups_[g], k) && !outgrows(groups_[g], t, k);
+      bool ok = compatible(groups_[g], k) && !outgrows(groups_[g], t, k) &&
+                !(k == Kind::Contraction && !groups_[g].deps.empty());
       for (size_t h : producers)
         if (h != g && groups_[h].deps.count(g)) ok = false;
       if (ok) {

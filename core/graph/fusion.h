@@ -11,7 +11,8 @@
 // A compute joins the group of its latest producer when the kinds allow it and no other
 // group stands between them (that would make the groups depend on each other both ways).
 // An elementwise compute larger than the contraction it follows is not its epilogue and
-// starts a group of its own. What another group or the model's caller reads becomes a group
+// starts a group of its own; a contraction does not take elementwise work on other groups'
+// outputs as a prologue (it would be recomputed per reduction term). What another group or the model's caller reads becomes a group
 // output.
 #pragma once
 

@@ -27,10 +27,10 @@ double since(std::chrono::steady_clock::time_point t) {
 
 // The tokenizer of --tokenizer, else of the --hf folder when it has one.
 std::optional<tok::Tokenizer> tokenizer_of(const ModelGenerateOptions& o) {
-  std::string dir = !o.tokenizer.empty() ? o.tokenizer : o.source.hf;
+  std::string dir = !o.source.tokenizer.empty() ? o.source.tokenizer : o.source.hf;
   if (dir.empty()) return std::nullopt;
   namespace fs = std::filesystem;
-  if (o.tokenizer.empty() && !fs::exists(fs::path(dir) / "tokenizer.json") &&
+  if (o.source.tokenizer.empty() && !fs::exists(fs::path(dir) / "tokenizer.json") &&
       !fs::exists(fs::path(dir) / "vocab.txt"))
     return std::nullopt;
   return tok::Tokenizer::load(dir);
@@ -46,7 +46,7 @@ std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokeniz
       throw std::invalid_argument("--prompt needs a tokenizer: the --hf folder has no "
                                   "tokenizer.json or vocab.txt (give --tokenizer DIR, or "
                                   "--prompt-ids)");
-    for (tok::TokenId id : tokenizer->encode(o.prompt))
+    for (tok::TokenId id : tokenizer->encode(o.prompt, /*add_special_tokens=*/true))
       ids.push_back(static_cast<int32_t>(id));
   } else {
     ids = parse_tokens(o.prompt_ids);
@@ -110,8 +110,6 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   add_model_source_options(cmd, o.source);
   cmd->add_option("--prompt-ids", o.prompt_ids, "The prompt as comma-separated token ids");
   cmd->add_option("--prompt", o.prompt, "The prompt as text (a checkpoint with a tokenizer)");
-  cmd->add_option("--tokenizer", o.tokenizer,
-                  "Folder with tokenizer.json or vocab.txt (default: the --hf folder's)");
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Do not stop at config.json's eos_token_id (benchmarks: a fixed count)");
   cmd->add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate")
@@ -146,6 +144,9 @@ int generate_text(const ModelGenerateOptions& o) {
   if (o.max_new_tokens < 1) throw std::invalid_argument("--max-new-tokens must be >= 1");
   if (o.greedy && o.temperature > 0)
     throw std::invalid_argument("--greedy and --temperature exclude each other");
+  if (!o.source.text.empty() || !o.source.tokens.empty())
+    throw std::invalid_argument("model generate takes its prompt as --prompt TEXT or "
+                                "--prompt-ids, not --text or --tokens");
   ModelSourceOptions src = o.source;
   src.tokens.clear(); // load_model's own graph is only described: one token is enough
   src.seq = 1;

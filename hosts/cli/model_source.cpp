@@ -11,6 +11,7 @@
 #include "core/graph/model_executor.h"
 #include "core/model/config_json.h"
 #include "core/model/safetensors_file.h"
+#include "core/tokenizer/tokenizer.h"
 #include "hosts/cli/tune_flags.h"
 
 namespace mt::cli {
@@ -62,6 +63,10 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_
                   "Weights for --config: a safetensors file named by parameter paths "
                   "(default: random, from --seed)");
   cmd->add_option("--tokens", o.tokens, "Comma-separated token ids (default: made up)");
+  cmd->add_option("--text", o.text,
+                  "The input as text, through the tokenizer (BERT: [CLS] ... [SEP] added)");
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "Folder with tokenizer.json or vocab.txt (default: the --hf folder's)");
   cmd->add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
   cmd->add_option("--path", o.plugin_paths, "Plugin directory searched first (repeatable)");
 }
@@ -111,7 +116,17 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     if (!o.weights.empty()) m.params = load_weights_file(o.weights);
   }
   m.name = m.config.kind();
+  if (!o.text.empty() && !o.tokens.empty())
+    throw std::invalid_argument("give --text or --tokens, not both");
   std::vector<int32_t> ids = parse_tokens(o.tokens);
+  if (!o.text.empty()) {
+    std::string dir = o.tokenizer.empty() ? o.hf : o.tokenizer;
+    if (dir.empty())
+      throw std::invalid_argument("--text needs a tokenizer: --tokenizer DIR or an --hf folder");
+    for (tok::TokenId id : tok::Tokenizer::load(dir).encode(o.text, /*add_special_tokens=*/true))
+      ids.push_back(static_cast<int32_t>(id));
+    if (ids.empty()) throw std::invalid_argument("--text: the tokenizer gave no tokens");
+  }
   m.batch = o.batch;
   m.seq = ids.empty() ? o.seq : static_cast<int64_t>(ids.size());
   if (m.batch < 1 || m.seq < 1) throw std::invalid_argument("--batch and --seq must be positive");

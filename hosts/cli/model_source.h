@@ -23,6 +23,9 @@ namespace mt::cli {
 
 struct ModelSourceOptions {
   std::string config, hf, weights, tokens;
+  // The input as text through a tokenizer (--tokenizer DIR, else the --hf folder's
+  // tokenizer.json or vocab.txt), its special tokens added as Hugging Face's encode() does.
+  std::string text, tokenizer;
   int64_t seq = 16, batch = 1;
   uint64_t seed = 1;
   std::vector<std::string> plugin_paths;

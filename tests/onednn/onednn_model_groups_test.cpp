@@ -90,6 +90,21 @@ TEST(OnednnModelKernels, FeedForwardLinearsWithBiasGeluAndResidual) {
   }
 }
 
+// SwiGLU (Llama): the gate's product with silu and the product with the up projection as
+// post-ops (eltwise swish, binary mul), the down projection with the residual.
+TEST(OnednnModelKernels, SwiGluGateWithSiluTimesTheUpProjection) {
+  Config c = layers().make("std.TransformerFeedForwardLayer");
+  c.set("input_dim", 24).set("hidden_dim", 40).set("activation", std::string("silu"));
+  c.set("linear1_gate", layers().make("std.Linear")).set("linear1_gate.bias", false);
+  c.set("linear1.bias", false).set("linear2.bias", false);
+  auto groups = kernels(c, {f32_input({2, 5, 24}, "x")});
+  EXPECT_EQ(check_kernel(kernel(groups, "fused_linear"), "matmul"), "[10,24] x [24,40] -> [10,40]");
+  EXPECT_EQ(check_kernel(kernel(groups, "fused_linear_1"), "matmul"),
+            "[10,24] x [24,40] -> [10,40] +swish +mul");
+  EXPECT_EQ(check_kernel(kernel(groups, "fused_linear_2"), "matmul"),
+            "[10,40] x [40,24] -> [10,24] +add");
+}
+
 TEST(OnednnModelKernels, TiedLmHeadReadsTheEmbeddingTransposed) {
   Config c = layers().make("std.Decoder");
   c.set("vocab_size", 37)

@@ -45,6 +45,8 @@ algorithm eltwise_alg(Alg a) {
     return algorithm::eltwise_gelu_tanh;
   case Alg::Logistic:
     return algorithm::eltwise_logistic;
+  case Alg::Swish:
+    return algorithm::eltwise_swish;
   case Alg::Tanh:
     return algorithm::eltwise_tanh;
   case Alg::Exp:
@@ -81,9 +83,12 @@ algorithm binary_alg(Alg a) {
   }
 }
 
-// alpha for relu is its negative slope: 0.
+// alpha for relu is its negative slope: 0; for swish x * sigmoid(alpha x): 1.
 template <typename Op> float eltwise_alpha(const Op& p) {
-  return p.alg == Alg::Relu ? 0.f : p.alg == Alg::Linear ? p.alpha : 0.f;
+  return p.alg == Alg::Relu     ? 0.f
+         : p.alg == Alg::Linear ? p.alpha
+         : p.alg == Alg::Swish  ? 1.f
+                                : 0.f;
 }
 template <typename Op> float eltwise_beta(const Op& p) {
   return p.alg == Alg::Linear ? p.beta : 0.f;

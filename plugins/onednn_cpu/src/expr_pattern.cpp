@@ -111,6 +111,7 @@ std::optional<PostOp> match_unary(const P::Expr& e, const P::Expr& x) {
          op(K::Div, {c(1), op(K::Add, {c(1), fn(F::Exp, {op(K::Sub, {c(0), X()})})})})},
         {Alg::Logistic,
          op(K::Div, {c(1), op(K::Add, {c(1), fn(F::Exp, {op(K::Mul, {c(-1), X()})})})})},
+        {Alg::Swish, op(K::Mul, {X(), fn(F::Sigmoid, {X()})})},
         {Alg::Tanh, fn(F::Tanh, {X()})},
         {Alg::Exp, fn(F::Exp, {X()})},
         {Alg::Log, fn(F::Log, {X()})},
@@ -173,6 +174,8 @@ const char* to_string(Alg a) {
     return "gelu_tanh";
   case Alg::Logistic:
     return "sigmoid";
+  case Alg::Swish:
+    return "swish";
   case Alg::Tanh:
     return "tanh";
   case Alg::Exp:

@@ -26,6 +26,7 @@ enum class Alg {
   GeluErf,
   GeluTanh,
   Logistic,
+  Swish, // x * sigmoid(x): SiLU, SwiGLU's gate
   Tanh,
   Exp,
   Log,

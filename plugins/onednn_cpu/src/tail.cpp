@@ -42,7 +42,7 @@ public:
       });
     for (auto it = inner.rbegin(); it != inner.rend(); ++it)
       if (auto s = around(e, *it)) return s;
-    return std::nullopt;
+    return flattened(e);
   }
 
 private:
@@ -63,6 +63,40 @@ private:
     if (!steps) return std::nullopt;
     steps->push_back(step);
     return steps;
+  }
+
+  // A flattened product or sum of more than two terms, one of them a parameter's load: the
+  // other terms first, then that load as one binary step (SwiGLU's x * sigmoid(x) * up).
+  std::optional<std::vector<RawStep>> flattened(const P::Expr& e) const {
+    using K = P::ExprKind;
+    if (e->kind != K::Mul && e->kind != K::Add) return std::nullopt;
+    std::vector<P::Expr> terms; // nested products (sums) as one list, as patterns see them
+    std::vector<P::Expr> stack = {e};
+    while (!stack.empty()) {
+      P::Expr t = stack.back();
+      stack.pop_back();
+      if (t->kind == e->kind)
+        stack.insert(stack.end(), t->args.rbegin(), t->args.rend());
+      else
+        terms.push_back(t);
+    }
+    if (terms.size() < 3) return std::nullopt;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      const P::Expr& a = terms[i];
+      if (a->kind != K::Load || !sp_.is_param(a->buffer) || contains(a, x_)) continue;
+      P::Expr rest;
+      for (size_t j = 0; j < terms.size(); ++j)
+        if (j != i) rest = rest ? P::make_binary(e->kind, rest, terms[j]) : terms[j];
+      auto steps = (*this)(rest);
+      if (!steps) continue;
+      RawStep step;
+      step.kind = RawStep::Binary;
+      step.op.alg = e->kind == K::Mul ? Alg::Mul : Alg::Add;
+      step.operand = a;
+      steps->push_back(step);
+      return steps;
+    }
+    return std::nullopt;
   }
 
   // select(c, inner, fill) or select(c, fill, inner), fill a constant.
