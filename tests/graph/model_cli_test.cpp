@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cli_run.h"
@@ -98,6 +99,22 @@ TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
                       "tiny-gpt.json --prompt 'hello' --max-new-tokens 2");
   EXPECT_NE(t.status, 0);
   EXPECT_NE(t.output.find("needs a tokenizer"), std::string::npos) << t.output;
+}
+
+// --text goes through the tokenizer: a BERT vocab.txt gives [CLS] hello world ##s [SEP].
+TEST(ModelCli, RunTakesTextThroughTheTokenizer) {
+  const std::string dir = ::testing::TempDir() + "/mt_cli_vocab";
+  std::string mk = "mkdir -p " + dir +
+                   " && printf '[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nhello\\nworld\\n##s\\n' > " + dir +
+                   "/vocab.txt";
+  ASSERT_EQ(std::system(mk.c_str()), 0);
+  Result r = metatune("model run --config " + kData + "tiny-bert.json --tokenizer " + dir +
+                      " --text 'Hello worlds' --repeats 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("(batch 1, seq 5)"), std::string::npos) << r.output;
+  Result none = metatune("model run --config " + kData + "tiny-bert.json --text 'hello'");
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.output.find("--text needs a tokenizer"), std::string::npos) << none.output;
 }
 
 } // namespace
