@@ -69,29 +69,25 @@ ByteLevelBpe::ByteLevelBpe(std::unordered_map<std::string, TokenId> vocab,
                            const std::vector<std::pair<std::string, std::string>>& merges,
                            ByteLevelBpeOptions options, std::vector<AddedToken> added_tokens,
                            PostProcessor post_processor, std::string source)
-    : vocab_(std::move(vocab)), options_(std::move(options)),
-      added_(std::move(added_tokens), nullptr), post_processor_(std::move(post_processor)),
+    : vocab_(std::move(vocab), AddedVocabulary(std::move(added_tokens), nullptr)),
+      options_(std::move(options)), post_processor_(std::move(post_processor)),
       source_(std::move(source)) {
-  for (const auto& [token, id] : vocab_)
-    vocab_r_.emplace(id, token);
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
     const std::string field = "model.merges[" + std::to_string(rank) + "]";
-    auto l = vocab_.find(left), r = vocab_.find(right), m = vocab_.find(left + right);
-    if (l == vocab_.end())
-      throw TokenizerError(source_, field, "'" + left + "' is not in model.vocab");
-    if (r == vocab_.end())
-      throw TokenizerError(source_, field, "'" + right + "' is not in model.vocab");
-    if (m == vocab_.end())
+    const std::optional<TokenId> l = vocab_.model_id(left), r = vocab_.model_id(right),
+                                 m = vocab_.model_id(left + right);
+    if (!l) throw TokenizerError(source_, field, "'" + left + "' is not in model.vocab");
+    if (!r) throw TokenizerError(source_, field, "'" + right + "' is not in model.vocab");
+    if (!m)
       throw TokenizerError(source_, field, "merged '" + left + right + "' is not in model.vocab");
-    merges_.add(l->second, r->second, m->second, static_cast<uint32_t>(rank));
+    merges_.add(*l, *r, *m, static_cast<uint32_t>(rank));
   }
   if (options_.unk_token) {
-    auto it = vocab_.find(*options_.unk_token);
-    if (it == vocab_.end())
+    unk_id_ = vocab_.model_id(*options_.unk_token);
+    if (!unk_id_)
       throw TokenizerError(source_, "model.unk_token",
                            "'" + *options_.unk_token + "' is not in model.vocab");
-    unk_id_ = it->second;
   }
 }
 
@@ -128,15 +124,15 @@ ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const TokenizerJson& doc) {
 
 std::vector<TokenId> ByteLevelBpe::tokenize_word(std::string_view byte_chars) const {
   if (options_.ignore_merges)
-    if (auto it = vocab_.find(std::string(byte_chars)); it != vocab_.end()) return {it->second};
+    if (auto id = vocab_.model_id(std::string(byte_chars))) return {*id};
   std::vector<TokenId> symbols;
   bool last_unknown = false;
   for (size_t i = 0; i < byte_chars.size();) {
     const size_t n = utf8_length(static_cast<unsigned char>(byte_chars[i]));
-    auto it = vocab_.find(std::string(byte_chars.substr(i, n)));
+    const std::optional<TokenId> id = vocab_.model_id(std::string(byte_chars.substr(i, n)));
     i += n;
-    if (it != vocab_.end()) {
-      symbols.push_back(it->second);
+    if (id) {
+      symbols.push_back(*id);
       last_unknown = false;
     } else if (unk_id_) {
       if (!(options_.fuse_unk && last_unknown)) symbols.push_back(*unk_id_);
@@ -168,7 +164,7 @@ void ByteLevelBpe::pre_tokenize_piece(std::string_view text, std::vector<TextPie
 std::vector<TextPiece> ByteLevelBpe::pre_tokenize(std::string_view text) const {
   decode_utf8(text); // ill-formed input is refused with its byte offset before anything else
   std::vector<TextPiece> words;
-  for (TextPiece& piece : added_.split(text)) {
+  for (TextPiece& piece : vocab_.added().split(text)) {
     if (piece.id)
       words.push_back(std::move(piece));
     else
@@ -197,8 +193,7 @@ std::string ByteLevelBpe::decode(std::span<const TokenId> ids, bool skip_special
   for (TokenId id : ids) {
     std::optional<std::string> token = id_to_token(id);
     if (!token) continue;
-    if (skip_special_tokens)
-      if (auto added = added_.token_to_id(*token); added && added_.find(*added)->special) continue;
+    if (skip_special_tokens && vocab_.is_special(*token)) continue;
     if (!options_.byte_level_decoder) { // no decoder: the tokens joined by spaces
       bytes += (first ? "" : " ") + *token;
       first = false;
@@ -222,24 +217,15 @@ std::string ByteLevelBpe::decode(std::span<const TokenId> ids, bool skip_special
 }
 
 std::optional<TokenId> ByteLevelBpe::token_to_id(std::string_view token) const {
-  if (auto id = added_.token_to_id(token)) return id;
-  auto it = vocab_.find(std::string(token));
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  return vocab_.token_to_id(token);
 }
 
 std::optional<std::string> ByteLevelBpe::id_to_token(TokenId id) const {
-  if (const AddedToken* t = added_.find(id)) return t->content;
-  auto it = vocab_r_.find(id);
-  if (it == vocab_r_.end()) return std::nullopt;
-  return it->second;
+  return vocab_.id_to_token(id);
 }
 
 size_t ByteLevelBpe::vocab_size() const {
-  size_t n = vocab_.size();
-  for (const AddedToken& t : added_.tokens())
-    if (!vocab_.count(t.content)) ++n;
-  return n;
+  return vocab_.size();
 }
 
 } // namespace mt::tok

@@ -18,6 +18,7 @@
 #include "core/tokenizer/added_vocabulary.h"
 #include "core/tokenizer/bpe_merges.h"
 #include "core/tokenizer/post_processor.h"
+#include "core/tokenizer/vocabulary.h"
 
 namespace mt::tok {
 
@@ -68,12 +69,10 @@ public:
 private:
   void pre_tokenize_piece(std::string_view text, std::vector<TextPiece>& out) const;
 
-  std::unordered_map<std::string, TokenId> vocab_;
-  std::unordered_map<TokenId, std::string> vocab_r_;
+  Vocabulary vocab_;
   BpeMerges merges_;
   ByteLevelBpeOptions options_;
   std::optional<TokenId> unk_id_;
-  AddedVocabulary added_;
   PostProcessor post_processor_;
   std::string source_;
 };

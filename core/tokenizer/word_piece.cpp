@@ -78,19 +78,18 @@ BertNormalizerOptions read_bert_normalizer(const TokenizerJson& doc, const Json&
 WordPiece::WordPiece(std::unordered_map<std::string, TokenId> vocab, WordPieceOptions options,
                      std::vector<AddedToken> added_tokens, PostProcessor post_processor,
                      std::string source)
-    : vocab_(std::move(vocab)), options_(std::move(options)),
-      post_processor_(std::move(post_processor)), source_(std::move(source)) {
-  for (const auto& [token, id] : vocab_)
-    vocab_r_.emplace(id, token);
-  auto unk = vocab_.find(options_.unk_token);
-  if (unk == vocab_.end())
-    throw TokenizerError(source_, "unk_token",
-                         "'" + options_.unk_token + "' is not in the vocabulary");
-  unk_id_ = unk->second;
+    : options_(std::move(options)), post_processor_(std::move(post_processor)),
+      source_(std::move(source)) {
   AddedVocabulary::Normalizer normalize;
   if (options_.normalizer)
     normalize = [n = BertNormalizer(*options_.normalizer)](std::string_view s) { return n(s); };
-  added_ = AddedVocabulary(std::move(added_tokens), std::move(normalize));
+  vocab_ =
+      Vocabulary(std::move(vocab), AddedVocabulary(std::move(added_tokens), std::move(normalize)));
+  const std::optional<TokenId> unk = vocab_.model_id(options_.unk_token);
+  if (!unk)
+    throw TokenizerError(source_, "unk_token",
+                         "'" + options_.unk_token + "' is not in the vocabulary");
+  unk_id_ = *unk;
 }
 
 WordPiece WordPiece::from_vocab_txt(const std::string& path, WordPieceOptions options) {
@@ -178,10 +177,7 @@ std::vector<TokenId> WordPiece::tokenize_word(std::string_view word) const {
       candidate.clear();
       if (start > 0) candidate = options_.continuing_subword_prefix;
       candidate.append(word.substr(start, end - start));
-      if (auto it = vocab_.find(candidate); it != vocab_.end()) {
-        found = it->second;
-        break;
-      }
+      if ((found = vocab_.model_id(candidate))) break;
       do
         --end; // back to the previous character boundary
       while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
@@ -196,7 +192,7 @@ std::vector<TokenId> WordPiece::tokenize_word(std::string_view word) const {
 std::vector<TextPiece> WordPiece::pre_tokenize(std::string_view text) const {
   decode_utf8(text); // ill-formed input is refused with its byte offset before anything else
   std::vector<TextPiece> words;
-  for (TextPiece& piece : added_.split(text)) {
+  for (TextPiece& piece : vocab_.added().split(text)) {
     if (piece.id) {
       words.push_back(std::move(piece));
       continue;
@@ -227,8 +223,7 @@ std::string WordPiece::decode(std::span<const TokenId> ids, bool skip_special_to
   for (TokenId id : ids) {
     std::optional<std::string> token = id_to_token(id);
     if (!token) continue;
-    if (skip_special_tokens)
-      if (auto added = added_.token_to_id(*token); added && added_.find(*added)->special) continue;
+    if (skip_special_tokens && vocab_.is_special(*token)) continue;
     std::string t = std::move(*token);
     if (!first) {
       if (!prefix.empty() && t.starts_with(prefix))
@@ -243,24 +238,15 @@ std::string WordPiece::decode(std::span<const TokenId> ids, bool skip_special_to
 }
 
 std::optional<TokenId> WordPiece::token_to_id(std::string_view token) const {
-  if (auto id = added_.token_to_id(token)) return id;
-  auto it = vocab_.find(std::string(token));
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  return vocab_.token_to_id(token);
 }
 
 std::optional<std::string> WordPiece::id_to_token(TokenId id) const {
-  if (const AddedToken* t = added_.find(id)) return t->content;
-  auto it = vocab_r_.find(id);
-  if (it == vocab_r_.end()) return std::nullopt;
-  return it->second;
+  return vocab_.id_to_token(id);
 }
 
 size_t WordPiece::vocab_size() const {
-  size_t n = vocab_.size();
-  for (const AddedToken& t : added_.tokens())
-    if (!vocab_.count(t.content)) ++n;
-  return n;
+  return vocab_.size();
 }
 
 } // namespace mt::tok

@@ -17,6 +17,7 @@
 #include "core/tokenizer/added_vocabulary.h"
 #include "core/tokenizer/bert_normalizer.h"
 #include "core/tokenizer/post_processor.h"
+#include "core/tokenizer/vocabulary.h"
 
 namespace mt::tok {
 
@@ -65,11 +66,9 @@ public:
   std::vector<TokenId> tokenize_word(std::string_view word) const;
 
 private:
-  std::unordered_map<std::string, TokenId> vocab_;
-  std::unordered_map<TokenId, std::string> vocab_r_;
+  Vocabulary vocab_;
   WordPieceOptions options_;
   TokenId unk_id_ = 0;
-  AddedVocabulary added_;
   PostProcessor post_processor_;
   std::string source_;
 };
