@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -30,6 +31,15 @@ using tune_test::host; // the plugin host of this build tree
 inline const PluginTarget& llvm() {
   static TargetSetup t = setup_target(host(), "llvm");
   return *t.target;
+}
+
+// The first output of `exec` on one sequence of token ids ([1, S] i32), as doubles.
+inline Matrix run_on_ids(ModelExecutor& exec, const std::vector<int32_t>& ids) {
+  NDArray x(DType::i32(), {1, static_cast<int64_t>(ids.size())});
+  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({x});
+  const float* got = out.at(0).data_as<float>();
+  return Matrix(got, got + out[0].num_elements());
 }
 
 // A model run: graph, executor and parameter values (deterministic from the seed).

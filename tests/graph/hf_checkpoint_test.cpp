@@ -12,6 +12,7 @@
 #include "core/graph/layer_registry.h"
 #include "core/model/safetensors_writer.h"
 #include "graph_test_util.h"
+#include "hf_tensors.h"
 #include "tuned_model.h"
 
 namespace mt {
@@ -19,45 +20,6 @@ namespace {
 
 using namespace graph_test;
 namespace fs = std::filesystem;
-
-// Tensors of a checkpoint being written: deterministic values base + scale * wave(f * i + k),
-// k counting the tensors added, so each tensor differs.
-struct HfTensors {
-  std::map<std::string, std::vector<float>> tensors;
-  std::map<std::string, std::vector<int64_t>> shapes;
-  double (*wave)(double) = nullptr;
-  double freq = 0;
-  uint64_t k = 0;
-
-  HfTensors(double (*w)(double), double f, uint64_t first) : wave(w), freq(f), k(first) {}
-  void add(const std::string& n, std::vector<int64_t> shape, double scale, double base) {
-    size_t count = 1;
-    for (int64_t x : shape)
-      count *= static_cast<size_t>(x);
-    std::vector<float> v(count);
-    for (size_t i = 0; i < count; ++i)
-      v[i] = static_cast<float>(base + scale * wave(freq * static_cast<double>(i) + k));
-    ++k;
-    tensors[n] = std::move(v);
-    shapes[n] = std::move(shape);
-  }
-  void write(const fs::path& file) const {
-    std::vector<SafetensorsTensor> ts;
-    for (const auto& [n, v] : tensors)
-      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
-    write_safetensors(file.string(), ts);
-  }
-  Matrix m(const std::string& n) const {
-    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
-  }
-};
-
-double sine(double x) {
-  return std::sin(x);
-}
-double cosine(double x) {
-  return std::cos(x);
-}
 
 struct Gpt2Dims {
   int64_t V = 45, P = 16, D = 16, L = 2, H = 2;
@@ -164,11 +126,7 @@ void expect_gpt2_matches(const Checkpoint& c, const Gpt2Dims& g, const ModelGrap
                          ModelExecutor& exec, const HfModel& m, const std::vector<int32_t>& ids) {
   exec.set_params(m.params); // every parameter, by path (set_params refuses unknown ones)
   EXPECT_EQ(m.params.size(), graph.params.size());
-  NDArray x(DType::i32(), {1, static_cast<int64_t>(ids.size())});
-  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
-  std::vector<NDArray> out = exec.run({x});
-  const float* got = out.at(0).data_as<float>();
-  expect_close(Matrix(got, got + out[0].num_elements()), gpt2_ref(c, g, ids), 5e-5);
+  expect_close(run_on_ids(exec, ids), gpt2_ref(c, g, ids), 5e-5);
 }
 
 TEST(HfCheckpoint, Gpt2FolderLoadsAndMatchesAFloat64Gpt2Forward) {

@@ -15,6 +15,7 @@
 #include "core/graph/token_sampler.h"
 #include "core/model/safetensors_writer.h"
 #include "graph_test_util.h"
+#include "hf_tensors.h"
 
 namespace mt {
 namespace {
@@ -29,28 +30,11 @@ struct LlamaDims {
 };
 
 // The folder, removed at the end; tensors base + scale * sin(0.37 i + k), k per tensor.
-struct LlamaFolder {
+struct LlamaFolder : HfTensors {
   fs::path dir;
-  std::map<std::string, std::vector<float>> tensors;
-  std::map<std::string, std::vector<int64_t>> shapes;
-  uint64_t k = 1;
 
-  void add(const std::string& n, std::vector<int64_t> shape, double scale, double base) {
-    size_t count = 1;
-    for (int64_t x : shape)
-      count *= static_cast<size_t>(x);
-    std::vector<float> v(count);
-    for (size_t i = 0; i < count; ++i)
-      v[i] = static_cast<float>(base + scale * std::sin(0.37 * static_cast<double>(i) + k));
-    ++k;
-    tensors[n] = std::move(v);
-    shapes[n] = std::move(shape);
-  }
-  Matrix m(const std::string& n) const {
-    return Matrix(tensors.at(n).begin(), tensors.at(n).end());
-  }
-
-  LlamaFolder(const LlamaDims& g, const std::string& tag, nlohmann::json extra = {}) {
+  LlamaFolder(const LlamaDims& g, const std::string& tag, nlohmann::json extra = {})
+      : HfTensors(sine, 0.37, 1) {
     dir = fs::temp_directory_path() / ("mt_llama_" + tag + "_" + std::to_string(getpid()));
     fs::create_directories(dir);
     nlohmann::json cfg = {{"model_type", "llama"},
@@ -87,12 +71,7 @@ struct LlamaFolder {
     add("lm_head.weight", {g.V, D}, 0.3, 0);
   }
   ~LlamaFolder() { fs::remove_all(dir); }
-  void write() const {
-    std::vector<SafetensorsTensor> ts;
-    for (const auto& [n, v] : tensors)
-      ts.push_back({n, SafetensorsDtype::F32, shapes.at(n), std::as_bytes(std::span(v))});
-    write_safetensors((dir / "model.safetensors").string(), ts);
-  }
+  void write() const { HfTensors::write(dir / "model.safetensors"); }
 };
 
 // Rotate-half rotary embedding of x [S, heads * Dh] in place: pairs (i, i + Dh/2) of each head
@@ -158,11 +137,7 @@ TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {
   EXPECT_EQ(m.params.size(), graph.params.size());
   ModelExecutor exec(graph, fuse(graph.outputs), llvm());
   exec.set_params(m.params);
-  NDArray x(DType::i32(), {1, static_cast<int64_t>(ids.size())});
-  std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
-  std::vector<NDArray> out = exec.run({x});
-  const float* got = out.at(0).data_as<float>();
-  expect_close(Matrix(got, got + out[0].num_elements()), llama_ref(c, g, ids), 5e-5);
+  expect_close(run_on_ids(exec, ids), llama_ref(c, g, ids), 5e-5);
 }
 
 // Greedy generation with the cache: every step's logits against the float64 forward of the
