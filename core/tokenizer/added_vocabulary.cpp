@@ -159,4 +159,19 @@ std::vector<AddedToken> read_added_tokens(const TokenizerJson& doc) {
   return tokens;
 }
 
+std::vector<TokenId>
+encode_pieces(const std::vector<TextPiece>& pieces,
+              const std::function<std::vector<TokenId>(std::string_view)>& tokenize_word) {
+  std::vector<TokenId> ids;
+  for (const TextPiece& piece : pieces) {
+    if (piece.id) {
+      ids.push_back(*piece.id);
+      continue;
+    }
+    const std::vector<TokenId> w = tokenize_word(piece.text);
+    ids.insert(ids.end(), w.begin(), w.end());
+  }
+  return ids;
+}
+
 } // namespace mt::tok

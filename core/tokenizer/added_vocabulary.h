@@ -35,6 +35,12 @@ struct TextPiece {
   std::optional<TokenId> id;
 };
 
+// The ids of pre-tokenized pieces: an added token's own id, `tokenize_word`'s ids for the
+// text between them.
+std::vector<TokenId>
+encode_pieces(const std::vector<TextPiece>& pieces,
+              const std::function<std::vector<TokenId>(std::string_view)>& tokenize_word);
+
 class AddedVocabulary {
 public:
   using Normalizer = std::function<std::string(std::string_view)>;

@@ -204,15 +204,8 @@ std::vector<TextPiece> WordPiece::pre_tokenize(std::string_view text) const {
 }
 
 std::vector<TokenId> WordPiece::encode(std::string_view text, bool add_special_tokens) const {
-  std::vector<TokenId> ids;
-  for (const TextPiece& word : pre_tokenize(text)) {
-    if (word.id) {
-      ids.push_back(*word.id);
-      continue;
-    }
-    const std::vector<TokenId> w = tokenize_word(word.text);
-    ids.insert(ids.end(), w.begin(), w.end());
-  }
+  std::vector<TokenId> ids =
+      encode_pieces(pre_tokenize(text), [this](std::string_view w) { return tokenize_word(w); });
   return add_special_tokens ? post_processor_.apply(ids) : ids;
 }
 

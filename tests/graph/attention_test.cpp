@@ -9,21 +9,8 @@ namespace {
 using namespace graph_test;
 
 json mha_config(const Dims& d, bool causal, bool fused) {
-  json qkv = {{"kind", fused ? "std.FusedQKVLinear" : "std.QKVLinear"},
-              {"input_dim", d.D},
-              {"num_heads", d.H},
-              {"num_kv_heads", d.KVH},
-              {"per_head_dim", d.Dh},
-              {"bias", true}};
-  return {{"kind", d.KVH == d.H ? "std.MultiheadAttention" : "std.GroupedQueryAttention"},
-          {"input_dim", d.D},
-          {"num_heads", d.H},
-          {"num_kv_heads", d.KVH},
-          {"per_head_dim", d.Dh},
-          {"causal", causal},
-          {"scale", 0.0},
-          {"output_bias", true},
-          {"qkv", qkv}};
+  return attention_config(d.KVH == d.H ? "std.MultiheadAttention" : "std.GroupedQueryAttention", d,
+                          qkv_config(d, fused), causal);
 }
 
 // q, k, v of the reference from the run's own parameters.

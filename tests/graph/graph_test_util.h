@@ -173,6 +173,23 @@ struct Dims {
   size_t B, S, D, H, KVH, Dh;
 };
 
+// The QKV projection of `d` with biases (std.FusedQKVLinear or std.QKVLinear).
+inline json qkv_config(const Dims& d, bool fused) {
+  return {{"kind", fused ? "std.FusedQKVLinear" : "std.QKVLinear"},
+          {"input_dim", d.D},
+          {"num_heads", d.H},
+          {"num_kv_heads", d.KVH},
+          {"per_head_dim", d.Dh},
+          {"bias", true}};
+}
+
+// An attention layer `kind` of `d` around the projection `qkv`, default scale, output bias.
+inline json attention_config(const std::string& kind, const Dims& d, json qkv, bool causal) {
+  return {{"kind", kind},          {"input_dim", d.D},     {"num_heads", d.H},
+          {"num_kv_heads", d.KVH}, {"per_head_dim", d.Dh}, {"causal", causal},
+          {"scale", 0.0},          {"output_bias", true},  {"qkv", std::move(qkv)}};
+}
+
 // softmax(q k^T * scale + masks) v, then the output projection; x [B, S, D], q/k/v/ctx
 // [B, S, heads * Dh].
 inline Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, const Matrix& v,

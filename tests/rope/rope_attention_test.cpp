@@ -10,13 +10,7 @@ namespace {
 
 using namespace rope_test;
 
-json attention_config(const Dims& d, const Rotary& r, bool fused) {
-  json qkv = {{"kind", fused ? "std.FusedQKVLinear" : "std.QKVLinear"},
-              {"input_dim", d.D},
-              {"num_heads", d.H},
-              {"num_kv_heads", d.KVH},
-              {"per_head_dim", d.Dh},
-              {"bias", true}};
+json rope_attention_config(const Dims& d, const Rotary& r, bool fused) {
   json rope = {{"kind", "rope.RotaryQKVLinear"},
                {"input_dim", d.D},
                {"num_heads", d.H},
@@ -24,21 +18,13 @@ json attention_config(const Dims& d, const Rotary& r, bool fused) {
                {"per_head_dim", d.Dh},
                {"rotary_dim", r.rotary_dim},
                {"convention", r.interleaved ? "interleaved" : "rotate_half"},
-               {"input_linear", qkv},
+               {"input_linear", qkv_config(d, fused)},
                {"rotary",
                 {{"kind", "rope.RotaryTable"},
                  {"dim", r.rotary_dim},
                  {"theta", r.theta},
                  {"position_offset", r.offset}}}};
-  return {{"kind", "std.MultiheadAttention"},
-          {"input_dim", d.D},
-          {"num_heads", d.H},
-          {"num_kv_heads", d.KVH},
-          {"per_head_dim", d.Dh},
-          {"causal", true},
-          {"scale", 0.0},
-          {"output_bias", true},
-          {"qkv", rope}};
+  return attention_config("std.MultiheadAttention", d, rope, true);
 }
 
 // Projection weights eight times their initial scale: scores of a few units, so that the
@@ -55,7 +41,7 @@ void check_attention(const Dims& d, const Rotary& r, bool fused) {
   SCOPED_TRACE(std::string(r.interleaved ? "interleaved" : "rotate_half") + " rotary_dim " +
                std::to_string(r.rotary_dim) + (fused ? " fused" : " separate") +
                " KVH=" + std::to_string(d.KVH));
-  ModelRun run(attention_config(d, r, fused),
+  ModelRun run(rope_attention_config(d, r, fused),
                std::vector<int64_t>{static_cast<int64_t>(d.B), static_cast<int64_t>(d.S),
                                     static_cast<int64_t>(d.D)});
   sharpen(run);
@@ -105,14 +91,14 @@ TEST(RopeAttention, ShiftingEveryPositionLeavesTheOutputUnchanged) {
   Dims d{1, 6, 32, 4, 2, 8};
   Matrix x = input(d.S * d.D);
   const std::vector<int64_t> shape = {1, 6, 32};
-  ModelRun at0(attention_config(d, {8, false, 10000.0, 0}, false), shape);
-  ModelRun at500(attention_config(d, {8, false, 10000.0, 500}, false), shape);
+  ModelRun at0(rope_attention_config(d, {8, false, 10000.0, 0}, false), shape);
+  ModelRun at500(rope_attention_config(d, {8, false, 10000.0, 500}, false), shape);
   sharpen(at0);
   sharpen(at500);
   expect_close(at500({x}), at0({x}), 2e-5);
   // q itself is rotated by other angles.
-  json qkv0 = attention_config(d, {8, false, 10000.0, 0}, false)["qkv"];
-  json qkv500 = attention_config(d, {8, false, 10000.0, 500}, false)["qkv"];
+  json qkv0 = rope_attention_config(d, {8, false, 10000.0, 0}, false)["qkv"];
+  json qkv500 = rope_attention_config(d, {8, false, 10000.0, 500}, false)["qkv"];
   ModelRun q0(qkv0, shape), q500(qkv500, shape);
   EXPECT_GT(max_abs_error(run_all(q0, {x})[0], run_all(q500, {x})[0]), 0.05);
 }
