@@ -22,6 +22,15 @@ namespace {
 // Records replayed to train the cost model at the start of a run (the most recent ones).
 constexpr size_t kMaxWarmStartTraining = 4096;
 
+// A record of the unscheduled workload: its trace has no instruction.
+bool is_unscheduled(const TuningRecord& r) {
+  try {
+    return Trace::from_json(r.trace_json).size() == 0;
+  } catch (const std::exception&) {
+    return false; // an unreadable trace is some other record's problem
+  }
+}
+
 bool stopped(const std::atomic<bool>* stop) {
   return stop && stop->load();
 }
@@ -62,11 +71,13 @@ void TaskContext::file_in_database(Database& db, const TuneTask& task,
   for (const std::string& p : db.take_problems())
     spdlog::warn("{}", p);
   result.prior_records = prior_records_.size();
-  for (const TuningRecord& r : prior_records_)
+  for (const TuningRecord& r : prior_records_) {
+    unscheduled_offered = unscheduled_offered || is_unscheduled(r);
     if (r.mean_secs() < result.best_seconds) {
       result.best_seconds = r.mean_secs();
       result.best_record_id = r.id;
     }
+  }
   for (const LibraryTarget& lib : libs) {
     std::vector<TuningRecord> lrecs = db.records(result.workload_id, lib.key);
     library_stored.push_back(!lrecs.empty());
@@ -254,6 +265,23 @@ void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
                                                                       : target.component;
   else if (tuned_ok || lib_ok)
     tr.chosen = tr.library_seconds < tr.best_seconds ? tr.library_component : target.component;
+}
+
+std::shared_ptr<Schedule> TaskContext::take_unscheduled_candidate() {
+  if (unscheduled_offered) return nullptr;
+  unscheduled_offered = true;
+  // The postprocessors judge it, but it is measured as it is, as the untuned program is built
+  // (on CPU they would only add rewrites such as a decomposed reduction): its record keeps an
+  // empty trace, which is how a resumed run knows it was measured.
+  std::shared_ptr<Schedule> judged;
+  std::string why;
+  if (sample_candidate(workload, Trace(), ctx.seed, true, ctx.postprocs, &judged, &why) !=
+      SampleOutcome::Ok) {
+    spdlog::debug("{}: the unscheduled workload is not a candidate on this target: {}", result.spec,
+                  why);
+    return nullptr;
+  }
+  return std::make_shared<Schedule>(workload, ctx.seed);
 }
 
 void TaskContext::save_model() {

@@ -61,6 +61,12 @@ public:
   // Which implementation the task uses; with options.compare, both timed again side by side.
   void choose(Database& db, const std::vector<LibraryTarget>& libs, const TargetSetup& target,
               const TuneOptions& options, const std::atomic<bool>* stop);
+  // The unscheduled workload as a candidate of its own, once per task and only when the
+  // database holds no record of it for the tuning target: the tuner then never hands back
+  // something slower than the untuned program (LLVM vectorises some plain loop nests better
+  // than the sampled schedules do, depthwise convolution for one). Null when a postprocessor
+  // refuses it (a GPU target needs bound threads).
+  std::shared_ptr<Schedule> take_unscheduled_candidate();
   // Saves the cost model (after a batch); a model that cannot be saved is warned about once.
   void save_model();
 
@@ -75,6 +81,7 @@ public:
   const TargetSetup* target = nullptr; // the tuning target (build_search)
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
+  bool unscheduled_offered = false; // measured before (a record with an empty trace) or taken
 
 private:
   bool load_model() const;

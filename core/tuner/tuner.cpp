@@ -339,7 +339,14 @@ private:
         mark_exhausted(t);
         continue;
       }
-      std::vector<std::shared_ptr<Schedule>> batch = t.strategy->next_batch(n);
+      // A task's first batch leads with the unscheduled workload (task_context.h).
+      std::vector<std::shared_ptr<Schedule>> batch;
+      if (std::shared_ptr<Schedule> base = t.take_unscheduled_candidate())
+        batch.push_back(std::move(base));
+      if (batch.size() < n) {
+        std::vector<std::shared_ptr<Schedule>> proposed = t.strategy->next_batch(n - batch.size());
+        batch.insert(batch.end(), proposed.begin(), proposed.end());
+      }
       if (batch.empty()) {
         t.result.diagnosis = search_summary(t.strategy->stats());
         spdlog::info("{}: the search proposes no more candidates ({})", t.result.spec,

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -14,12 +15,14 @@
 #include <sstream>
 #include <string>
 
-#include "core/plugin/plugin_host.h"
 #include "core/database/database.h"
-#include "core/workload/flop_count.h"
+#include "core/ir/structural.h"
+#include "core/plugin/plugin_host.h"
+#include "core/schedule/trace.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_progress.h"
 #include "core/tuner/tuner.h"
+#include "core/workload/flop_count.h"
 #include "core/workload/library.h"
 #include "tune_test_util.h"
 
@@ -149,6 +152,53 @@ TEST(Tuner, CommitsOneRecordPerTrial) {
   ASSERT_TRUE(best);
   EXPECT_EQ(best->id, t.best_record_id);
   EXPECT_DOUBLE_EQ(best->mean_secs(), t.best_seconds);
+}
+
+// The unscheduled workload is a candidate of every task (measured once, in the first batch,
+// checked against the reference like any other), so the best the tuner hands back is never
+// slower than the untuned program.
+TEST(Tuner, UnscheduledWorkloadIsACandidateSoTheBestIsNeverSlower) {
+  TempDb db;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 6));
+  const TaskResult& t = r.tasks.at(0);
+  auto d = Database::open(db.path);
+  std::vector<TuningRecord> recs = d->records(t.workload_id, r.target);
+  ASSERT_EQ(recs.size(), 6u);
+  auto unscheduled = [](const TuningRecord& rec) {
+    return Trace::from_json(rec.trace_json).size() == 0;
+  };
+  EXPECT_TRUE(unscheduled(*std::min_element(
+      recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.id < b.id; })))
+      << "the first trial is the unscheduled workload";
+  size_t n = 0;
+  for (const TuningRecord& rec : recs)
+    if (unscheduled(rec)) {
+      ++n;
+      ASSERT_FALSE(rec.failed()) << rec.error;
+      EXPECT_LE(t.best_seconds, rec.mean_secs());
+      // It replays to the workload itself.
+      Function f = replay(rec, d->workload_function(t.workload_id));
+      EXPECT_TRUE(structural_equal(f, make_workload(t.spec)));
+    }
+  EXPECT_EQ(n, 1u);
+  // Resumed: the stored one counts, it is not measured again.
+  TuneResult more = tune(host(), {{kSpec, {}, 1}}, quick_options(db.path, 9));
+  EXPECT_EQ(more.trials, 3u);
+  n = 0;
+  for (const TuningRecord& rec : Database::open(db.path)->records(t.workload_id, r.target))
+    n += unscheduled(rec);
+  EXPECT_EQ(n, 1u);
+  // A budget of one trial per task measures only it.
+  TempDb db1;
+  TuneOptions o1 = quick_options(db1.path, 2);
+  o1.per_task_cap = 1;
+  TuneResult one = tune(host(), {{kSpec, {}, 1}, {"matmul(M=32,N=32,K=32)", {}, 1}}, o1);
+  auto d1 = Database::open(db1.path);
+  for (const TaskResult& task : one.tasks) {
+    std::vector<TuningRecord> only = d1->records(task.workload_id, one.target);
+    ASSERT_EQ(only.size(), 1u) << task.spec;
+    EXPECT_TRUE(unscheduled(only[0]));
+  }
 }
 
 // At the end the fastest records are measured again in fresh workers: the reported best is
