@@ -250,6 +250,11 @@ void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
       if (c.ok) {
         tr.compare_tuned_seconds = c.a_median;
         tr.compare_library_seconds = c.b_median;
+        // The side-by-side times join the two records' own, so that the choice below and
+        // every later one (`metatune best`, a model's `best` kernels) read the same figures.
+        db.append_run_secs(tr.best_record_id, c.a_secs);
+        db.append_run_secs(tr.library_record_id, c.b_secs);
+        refresh_from_database(db, libs, target.target_string);
       } else if (!stopped(stop)) {
         tr.compare_error = c.error;
       }
@@ -260,11 +265,25 @@ void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
       spdlog::warn("{}: the side-by-side comparison with {} failed: {}", tr.spec,
                    tr.library_component, tr.compare_error);
   }
-  if (tr.compared())
-    tr.chosen = tr.compare_library_seconds < tr.compare_tuned_seconds ? tr.library_component
-                                                                      : target.component;
-  else if (tuned_ok || lib_ok)
+  if (tuned_ok || lib_ok)
     tr.chosen = tr.library_seconds < tr.best_seconds ? tr.library_component : target.component;
+}
+
+void TaskContext::refresh_from_database(const Database& db, const std::vector<LibraryTarget>& libs,
+                                        const std::string& target_key) {
+  if (std::optional<TuningRecord> b = db.best(result.workload_id, target_key)) {
+    result.best_seconds = b->mean_secs();
+    result.best_record_id = b->id;
+  }
+  result.library_seconds = std::numeric_limits<double>::infinity();
+  for (const LibraryTarget& lib : libs)
+    if (const TuningRecord* f = fastest(db.records(result.workload_id, lib.key));
+        f && f->mean_secs() < result.library_seconds) {
+      result.library_seconds = f->mean_secs();
+      result.library_record_id = f->id;
+      result.library_target = lib.key;
+      result.library_component = lib.component;
+    }
 }
 
 std::shared_ptr<Schedule> TaskContext::take_unscheduled_candidate() {
@@ -281,6 +300,7 @@ std::shared_ptr<Schedule> TaskContext::take_unscheduled_candidate() {
                   why);
     return nullptr;
   }
+  unscheduled_in_run = 1;
   return std::make_shared<Schedule>(workload, ctx.seed);
 }
 

@@ -58,7 +58,10 @@ public:
   void measure_libraries(Database& db, const std::vector<LibraryTarget>& libs,
                          std::vector<std::unique_ptr<Measurer>>& measurers,
                          const TuneOptions& options, const std::atomic<bool>* stop);
-  // Which implementation the task uses; with options.compare, both timed again side by side.
+  // Which implementation the task uses: the faster of the best tuned record and the best
+  // library record, by their means in the database -- the figures `metatune best` and a
+  // model's `best` kernels decide on. With options.compare both are timed again side by side
+  // first and those times appended to the two records.
   void choose(Database& db, const std::vector<LibraryTarget>& libs, const TargetSetup& target,
               const TuneOptions& options, const std::atomic<bool>* stop);
   // The unscheduled workload as a candidate of its own, once per task and only when the
@@ -67,6 +70,9 @@ public:
   // than the sampled schedules do, depthwise convolution for one). Null when a postprocessor
   // refuses it (a GPU target needs bound threads).
   std::shared_ptr<Schedule> take_unscheduled_candidate();
+  // best_* and library_* of the result from the database's records now.
+  void refresh_from_database(const Database& db, const std::vector<LibraryTarget>& libs,
+                             const std::string& target_key);
   // Saves the cost model (after a batch); a model that cannot be saved is warned about once.
   void save_model();
 
@@ -82,6 +88,7 @@ public:
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
   bool unscheduled_offered = false; // measured before (a record with an empty trace) or taken
+  size_t unscheduled_in_run = 0;    // 1 when this run measures it
 
 private:
   bool load_model() const;

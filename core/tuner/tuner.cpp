@@ -42,11 +42,11 @@ double gflops_of(double flops, double secs) {
 } // namespace
 
 double TaskResult::tuned_gflops() const {
-  return gflops_of(flops, compared() ? compare_tuned_seconds : best_seconds);
+  return gflops_of(flops, best_seconds);
 }
 
 double TaskResult::library_gflops() const {
-  return gflops_of(flops, compared() ? compare_library_seconds : library_seconds);
+  return gflops_of(flops, library_seconds);
 }
 
 double TaskResult::ratio_to_library() const {
@@ -55,7 +55,6 @@ double TaskResult::ratio_to_library() const {
 }
 
 double TaskResult::chosen_seconds() const {
-  if (compared()) return library_chosen() ? compare_library_seconds : compare_tuned_seconds;
   return library_chosen() ? library_seconds : best_seconds;
 }
 
@@ -419,18 +418,30 @@ private:
     result_.interrupted = stopped();
   }
 
+  // Every sample refused is an error, also when the unscheduled workload was measured: the
+  // search itself gave nothing (a failing strategy, a postprocessor refusing all).
   void check_something_measured() const {
-    if (!result_.interrupted && result_.trials == 0) {
+    size_t searched = result_.trials;
+    bool all_diagnosed = true;
+    for (const auto& t : tasks_) {
+      searched -= std::min<size_t>(searched, t->unscheduled_in_run);
+      all_diagnosed = all_diagnosed && !t->result.diagnosis.empty();
+    }
+    if (!result_.interrupted && (result_.trials == 0 || (searched == 0 && all_diagnosed))) {
       std::string why;
       for (const auto& t : tasks_)
         why += "\n  " + t->result.spec + ": " +
                (t->result.diagnosis.empty() ? search_summary(t->strategy->stats())
                                             : t->result.diagnosis);
-      throw TuneError("no candidate could be measured: every sample was refused" + why);
+      throw TuneError(std::string(result_.trials == 0
+                                      ? "no candidate could be measured"
+                                      : "the search measured no candidate (only the unscheduled "
+                                        "workload was)") +
+                      ": every sample was refused" + why);
     }
     for (const auto& t : tasks_)
-      if (t->result.trials == 0 && t->result.prior_records == 0 && t->result.exhausted &&
-          !result_.interrupted)
+      if (t->result.trials <= t->unscheduled_in_run && t->result.prior_records == 0 &&
+          t->result.exhausted && !result_.interrupted)
         spdlog::warn("{}: nothing measured: {}", t->result.spec, t->result.diagnosis);
   }
 

@@ -145,17 +145,18 @@ struct TaskResult {
   int64_t library_record_id = 0;
   size_t library_measured = 0; // library implementations measured (and recorded) in this run
   // The side-by-side re-measurement (TuneOptions::compare): medians; +inf when not compared.
+  // Its times are appended to both records, so best_seconds and library_seconds include them.
   double compare_tuned_seconds = std::numeric_limits<double>::infinity();
   double compare_library_seconds = std::numeric_limits<double>::infinity();
   std::string compare_error; // why the comparison failed, when it was attempted
   // Component of the faster implementation: the tuning target's or library_component; empty
-  // when neither has a successful measurement. Decided on the side-by-side figures when the
-  // comparison was made, else on the database records.
+  // when neither has a successful measurement. Decided on the database records' means
+  // (best_seconds vs library_seconds), as `metatune best` decides.
   std::string chosen;
   bool compared() const;
   bool library_chosen() const { return !chosen.empty() && chosen == library_component; }
   double library_gflops() const; // on the figures `chosen` was decided on; 0 if none
-  double tuned_gflops() const;   // likewise (best_gflops() is always the records')
+  double tuned_gflops() const;   // likewise (= best_gflops())
   // tuned GFLOPS / library GFLOPS on those figures; 0 when either is missing.
   double ratio_to_library() const;
   // The time of the chosen implementation, on the figures it was chosen on: what a model

@@ -59,12 +59,12 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
       tj["library_target"] = t.library_target;
       tj["library_record_id"] = t.library_record_id;
       tj["library_seconds"] = number_or_null(t.library_seconds);
-      // On the figures the choice was made on: side by side when compared, else the records.
+      // On the figures the choice was made on: the records' means (side-by-side times
+      // included when compared), as `metatune best` shows them.
       tj["library_gflops"] = t.library_gflops();
       if (t.library_component.rfind("onednn", 0) == 0) tj["onednn_gflops"] = t.library_gflops();
       tj["tuned_gflops"] = t.tuned_gflops();
       tj["ratio_to_library"] = t.ratio_to_library();
-      tj["figures"] = t.compared() ? "side_by_side" : "records";
     }
     if (t.compared()) {
       double tg = t.flops / t.compare_tuned_seconds * 1e-9;
@@ -127,12 +127,16 @@ void print_comparison(const TuneResult& r) {
   for (const TaskResult& t : r.tasks) {
     if (t.library_target.empty() || t.chosen.empty() || !std::isfinite(t.best_seconds)) continue;
     std::string lib = library_display_name(t.library_component);
+    char side[96] = "";
+    if (t.compared())
+      std::snprintf(side, sizeof side, "; side by side now: %.2f",
+                    t.compare_library_seconds / t.compare_tuned_seconds);
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s: metatune %.1f GFLOPS, %s %.1f GFLOPS -> %.2f of %s (%s chosen)%s",
+                  "%s: metatune %.1f GFLOPS, %s %.1f GFLOPS -> %.2f of %s (%s chosen; records' "
+                  "means%s)",
                   t.spec.c_str(), t.tuned_gflops(), lib.c_str(), t.library_gflops(),
-                  t.ratio_to_library(), lib.c_str(), t.chosen.c_str(),
-                  t.compared() ? "" : " [database records; not re-measured side by side]");
+                  t.ratio_to_library(), lib.c_str(), t.chosen.c_str(), side);
     std::cout << buf << "\n";
   }
 }

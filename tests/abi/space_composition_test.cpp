@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/schedule/trace.h"
 #include "core/database/database.h"
+#include "core/schedule/trace.h"
 #include "external_build.h"
 
 namespace fs = std::filesystem;
@@ -103,7 +103,8 @@ protected:
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(out), read_all(err)};
   }
 
-  // A tiny tuning run into a fresh database; returns every record's trace.
+  // A tiny tuning run into a fresh database; returns the trace of every record but the
+  // unscheduled workload's.
   std::vector<Trace> tune(const std::string& name, const std::string& extra) const {
     std::string db = (work_ / (name + ".db")).string();
     CliRun r = cli("tune --workload 'matmul(M=64,N=64,K=64)' --trials 8 --batch-size 8 --db " +
@@ -118,8 +119,11 @@ protected:
     ro.read_only = true;
     auto d = Database::open(db, ro);
     for (const WorkloadEntry& w : d->workloads())
-      for (const TuningRecord& rec : d->records(w.id))
-        traces.push_back(Trace::from_json(rec.trace_json));
+      for (const TuningRecord& rec : d->records(w.id)) {
+        Trace t = Trace::from_json(rec.trace_json);
+        // The unscheduled workload, a candidate of every task, is no rule's work.
+        if (t.size() > 0) traces.push_back(std::move(t));
+      }
     return traces;
   }
 
