@@ -184,6 +184,8 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
   reference = load_or_compute_reference(workload, options.seed, options.reference_cache_dir, 0,
                                         &info, by_target ? &*by_target : nullptr);
   has_reference = true;
+  if (by_target && reference.compute_seconds >= options.reference_run_as_trial_seconds)
+    unscheduled_seconds = reference.compute_seconds;
   std::string by = by_target ? " by " + target->component + " (unscheduled build)" : "";
   if (info.from_cache)
     return fmt::format("reference{} loaded from cache ({}) in {:.2f} s", by, info.file,

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,10 @@ public:
   std::vector<bool> library_stored; // per library target: the database has a record already
   bool unscheduled_offered = false; // measured before (a record with an empty trace) or taken
   size_t unscheduled_in_run = 0;    // 1 when this run measures it
+  // Its time per call when the reference was computed by the tuning target's unscheduled
+  // build and took long enough for one run to be a measurement
+  // (TuneOptions::reference_run_as_trial_seconds); +inf otherwise.
+  double unscheduled_seconds = std::numeric_limits<double>::infinity();
 
 private:
   bool load_model() const;

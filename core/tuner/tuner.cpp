@@ -340,8 +340,8 @@ private:
       }
       // A task's first batch leads with the unscheduled workload (task_context.h).
       std::vector<std::shared_ptr<Schedule>> batch;
-      if (std::shared_ptr<Schedule> base = t.take_unscheduled_candidate())
-        batch.push_back(std::move(base));
+      std::shared_ptr<Schedule> base = t.take_unscheduled_candidate();
+      if (base) batch.push_back(base);
       if (batch.size() < n) {
         std::vector<std::shared_ptr<Schedule>> proposed = t.strategy->next_batch(n - batch.size());
         batch.insert(batch.end(), proposed.begin(), proposed.end());
@@ -354,7 +354,13 @@ private:
         continue;
       }
       spdlog::debug("{}: measuring a batch of {}", t.result.spec, batch.size());
-      std::vector<MeasuredTrial> measured = measure_batch(t, batch);
+      std::vector<MeasuredTrial> measured;
+      if (base && std::isfinite(t.unscheduled_seconds)) {
+        measured.push_back(unscheduled_from_reference(t, base));
+        batch.erase(batch.begin());
+      }
+      std::vector<MeasuredTrial> rest = measure_batch(t, batch);
+      measured.insert(measured.end(), rest.begin(), rest.end());
       for (const auto& c : callbacks_)
         c->apply(t, measured);
       scheduler_->report(ti, measured.size(), t.result.best_seconds);
@@ -364,6 +370,19 @@ private:
     }
     result_.trials = trials_run();
     result_.interrupted = stopped();
+  }
+
+  // The unscheduled workload's trial when its reference run timed it already (a slow task,
+  // task_context.h): that time, not a second run of seconds.
+  MeasuredTrial unscheduled_from_reference(TaskContext& t, std::shared_ptr<Schedule> base) {
+    MeasuredTrial trial{std::move(base), MeasureResult{}, 0};
+    trial.result.run_secs = {t.unscheduled_seconds};
+    spdlog::info("{}: the unscheduled workload takes {:.3g} s per call (its reference run); "
+                 "not measured again",
+                 t.result.spec, t.unscheduled_seconds);
+    for (const auto& c : callbacks_)
+      c->on_trial(t, trial);
+    return trial;
   }
 
   // Measured in chunks so that a stop request is honoured within seconds, not a whole batch;

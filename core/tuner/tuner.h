@@ -109,6 +109,10 @@ struct TuneOptions {
   // library (tests/llvm/workload_test.cpp) and every model layer (tests/graph); the
   // interpreter stays the oracle of the tests. 0 = always the target; +inf = never.
   double reference_by_target_flops = 2e8;
+  // A reference computed that way which ran at least this long is also the unscheduled
+  // workload's trial (its time, build included, is the record's): not run a second time.
+  // +inf = always measure it like any candidate.
+  double reference_run_as_trial_seconds = 1.0;
   // An embedding application's measure callbacks (measure_callback.h), called after the
   // built-in ones (commit to the database, cost model update, progress events) for every
   // trial and every batch of the run: a trial they see is already in the database, with its

@@ -75,6 +75,10 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Tasks of at least this many flops get their reference result from the "
                   "target's unscheduled build instead of the interpreter (0 = always)")
       ->capture_default_str();
+  cmd->add_option("--reference-run-as-trial", t.reference_run_as_trial_seconds,
+                  "Seconds: a reference computed by the target that ran at least this long is "
+                  "also the unscheduled workload's trial, not run again (inf = always measure)")
+      ->capture_default_str();
   cmd->add_option("--reference-cache", t.reference_cache_dir,
                   "Directory keeping the reference results between runs; 'none' = no cache "
                   "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "

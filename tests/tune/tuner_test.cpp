@@ -19,6 +19,7 @@
 #include "core/ir/structural.h"
 #include "core/plugin/plugin_host.h"
 #include "core/schedule/trace.h"
+#include "core/tuner/measure_callback.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_progress.h"
 #include "core/tuner/tuner.h"
@@ -199,6 +200,43 @@ TEST(Tuner, UnscheduledWorkloadIsACandidateSoTheBestIsNeverSlower) {
     ASSERT_EQ(only.size(), 1u) << task.spec;
     EXPECT_TRUE(unscheduled(only[0]));
   }
+}
+
+// A slow task's reference run by the tuning target is the unscheduled workload's trial: its
+// time is the record's, and the workload is not run a second time.
+TEST(Tuner, SlowReferenceRunIsTheUnscheduledTrial) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 3);
+  o.reference_by_target_flops = 0;      // every task's reference by llvm
+  o.reference_run_as_trial_seconds = 0; // and taken as the trial however short
+  o.reference_cache_dir.clear();
+  // A measured trial was built in its worker (build_seconds > 0); the reference's is not.
+  struct Builds : MeasureCallback {
+    std::vector<std::pair<size_t, double>> seen; // trace size, build seconds
+    void on_trial(TaskContext&, MeasuredTrial& t) override {
+      seen.emplace_back(t.schedule->trace().size(), t.result.build_seconds);
+    }
+  };
+  auto builds = std::make_shared<Builds>();
+  o.callbacks = {builds};
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
+  ASSERT_EQ(builds->seen.size(), 3u);
+  for (const auto& [size, build] : builds->seen)
+    if (size == 0)
+      EXPECT_EQ(build, 0.0) << "the unscheduled workload was built again";
+    else
+      EXPECT_GT(build, 0.0);
+  auto d = Database::open(db.path);
+  size_t n = 0;
+  for (const TuningRecord& rec : d->records(r.tasks.at(0).workload_id, r.target)) {
+    if (Trace::from_json(rec.trace_json).size() != 0) continue;
+    ++n;
+    ASSERT_EQ(rec.run_secs.size(), 1u);
+    EXPECT_GT(rec.run_secs[0], 0);
+    EXPECT_LT(rec.run_secs[0], 60);
+  }
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(r.trials, 3u);
 }
 
 // At the end the fastest records are measured again in fresh workers: the reported best is
