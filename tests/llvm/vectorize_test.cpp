@@ -2,6 +2,9 @@
 // gathers/scatters, masked guards, chunking of long loops, and the reduction check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "test_util.h"
 
 namespace mt::llvm_cpu::test {
@@ -246,6 +249,45 @@ TEST(LlvmVectorize, ConvWithPaddingGuardsVectorizedOverOutputChannels) {
       }
   run(p, {in.data(), w.data(), out.data()});
   expect_close(out, want, 1e-5, 1e-5);
+}
+
+// Row reductions in a serial innermost loop, S[i] += X[i, k] and M[i] = max(M[i], X[i, k]):
+// the combining operation may be reassociated, so LLVM keeps partial results in vector lanes
+// (softmax's and layernorm's row sums and maxima). The results against double precision.
+TEST(LlvmVectorize, SerialRowSumAndMaxBecomeVectorReductions) {
+  const int rows = 5, n = 301;
+  auto X = P::make_buffer("X", P::DType::f32(), {rows, n});
+  auto S = P::make_buffer("S", P::DType::f32(), {rows});
+  auto M = P::make_buffer("M", P::DType::f32(), {rows});
+  auto i = P::make_var("i"), k = P::make_var("k"), k2 = P::make_var("k2");
+  auto body = P::make_seq(
+      {P::make_store(S, {i}, 0.0),
+       P::make_for(k, n, P::make_store(S, {i}, P::make_load(S, {i}) + P::make_load(X, {i, k}))),
+       P::make_store(M, {i}, -std::numeric_limits<double>::infinity()),
+       P::make_for(k2, n,
+                   P::make_store(M, {i}, P::max(P::make_load(M, {i}), P::make_load(X, {i, k2}))))});
+  P::Program p{"rows", {X, S, M}, P::make_for(i, rows, body)};
+  std::string ir = emit_ir(p);
+  EXPECT_NE(ir.find("fadd reassoc"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("llvm.vector.reduce.fadd"), std::string::npos) << "sum not vectorised";
+  EXPECT_NE(ir.find("llvm.vector.reduce.fmax"), std::string::npos) << "max not vectorised";
+  std::vector<float> x = random_floats(rows * n, 21), sum(rows), mx(rows);
+  for (int r = 0; r < rows; ++r)
+    x[r * n + 17 * r] =
+        40.0f + static_cast<float>(r); // a clear maximum, somewhere else in each row
+  run(p, {x.data(), sum.data(), mx.data()});
+  std::vector<float> want_sum(rows), want_max(rows);
+  for (int r = 0; r < rows; ++r) {
+    double acc = 0, best = -std::numeric_limits<double>::infinity();
+    for (int c = 0; c < n; ++c) {
+      acc += x[r * n + c];
+      best = std::max(best, static_cast<double>(x[r * n + c]));
+    }
+    want_sum[r] = static_cast<float>(acc);
+    want_max[r] = static_cast<float>(best);
+  }
+  expect_close(sum, want_sum, 1e-5, 1e-5);
+  EXPECT_EQ(mx, want_max); // a maximum is exact in any order
 }
 
 } // namespace

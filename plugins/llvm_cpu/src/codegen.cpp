@@ -14,6 +14,7 @@
 
 #include "math_ir.h"
 #include "metatune/llvm_cpu/compiler.hpp"
+#include "metatune/sdk/expr_equal.hpp"
 #include "metatune/sdk/index_analysis.hpp"
 #include "vector_legality.h"
 
@@ -677,6 +678,44 @@ private:
     }
   }
 
+  // A reduction's update of a float sum, B[i] = B[i] + e: its addition may be reassociated,
+  // so that LLVM's loop vectorizer keeps partial sums in vector lanes when the reduction loop
+  // is innermost (softmax's and layernorm's row sums; oneDNN and BLAS sum in another order
+  // than the sequential one likewise). Only that addition: e keeps its own order.
+  static bool is_sum_update(const P::StmtNode& s) {
+    const P::Expr& v = s.value;
+    if (!v || !(v->kind == P::ExprKind::Add || v->kind == P::ExprKind::Max) ||
+        !v->dtype.is_float() || v->args.size() != 2)
+      return false;
+    const P::Expr& acc = v->args[0];
+    return acc->kind == P::ExprKind::Load && acc->buffer->id == s.buffer->id &&
+           P::exprs_equal(acc->args, s.indices);
+  }
+  Val sum_update(const P::StmtNode& s) {
+    Val a = expr(s.value->args[0]);
+    Val c = expr(s.value->args[1]);
+    bool vec = a.vec || c.vec;
+    llvm::Value* x = vec ? as_vec(a) : a.v;
+    llvm::Value* y = vec ? as_vec(c) : c.v;
+    llvm::IRBuilderBase::FastMathFlagGuard keep(b_);
+    llvm::FastMathFlags fmf = b_.getFastMathFlags();
+    fmf.setAllowReassoc(true);
+    if (s.value->kind == P::ExprKind::Max) {
+      // max(acc, e) as select(acc < e, e, acc) ignores a NaN e and keeps a NaN acc; from a
+      // non-NaN start (a max reduction starts at -inf) that is maxnum's answer. LLVM
+      // vectorises a maxnum reduction only under nnan and nsz: a NaN in the row then gives an
+      // unspecified maximum (vmaxps's operand order) where the sequential loop skipped it --
+      // as oneDNN's own kernels do; what follows a max (softmax's exp(x - max)) is NaN for
+      // that row either way.
+      fmf.setNoNaNs(true);
+      fmf.setNoSignedZeros(true);
+      b_.setFastMathFlags(fmf);
+      return {b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y), vec};
+    }
+    b_.setFastMathFlags(fmf);
+    return {round_to(b_.CreateFAdd(x, y), s.value->args[0]->dtype), vec};
+  }
+
   void store(const P::StmtNode& s) {
     const BufferBinding& bb = binding(s.buffer, "store");
     P::DType t = s.buffer->dtype;
@@ -686,7 +725,7 @@ private:
                          prog_.name);
     llvm::Type* mt = mem_type(t);
     P::Expr flat = P::flat_index(*s.buffer, s.indices);
-    Val val = expr(s.value);
+    Val val = is_sum_update(s) ? sum_update(s) : expr(s.value);
     int64_t id = s.buffer->id;
     if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
       llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
