@@ -6,6 +6,8 @@
 //   oneDNN   the onednn.cpu target (oneDNN's primitive), "-" where it offers nothing
 // and the ratio tuned/oneDNN in GFLOPS. Every speed is measured here, in this process (stored
 // record times are not reused); tuned and oneDNN outputs are checked against the untuned one.
+// With a database, also how soon tuning reached 0.8 and 0.9 of oneDNN (trials and minutes,
+// from the records the tuner committed: its trials against its oneDNN record).
 // Writes operator_suite.csv, operator_suite.svg and operator_suite.md into --out.
 #include <algorithm>
 #include <chrono>
@@ -22,14 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/database/database.h"
 #include "core/ir/function.h"
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
-#include "core/database/database.h"
-#include "core/workload/flop_count.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tuner.h"
+#include "core/workload/flop_count.h"
 #include "core/workload/library.h"
 #include "svg_chart.h"
 
@@ -122,11 +124,21 @@ bool selected(const Options& o, const SuiteOp& op) {
   return false;
 }
 
+// How soon tuning got there: trials of the tuning target (in commit order) and minutes from
+// the task's first record until the running best reached a fraction of oneDNN's speed; -1 /
+// NaN when it never did.
+struct Reach {
+  long trials = -1;
+  double minutes = NAN;
+};
+
 struct Row {
   std::string label, spec;
   double gflop = 0;
   double untuned = NAN, tuned = NAN, onednn = NAN; // seconds per call
   std::string tuned_note, onednn_note, impl;
+  Reach to_08, to_09;
+  long records = 0; // of the tuning target
 };
 
 double median(std::vector<double> v) {
@@ -168,11 +180,42 @@ std::optional<TuningRecord> best_record(const Database& db, const Function& f,
   return best;
 }
 
+// From the database alone: the tuning target's records against the oneDNN record, both
+// measured by the tuner (in the same run when the task was tuned once).
+void fill_reach(const Database& db, const Function& f, const std::string& target, Row& row) {
+  auto entry = db.find_workload(f);
+  if (!entry) return;
+  std::vector<TuningRecord> all = db.records(entry->id);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  double lib = INFINITY;
+  for (const TuningRecord& r : all)
+    if (!r.failed() && target_matches(r.target, "onednn")) lib = std::min(lib, r.mean_secs());
+  if (all.empty()) return;
+  const int64_t start_ms = all.front().created_at_ms;
+  double best = INFINITY;
+  for (const TuningRecord& r : all) {
+    if (!target_matches(r.target, target)) continue;
+    ++row.records;
+    if (!r.failed()) best = std::min(best, r.mean_secs());
+    for (auto [reach, fraction] : {std::pair{&row.to_08, 0.8}, std::pair{&row.to_09, 0.9}})
+      if (reach->trials < 0 && std::isfinite(lib) && lib / best >= fraction) {
+        reach->trials = row.records;
+        reach->minutes = static_cast<double>(r.created_at_ms - start_ms) / 60000.0;
+      }
+  }
+}
+
 std::string fmt(double v, const char* f = "%.2f") {
   if (!std::isfinite(v)) return "-";
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// "trials,minutes", empty fields when never reached.
+std::string reach_csv(const Reach& r) {
+  if (r.trials < 0) return ",";
+  return std::to_string(r.trials) + "," + fmt(r.minutes, "%.2f");
 }
 
 double gflops(const Row& r, double secs) {
@@ -255,6 +298,7 @@ int main(int argc, char** argv) {
     };
     if (db) {
       try {
+        fill_reach(*db, f, o.target, r);
         if (auto rec = best_record(*db, f, o.target)) {
           Function g = replay(*rec, f);
           auto m = llvm.target->build(g);
@@ -295,7 +339,8 @@ int main(int argc, char** argv) {
   {
     std::ofstream csv(dir / "operator_suite.csv");
     csv << "operator,workload,gflop,untuned_ms,untuned_gflops,tuned_ms,tuned_gflops,onednn_ms,"
-           "onednn_gflops,tuned_over_onednn,tuned_note,onednn_note,onednn_impl\n";
+           "onednn_gflops,tuned_over_onednn,tuned_note,onednn_note,onednn_impl,records,"
+           "trials_to_0.8,minutes_to_0.8,trials_to_0.9,minutes_to_0.9\n";
     for (const Row& r : rows) {
       auto ms = [](double s) { return std::isfinite(s) ? fmt(s * 1e3, "%.4f") : ""; };
       auto g = [&](double s) {
@@ -306,7 +351,8 @@ int main(int argc, char** argv) {
           << ms(r.untuned) << ',' << g(r.untuned) << ',' << ms(r.tuned) << ',' << g(r.tuned) << ','
           << ms(r.onednn) << ',' << g(r.onednn) << ','
           << (std::isfinite(ratio) ? fmt(ratio, "%.4f") : "") << ',' << r.tuned_note << ','
-          << r.onednn_note << ",\"" << r.impl << "\"\n";
+          << r.onednn_note << ",\"" << r.impl << "\"," << r.records << ',' << reach_csv(r.to_08)
+          << ',' << reach_csv(r.to_09) << "\n";
     }
   }
   // Markdown
@@ -318,14 +364,20 @@ int main(int argc, char** argv) {
      << " hardware threads, command: `" << o.command << "`"
      << (o.db.empty() ? "" : ", database `" + o.db + "`") << "\n\n";
   md << "| operator | workload | GFLOP | untuned GFLOPS | tuned GFLOPS | oneDNN GFLOPS | "
-        "tuned/oneDNN | oneDNN impl |\n|---|---|---:|---:|---:|---:|---:|---|\n";
+        "tuned/oneDNN | to 0.8 (trials, min) | to 0.9 | oneDNN impl |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  auto reach_md = [](const Reach& r) {
+    return r.trials < 0 ? std::string("-")
+                        : std::to_string(r.trials) + ", " + fmt(r.minutes, "%.1f");
+  };
   for (const Row& r : rows) {
     double ratio = gflops(r, r.tuned) / gflops(r, r.onednn);
     md << "| " << r.label << " | `" << r.spec << "` | " << fmt(r.gflop, "%.3f") << " | "
        << fmt(gflops(r, r.untuned)) << " | "
        << (std::isfinite(r.tuned) ? fmt(gflops(r, r.tuned)) : r.tuned_note) << " | "
        << (std::isfinite(r.onednn) ? fmt(gflops(r, r.onednn)) : r.onednn_note) << " | "
-       << fmt(ratio, "%.3f") << " | " << (r.impl.empty() ? "-" : r.impl) << " |\n";
+       << fmt(ratio, "%.3f") << " | " << reach_md(r.to_08) << " | " << reach_md(r.to_09) << " | "
+       << (r.impl.empty() ? "-" : r.impl) << " |\n";
   }
   std::cout << md.str();
   std::ofstream(dir / "operator_suite.md") << md.str();

@@ -1,5 +1,6 @@
 #include "thread_pool.h"
 
+#include <chrono>
 #include <memory>
 #include <new>
 
@@ -13,6 +14,14 @@ namespace {
 // Set on pool threads (and on a caller while it runs its share) so that a nested
 // parallel_for runs serially instead of deadlocking on the pool.
 thread_local bool t_inside_pool = false;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 void run_serial(mt_llvm_task_fn fn, void* closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
@@ -28,11 +37,23 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(m_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_)
     t.join();
+}
+
+template <class Ready> void ThreadPool::await(std::condition_variable& cv, const Ready& ready) {
+  constexpr auto kSpinMicros = std::chrono::microseconds(50);
+  auto until = std::chrono::steady_clock::now() + kSpinMicros;
+  for (int i = 0;; ++i) {
+    if (ready()) return;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+  }
+  std::unique_lock<std::mutex> lk(m_);
+  cv.wait(lk, ready);
 }
 
 void ThreadPool::run_range(int part, int parts) {
@@ -45,16 +66,17 @@ void ThreadPool::worker_loop(int index) {
   t_inside_pool = true;
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lk(m_);
-      wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-    }
+    await(wake_, [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    });
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     if (index < parts_) run_range(index, parts_);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the lock: a caller that found pending_ > 0 under it is waiting by now.
       std::lock_guard<std::mutex> lk(m_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -64,21 +86,22 @@ void ThreadPool::parallel_for(mt_llvm_task_fn fn, void* closure, int64_t n) {
   if (workers_.empty() || n == 1 || t_inside_pool) return run_serial(fn, closure, 0, n);
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock()) return run_serial(fn, closure, 0, n);
+  // The job is written before generation_ moves (release); a worker reads it after seeing the
+  // new generation (acquire), and none is still reading the last one (pending_ was 0).
+  fn_ = fn;
+  closure_ = closure;
+  n_ = n;
+  parts_ = static_cast<int>(std::min<int64_t>(n, size()));
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lk(m_);
-    fn_ = fn;
-    closure_ = closure;
-    n_ = n;
-    parts_ = static_cast<int>(std::min<int64_t>(n, size()));
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   t_inside_pool = true;
   run_range(0, parts_);
   t_inside_pool = false;
-  std::unique_lock<std::mutex> lk(m_);
-  done_.wait(lk, [&] { return pending_ == 0; });
+  await(done_, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 // ---- the default runtime ----------------------------------------------------------------------
