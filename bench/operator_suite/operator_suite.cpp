@@ -26,6 +26,7 @@
 
 #include "core/database/database.h"
 #include "core/ir/function.h"
+#include "core/measure/implementation_compare.h"
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
@@ -72,6 +73,7 @@ struct Options {
   std::string db, out = "bench/results", target = "llvm", only;
   size_t tune = 0;
   int repeats = 3;
+  int side_by_side = 5; // alternating rounds of tuned vs oneDNN; 0 = in-process timings only
   double min_repeat = 0.2;
   std::string command;
 };
@@ -79,7 +81,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "bench_operator_suite: " << why << "\n"
             << "usage: bench_operator_suite [--db FILE] [--tune N] [--out DIR] [--target T]\n"
-            << "         [--repeats R] [--min-repeat SECONDS] [--only LABEL,...]\n";
+            << "         [--repeats R] [--min-repeat SECONDS] [--side-by-side ROUNDS]\n"
+            << "         [--only LABEL,...]\n";
   std::exit(2);
 }
 
@@ -105,6 +108,8 @@ Options parse(int argc, char** argv) {
       o.repeats = std::stoi(value());
     else if (a == "--min-repeat")
       o.min_repeat = std::stod(value());
+    else if (a == "--side-by-side")
+      o.side_by_side = std::stoi(value());
     else if (a == "--only")
       o.only = value();
     else if (a == "-h" || a == "--help")
@@ -138,7 +143,8 @@ struct Row {
   double untuned = NAN, tuned = NAN, onednn = NAN; // seconds per call
   std::string tuned_note, onednn_note, impl;
   Reach to_08, to_09;
-  long records = 0; // of the tuning target
+  bool side_by_side = false; // tuned and oneDNN from alternating rounds in fresh workers
+  long records = 0;          // of the tuning target
 };
 
 double median(std::vector<double> v) {
@@ -265,8 +271,30 @@ int main(int argc, char** argv) {
   std::unique_ptr<Database> db;
   if (!o.db.empty()) db = Database::open(o.db);
 
+  // Tuned against oneDNN side by side first: alternating rounds, each timing in a fresh worker
+  // (compare_interleaved). Before anything below runs oneDNN in this process: its OpenMP is not
+  // fork-safe once it has run here.
+  std::vector<CompareResult> side(ops.size());
+  if (db && onednn && o.side_by_side > 0)
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Function f = make_workload(ops[i].spec);
+      try {
+        if (auto rec = best_record(*db, f, o.target)) {
+          CompareOptions co;
+          co.repeats = o.side_by_side;
+          co.min_repeat_seconds = o.min_repeat;
+          side[i] = compare_interleaved(*llvm.target, replay(*rec, f), *onednn, f, co);
+        }
+      } catch (const std::exception& e) {
+        side[i].error = e.what();
+      }
+      if (!side[i].ok && !side[i].error.empty())
+        std::cerr << ops[i].label << ": side by side: " << side[i].error << "\n";
+    }
+
   std::vector<Row> rows;
-  for (const SuiteOp& op : ops) {
+  for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
+    const SuiteOp& op = ops[op_index];
     Row r;
     r.label = op.label;
     r.spec = op.spec;
@@ -329,6 +357,12 @@ int main(int argc, char** argv) {
           std::cerr << "  oneDNN failed: " << e.what() << "\n";
       }
     }
+    // The figures of the side-by-side rounds replace the in-process ones (kept as the check).
+    if (const CompareResult& c = side[op_index]; c.ok && std::isfinite(r.onednn)) {
+      r.tuned = c.a_median;
+      r.onednn = c.b_median;
+      r.side_by_side = true;
+    }
     std::cerr << "  untuned " << fmt(gflops(r, r.untuned)) << " / tuned " << fmt(gflops(r, r.tuned))
               << " / oneDNN " << fmt(gflops(r, r.onednn)) << " GFLOPS\n";
     rows.push_back(r);
@@ -340,7 +374,7 @@ int main(int argc, char** argv) {
     std::ofstream csv(dir / "operator_suite.csv");
     csv << "operator,workload,gflop,untuned_ms,untuned_gflops,tuned_ms,tuned_gflops,onednn_ms,"
            "onednn_gflops,tuned_over_onednn,tuned_note,onednn_note,onednn_impl,records,"
-           "trials_to_0.8,minutes_to_0.8,trials_to_0.9,minutes_to_0.9\n";
+           "trials_to_0.8,minutes_to_0.8,trials_to_0.9,minutes_to_0.9,side_by_side\n";
     for (const Row& r : rows) {
       auto ms = [](double s) { return std::isfinite(s) ? fmt(s * 1e3, "%.4f") : ""; };
       auto g = [&](double s) {
@@ -352,7 +386,7 @@ int main(int argc, char** argv) {
           << ms(r.onednn) << ',' << g(r.onednn) << ','
           << (std::isfinite(ratio) ? fmt(ratio, "%.4f") : "") << ',' << r.tuned_note << ','
           << r.onednn_note << ",\"" << r.impl << "\"," << r.records << ',' << reach_csv(r.to_08)
-          << ',' << reach_csv(r.to_09) << "\n";
+          << ',' << reach_csv(r.to_09) << "," << (r.side_by_side ? 1 : 0) << "\n";
     }
   }
   // Markdown
@@ -362,7 +396,12 @@ int main(int argc, char** argv) {
   std::ostringstream md;
   md << "Operator suite, " << date << ", " << std::thread::hardware_concurrency()
      << " hardware threads, command: `" << o.command << "`"
-     << (o.db.empty() ? "" : ", database `" + o.db + "`") << "\n\n";
+     << (o.db.empty() ? "" : ", database `" + o.db + "`") << ". Tuned and oneDNN: "
+     << (o.side_by_side > 0 ? std::to_string(o.side_by_side) +
+                                  " alternating rounds each, every timing in a fresh worker "
+                                  "(where both exist; marked *), "
+                            : std::string())
+     << "else timed in this process (median of " << o.repeats << ")\n\n";
   md << "| operator | workload | GFLOP | untuned GFLOPS | tuned GFLOPS | oneDNN GFLOPS | "
         "tuned/oneDNN | to 0.8 (trials, min) | to 0.9 | oneDNN impl |\n"
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
@@ -376,8 +415,8 @@ int main(int argc, char** argv) {
        << fmt(gflops(r, r.untuned)) << " | "
        << (std::isfinite(r.tuned) ? fmt(gflops(r, r.tuned)) : r.tuned_note) << " | "
        << (std::isfinite(r.onednn) ? fmt(gflops(r, r.onednn)) : r.onednn_note) << " | "
-       << fmt(ratio, "%.3f") << " | " << reach_md(r.to_08) << " | " << reach_md(r.to_09) << " | "
-       << (r.impl.empty() ? "-" : r.impl) << " |\n";
+       << fmt(ratio, "%.3f") << (r.side_by_side ? "*" : "") << " | " << reach_md(r.to_08) << " | "
+       << reach_md(r.to_09) << " | " << (r.impl.empty() ? "-" : r.impl) << " |\n";
   }
   std::cout << md.str();
   std::ofstream(dir / "operator_suite.md") << md.str();
