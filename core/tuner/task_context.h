@@ -90,6 +90,7 @@ public:
   std::vector<bool> library_stored; // per library target: the database has a record already
   bool unscheduled_offered = false; // measured before (a record with an empty trace) or taken
   size_t unscheduled_in_run = 0;    // 1 when this run measures it
+  bool reference_by_target = false; // the reference came from the target's build (a large task)
   // Its time per call when the reference was computed by the tuning target's unscheduled
   // build and took long enough for one run to be a measurement
   // (TuneOptions::reference_run_as_trial_seconds); +inf otherwise.

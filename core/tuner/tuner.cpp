@@ -377,8 +377,8 @@ private:
   MeasuredTrial unscheduled_from_reference(TaskContext& t, std::shared_ptr<Schedule> base) {
     MeasuredTrial trial{std::move(base), MeasureResult{}, 0};
     trial.result.run_secs = {t.unscheduled_seconds};
-    spdlog::info("{}: the unscheduled workload takes {:.3g} s per call (its reference run); "
-                 "not measured again",
+    spdlog::info("{}: the untuned baseline (outer loops parallel) takes {:.3g} s per call (its "
+                 "reference run); not measured again",
                  t.result.spec, t.unscheduled_seconds);
     for (const auto& c : callbacks_)
       c->on_trial(t, trial);

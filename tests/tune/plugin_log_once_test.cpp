@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/measure/measure.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/plugin_messages.h"
-#include "core/measure/measure.h"
 #include "core/workload/library.h"
 #include "metatune/plugin_api.h"
 #include "tune_test_util.h"

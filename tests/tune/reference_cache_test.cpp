@@ -387,17 +387,18 @@ TEST(ReferenceCache, LargeTasksGetTheirReferenceFromTheTargetsUnscheduledBuild) 
   TuneResult r = tune(tune_test::host(), {{spec, {}, 1}}, o);
   std::string log = ::testing::internal::GetCapturedStderr();
   configure_logging("warn");
-  EXPECT_NE(log.find("reference computed by llvm.cpu (unscheduled build)"), std::string::npos)
+  EXPECT_NE(log.find("reference computed by llvm.cpu (unscheduled, outer loops parallel)"),
+            std::string::npos)
       << log;
   EXPECT_TRUE(std::isfinite(r.tasks.at(0).best_seconds)) << "every candidate refused";
-  std::string file = reference_cache_file(cache, w, o.seed, "llvm.cpu");
+  std::string file = reference_cache_file(cache, w, o.seed, "llvm.cpu+parallel");
   EXPECT_NE(file, reference_cache_file(cache, w, o.seed));
   ASSERT_TRUE(fs::is_regular_file(file));
   EXPECT_FALSE(fs::exists(reference_cache_file(cache, w, o.seed)));
 
   // Its outputs (read back from the cache: the evaluator is not called) against the
   // interpreter's, on the same inputs.
-  Reference::Evaluator cached_only{"llvm.cpu", {}};
+  Reference::Evaluator cached_only{"llvm.cpu+parallel", {}};
   ReferenceCacheInfo info;
   Reference by_target = load_or_compute_reference(w, o.seed, cache, 0, &info, &cached_only);
   EXPECT_TRUE(info.from_cache);

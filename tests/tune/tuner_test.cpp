@@ -202,34 +202,40 @@ TEST(Tuner, UnscheduledWorkloadIsACandidateSoTheBestIsNeverSlower) {
   }
 }
 
-// A slow task's reference run by the tuning target is the unscheduled workload's trial: its
-// time is the record's, and the workload is not run a second time.
-TEST(Tuner, SlowReferenceRunIsTheUnscheduledTrial) {
+// A large task's reference is run by the tuning target with the outer loops parallel, and
+// that schedule is the task's baseline candidate: the reference run's time is its record's,
+// it is not run a second time, and a resumed run does not offer it again.
+TEST(Tuner, LargeTaskBaselineIsItsParallelReferenceRun) {
   TempDb db;
   TuneOptions o = quick_options(db.path, 3);
   o.reference_by_target_flops = 0;      // every task's reference by llvm
   o.reference_run_as_trial_seconds = 0; // and taken as the trial however short
   o.reference_cache_dir.clear();
   // A measured trial was built in its worker (build_seconds > 0); the reference's is not.
+  // The baseline samples nothing: its trace is lookups and parallel only.
+  auto baseline = [](const std::string& trace_json) {
+    return trace_json.find("parallel") != std::string::npos &&
+           trace_json.find("sample_") == std::string::npos;
+  };
   struct Builds : MeasureCallback {
-    std::vector<std::pair<size_t, double>> seen; // trace size, build seconds
+    std::vector<std::pair<std::string, double>> seen; // trace, build seconds
     void on_trial(TaskContext&, MeasuredTrial& t) override {
-      seen.emplace_back(t.schedule->trace().size(), t.result.build_seconds);
+      seen.emplace_back(t.schedule->trace().to_json(), t.result.build_seconds);
     }
   };
   auto builds = std::make_shared<Builds>();
   o.callbacks = {builds};
   TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
   ASSERT_EQ(builds->seen.size(), 3u);
-  for (const auto& [size, build] : builds->seen)
-    if (size == 0)
-      EXPECT_EQ(build, 0.0) << "the unscheduled workload was built again";
+  for (const auto& [trace, build] : builds->seen)
+    if (baseline(trace))
+      EXPECT_EQ(build, 0.0) << "the baseline was built again";
     else
       EXPECT_GT(build, 0.0);
   auto d = Database::open(db.path);
   size_t n = 0;
   for (const TuningRecord& rec : d->records(r.tasks.at(0).workload_id, r.target)) {
-    if (Trace::from_json(rec.trace_json).size() != 0) continue;
+    if (!baseline(rec.trace_json)) continue;
     ++n;
     ASSERT_EQ(rec.run_secs.size(), 1u);
     EXPECT_GT(rec.run_secs[0], 0);
@@ -237,6 +243,14 @@ TEST(Tuner, SlowReferenceRunIsTheUnscheduledTrial) {
   }
   EXPECT_EQ(n, 1u);
   EXPECT_EQ(r.trials, 3u);
+  // Resumed: not offered again.
+  o.trials = 5;
+  TuneResult more = tune(host(), {{kSpec, {}, 1}}, o);
+  EXPECT_EQ(more.trials, 2u);
+  n = 0;
+  for (const TuningRecord& rec : d->records(r.tasks.at(0).workload_id, r.target))
+    n += baseline(rec.trace_json);
+  EXPECT_EQ(n, 1u);
 }
 
 // At the end the fastest records are measured again in fresh workers: the reported best is
