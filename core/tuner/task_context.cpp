@@ -22,15 +22,6 @@ namespace {
 // Records replayed to train the cost model at the start of a run (the most recent ones).
 constexpr size_t kMaxWarmStartTraining = 4096;
 
-// A record of the unscheduled workload: its trace has no instruction.
-bool is_unscheduled(const TuningRecord& r) {
-  try {
-    return Trace::from_json(r.trace_json).size() == 0;
-  } catch (const std::exception&) {
-    return false; // an unreadable trace is some other record's problem
-  }
-}
-
 // The tuning target's default schedule of a workload: the outermost loop of every block
 // parallel where that is legal (a data-parallel loop; the primitive refuses others and leaves
 // the schedule as it was). Each output element is computed as in the unscheduled program,
@@ -89,18 +80,27 @@ void TaskContext::file_in_database(Database& db, const TuneTask& task,
   for (const std::string& p : db.take_problems())
     spdlog::warn("{}", p);
   result.prior_records = prior_records_.size();
-  const std::string parallel_trace = outer_loops_parallel(workload, 0)->trace().to_json();
+  // A baseline's record (take_unscheduled_candidate) has one of these two traces, written by the
+  // same serialiser: compared as text, no record is parsed.
+  const std::string plain = Trace().to_json();
+  const std::string parallel = outer_loops_parallel(workload, 0)->trace().to_json();
   for (const TuningRecord& r : prior_records_) {
-    unscheduled_offered =
-        unscheduled_offered || is_unscheduled(r) || r.trace_json == parallel_trace;
+    unscheduled_offered = unscheduled_offered || r.trace_json == plain || r.trace_json == parallel;
     if (r.mean_secs() < result.best_seconds) {
       result.best_seconds = r.mean_secs();
       result.best_record_id = r.id;
     }
   }
+  library_stored = read_library_records(db, libs);
+}
+
+std::vector<bool> TaskContext::read_library_records(const Database& db,
+                                                    const std::vector<LibraryTarget>& libs) {
+  std::vector<bool> stored;
+  result.library_seconds = std::numeric_limits<double>::infinity();
   for (const LibraryTarget& lib : libs) {
     std::vector<TuningRecord> lrecs = db.records(result.workload_id, lib.key);
-    library_stored.push_back(!lrecs.empty());
+    stored.push_back(!lrecs.empty());
     if (const TuningRecord* f = fastest(lrecs); f && f->mean_secs() < result.library_seconds) {
       result.library_seconds = f->mean_secs();
       result.library_record_id = f->id;
@@ -108,6 +108,7 @@ void TaskContext::file_in_database(Database& db, const TuneTask& task,
       result.library_component = lib.component;
     }
   }
+  return stored;
 }
 
 void TaskContext::build_search(const TaskSetup& setup) {
@@ -301,26 +302,17 @@ void TaskContext::refresh_from_database(const Database& db, const std::vector<Li
     result.best_seconds = b->mean_secs();
     result.best_record_id = b->id;
   }
-  result.library_seconds = std::numeric_limits<double>::infinity();
-  for (const LibraryTarget& lib : libs)
-    if (const TuningRecord* f = fastest(db.records(result.workload_id, lib.key));
-        f && f->mean_secs() < result.library_seconds) {
-      result.library_seconds = f->mean_secs();
-      result.library_record_id = f->id;
-      result.library_target = lib.key;
-      result.library_component = lib.component;
-    }
+  read_library_records(db, libs);
 }
 
 std::shared_ptr<Schedule> TaskContext::take_unscheduled_candidate() {
   if (unscheduled_offered) return nullptr;
   unscheduled_offered = true;
-  // The postprocessors judge it, but it is measured as it is, as the untuned program is built
-  // (on CPU they would only add rewrites such as a decomposed reduction): its record keeps an
-  // empty trace, which is how a resumed run knows it was measured.
   // A large task, whose reference ran with the outer loops parallel, has that schedule as its
-  // baseline instead: its time is known from the reference run, and the serial program is
-  // slower still.
+  // baseline: its time is known from the reference run, and the serial program is slower
+  // still. The postprocessors judge the baseline, but it is measured as it is, as the untuned
+  // program is built (on CPU they would only add rewrites such as a decomposed reduction), so
+  // its record keeps the trace file_in_database recognises on a resumed run.
   std::shared_ptr<Schedule> base = reference_by_target
                                        ? outer_loops_parallel(workload, ctx.seed)
                                        : std::make_shared<Schedule>(workload, ctx.seed);
@@ -332,7 +324,7 @@ std::shared_ptr<Schedule> TaskContext::take_unscheduled_candidate() {
                   why);
     return nullptr;
   }
-  unscheduled_in_run = 1;
+  unscheduled_in_run = true;
   return base;
 }
 

@@ -88,15 +88,18 @@ public:
   const TargetSetup* target = nullptr; // the tuning target (build_search)
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
-  bool unscheduled_offered = false; // measured before (a record with an empty trace) or taken
-  size_t unscheduled_in_run = 0;    // 1 when this run measures it
+  bool unscheduled_offered = false; // measured before (its record is in the database) or taken
+  bool unscheduled_in_run = false;  // this run measures it
   bool reference_by_target = false; // the reference came from the target's build (a large task)
-  // Its time per call when the reference was computed by the tuning target's unscheduled
-  // build and took long enough for one run to be a measurement
+  // Its time per call when the reference was computed by the tuning target's build (outer
+  // loops parallel) and took long enough for one run to be a measurement
   // (TuneOptions::reference_run_as_trial_seconds); +inf otherwise.
   double unscheduled_seconds = std::numeric_limits<double>::infinity();
 
 private:
+  // library_* of the result from the libraries' records; per library, whether it has any.
+  std::vector<bool> read_library_records(const Database& db,
+                                         const std::vector<LibraryTarget>& libs);
   bool load_model() const;
   void train_from_records(const std::vector<TuningRecord>& records);
 

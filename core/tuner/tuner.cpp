@@ -440,12 +440,13 @@ private:
   // Every sample refused is an error, also when the unscheduled workload was measured: the
   // search itself gave nothing (a failing strategy, a postprocessor refusing all).
   void check_something_measured() const {
-    size_t searched = result_.trials;
+    size_t baselines = 0;
     bool all_diagnosed = true;
     for (const auto& t : tasks_) {
-      searched -= std::min<size_t>(searched, t->unscheduled_in_run);
+      baselines += t->unscheduled_in_run;
       all_diagnosed = all_diagnosed && !t->result.diagnosis.empty();
     }
+    const size_t searched = result_.trials > baselines ? result_.trials - baselines : 0;
     if (!result_.interrupted && (result_.trials == 0 || (searched == 0 && all_diagnosed))) {
       std::string why;
       for (const auto& t : tasks_)
@@ -459,7 +460,7 @@ private:
                       ": every sample was refused" + why);
     }
     for (const auto& t : tasks_)
-      if (t->result.trials <= t->unscheduled_in_run && t->result.prior_records == 0 &&
+      if (t->result.trials <= (t->unscheduled_in_run ? 1u : 0u) && t->result.prior_records == 0 &&
           t->result.exhausted && !result_.interrupted)
         spdlog::warn("{}: nothing measured: {}", t->result.spec, t->result.diagnosis);
   }
