@@ -678,11 +678,12 @@ private:
     }
   }
 
-  // A reduction's update of a float sum, B[i] = B[i] + e: its addition may be reassociated,
-  // so that LLVM's loop vectorizer keeps partial sums in vector lanes when the reduction loop
-  // is innermost (softmax's and layernorm's row sums; oneDNN and BLAS sum in another order
-  // than the sequential one likewise). Only that addition: e keeps its own order.
-  static bool is_sum_update(const P::StmtNode& s) {
+  // A float reduction's update, B[i] = B[i] + e or max(B[i], e): its combining operation may
+  // be reassociated, so that LLVM's loop vectorizer keeps partial results in vector lanes when
+  // the reduction loop is innermost (softmax's and layernorm's row sums and maxima; oneDNN and
+  // BLAS sum in another order than the sequential one likewise). Only that operation: e keeps
+  // its own order.
+  static bool is_reduction_update(const P::StmtNode& s) {
     const P::Expr& v = s.value;
     if (!v || !(v->kind == P::ExprKind::Add || v->kind == P::ExprKind::Max) ||
         !v->dtype.is_float() || v->args.size() != 2)
@@ -691,7 +692,7 @@ private:
     return acc->kind == P::ExprKind::Load && acc->buffer->id == s.buffer->id &&
            P::exprs_equal(acc->args, s.indices);
   }
-  Val sum_update(const P::StmtNode& s) {
+  Val reduction_update(const P::StmtNode& s) {
     Val a = expr(s.value->args[0]);
     Val c = expr(s.value->args[1]);
     bool vec = a.vec || c.vec;
@@ -725,7 +726,7 @@ private:
                          prog_.name);
     llvm::Type* mt = mem_type(t);
     P::Expr flat = P::flat_index(*s.buffer, s.indices);
-    Val val = is_sum_update(s) ? sum_update(s) : expr(s.value);
+    Val val = is_reduction_update(s) ? reduction_update(s) : expr(s.value);
     int64_t id = s.buffer->id;
     if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
       llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
