@@ -192,11 +192,11 @@ void fill_reach(const Database& db, const Function& f, const std::string& target
   auto entry = db.find_workload(f);
   if (!entry) return;
   std::vector<TuningRecord> all = db.records(entry->id);
+  if (all.empty()) return;
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   double lib = INFINITY;
   for (const TuningRecord& r : all)
     if (!r.failed() && target_matches(r.target, "onednn")) lib = std::min(lib, r.mean_secs());
-  if (all.empty()) return;
   const int64_t start_ms = all.front().created_at_ms;
   double best = INFINITY;
   for (const TuningRecord& r : all) {
