@@ -10,6 +10,9 @@ PACKAGES=(
   libjemalloc-dev # the executables' allocator (cmake/MetatuneAllocator.cmake)
   # libdnnl-dev only Recommends these, but dnnl-config.cmake calls find_package(OpenCL)
   ocl-icd-opencl-dev opencl-headers
+  # the opencl target's device here: PoCL runs work-groups (local memory, barriers) on the CPU,
+  # so every GPU schedule is checked against the interpreter without a GPU (tests label opencl)
+  pocl-opencl-icd
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -53,7 +53,8 @@ std::vector<int> write_dims(const char* prim, const std::string& subject, const 
   bool found = false;
   visit_stmts(b.body, [&](const Stmt& s) {
     if (s->kind != StmtKind::Store || as<StoreNode>(s)->buffer != w) return true;
-    if (found) schedule_error(prim, subject, "the block stores to '" + w->name + "' more than once");
+    if (found)
+      schedule_error(prim, subject, "the block stores to '" + w->name + "' more than once");
     found = true;
     for (auto& idx : as<StoreNode>(s)->indices) {
       int which = -1;
@@ -143,10 +144,12 @@ void Schedule::compute_at(BlockRV block, LoopRV loop) {
     if (path_contains(bp, lp.leaf()))
       schedule_error(prim, subject, "the block is already under " + impl_->loop_desc(loop));
     if (is_reduction_block(b) && !b.init)
-      schedule_error(prim, subject, "the block is a reduction update without its init "
-                                    "(after decompose_reduction); it must not be recomputed");
+      schedule_error(prim, subject,
+                     "the block is a reduction update without its init "
+                     "(after decompose_reduction); it must not be recomputed");
     auto writes = block_writes(b);
-    if (writes.size() != 1) schedule_error(prim, subject, "the block must write exactly one buffer");
+    if (writes.size() != 1)
+      schedule_error(prim, subject, "the block must write exactly one buffer");
     Buffer w = writes[0];
     if (is_param(func_, w))
       schedule_error(prim, subject, "the block writes the function output '" + w->name + "'");
@@ -170,7 +173,8 @@ void Schedule::compute_at(BlockRV block, LoopRV loop) {
       ++consumers;
       for (auto& ld : loads)
         for (size_t d = 0; d < w->shape.size(); ++d) {
-          DimRange r = relax_index(ld->args[d], br, cp, scope_depth, w->shape[d]);
+          DimRange r =
+              relax_index(ld->args[d], br, cp, scope_depth, w->shape[d], w->scope == "shared");
           if (!region[d]) {
             region[d] = r;
           } else {
@@ -182,7 +186,8 @@ void Schedule::compute_at(BlockRV block, LoopRV loop) {
     if (consumers == 0)
       schedule_error(prim, subject, "the block has no consumer under " + impl_->loop_desc(loop));
     std::vector<DimRange> domain(b.iter_vars.size());
-    for (size_t i = 0; i < b.iter_vars.size(); ++i) domain[i] = DimRange{Expr(), b.iter_vars[i].extent};
+    for (size_t i = 0; i < b.iter_vars.size(); ++i)
+      domain[i] = DimRange{Expr(), b.iter_vars[i].extent};
     for (size_t d = 0; d < dim_iter.size(); ++d) {
       DimRange r = *region[d];
       if (r.extent >= w->shape[d] && is_const_int(r.min, 0)) continue;
@@ -198,7 +203,8 @@ void Schedule::compute_at(BlockRV block, LoopRV loop) {
     auto reads = block_reads(b);
     size_t pos = items.size();
     for (size_t i = 0; i < items.size(); ++i)
-      if (subtree_has_block(items[i], [&](const Block& x) { return block_reads_buffer(x, w.get()); })) {
+      if (subtree_has_block(items[i],
+                            [&](const Block& x) { return block_reads_buffer(x, w.get()); })) {
         pos = i;
         break;
       }
@@ -229,18 +235,21 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
     if (path_contains(bp, lp.leaf()))
       schedule_error(prim, subject, "the block is already under " + impl_->loop_desc(loop));
     if (is_reduction_block(c) && !c.init)
-      schedule_error(prim, subject, "the block is a reduction update without its init "
-                                    "(after decompose_reduction); it must not be recomputed");
+      schedule_error(prim, subject,
+                     "the block is a reduction update without its init "
+                     "(after decompose_reduction); it must not be recomputed");
     Stmt loop_node = lp.leaf();
     size_t scope_depth = lp.nodes.size() - 1;
     RangeMap ctx = path_ranges(lp);
     std::vector<const ExprNode*> outer_loops;
-    for (auto* f : lp.loops()) outer_loops.push_back(f->loop_var.get());
+    for (auto* f : lp.loops())
+      outer_loops.push_back(f->loop_var.get());
     outer_loops.push_back(as<ForNode>(loop_node)->loop_var.get());
 
     // Buffers the consumer reads that are produced under the loop.
     std::vector<DimRange> domain(c.iter_vars.size());
-    for (size_t i = 0; i < c.iter_vars.size(); ++i) domain[i] = DimRange{Expr(), c.iter_vars[i].extent};
+    for (size_t i = 0; i < c.iter_vars.size(); ++i)
+      domain[i] = DimRange{Expr(), c.iter_vars[i].extent};
     bool any = false;
     for (auto& x : block_reads(c)) {
       std::vector<std::optional<DimRange>> region(x->shape.size());
@@ -254,9 +263,10 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
         }
         under = true;
         if (br->predicate && !predicate_is_domain_bound(*br, pp, x))
-          schedule_error(prim, subject,
-                         "producer block '" + br->block->name +
-                             "' is predicated beyond its own bounds: some iterations write nothing");
+          schedule_error(
+              prim, subject,
+              "producer block '" + br->block->name +
+                  "' is predicated beyond its own bounds: some iterations write nothing");
         for (size_t i = 0; i < br->iter_values.size(); ++i)
           if (br->block->iter_vars[i].kind == IterKind::Reduce)
             for (auto* v : outer_loops)
@@ -272,8 +282,10 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
             // The consumer may only read what this iteration wrote: the region must be exact.
             if (!relaxed_range_is_dense(idx[d], br, pp, scope_depth))
               schedule_error(prim, subject,
-                             "producer block '" + br->block->name + "' writes a strided or "
-                             "irregular region of '" + x->name + "' per iteration");
+                             "producer block '" + br->block->name +
+                                 "' writes a strided or "
+                                 "irregular region of '" +
+                                 x->name + "' per iteration");
             DimRange r = relax_index(idx[d], br, pp, scope_depth, x->shape[d]);
             if (!region[d]) {
               region[d] = r;
@@ -282,8 +294,9 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
               int64_t gap = 0;
               if (u) gap = u->extent - region[d]->extent - r.extent;
               if (!u || gap > 0)
-                schedule_error(prim, subject, "the producers of '" + x->name +
-                                                  "' write disjoint regions per iteration");
+                schedule_error(prim, subject,
+                               "the producers of '" + x->name +
+                                   "' write disjoint regions per iteration");
               region[d] = *u;
             }
           }
@@ -292,7 +305,8 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
       }
       if (!under) continue;
       if (outside)
-        schedule_error(prim, subject, "'" + x->name + "' is also written outside " + impl_->loop_desc(loop));
+        schedule_error(prim, subject,
+                       "'" + x->name + "' is also written outside " + impl_->loop_desc(loop));
       any = true;
       for (auto& ld : block_loads_of(c, x.get()))
         for (size_t d = 0; d < ld->args.size(); ++d) {
@@ -306,7 +320,9 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
           if (r.extent >= x->shape[d] && is_const_int(r.min, 0)) continue;
           if (domain[which].min) {
             auto u = union_range(domain[which], r, ctx);
-            if (!u) schedule_error(prim, subject, "inconsistent regions for '" + c.iter_vars[which].var->name + "'");
+            if (!u)
+              schedule_error(prim, subject,
+                             "inconsistent regions for '" + c.iter_vars[which].var->name + "'");
             domain[which] = *u;
           } else {
             domain[which] = r;
@@ -314,7 +330,8 @@ void Schedule::reverse_compute_at(BlockRV block, LoopRV loop) {
         }
     }
     if (!any)
-      schedule_error(prim, subject, "the block reads nothing produced under " + impl_->loop_desc(loop));
+      schedule_error(prim, subject,
+                     "the block reads nothing produced under " + impl_->loop_desc(loop));
     Stmt nest = make_nest(c, domain, ctx);
     std::vector<std::string> before = block_names_in_order(func_.body);
     impl_->root() = replace_at(bp, nullptr);

@@ -24,7 +24,7 @@ RangeMap path_ranges(const StmtPath& path) {
 }
 
 DimRange relax_index(const Expr& index, const BlockRealizeNode* br, const StmtPath& path,
-                     size_t scope_depth, int64_t shape_extent) {
+                     size_t scope_depth, int64_t shape_extent, bool relax_thread_loops) {
   VarMap vmap;
   for (size_t i = 0; i < br->iter_values.size(); ++i)
     vmap[br->block->iter_vars[i].var.get()] = br->iter_values[i];
@@ -33,7 +33,11 @@ DimRange relax_index(const Expr& index, const BlockRealizeNode* br, const StmtPa
   for (size_t k = 0; k < path.nodes.size(); ++k) {
     if (path.nodes[k]->kind != StmtKind::For) continue;
     auto* f = as<ForNode>(path.nodes[k]);
-    (k > scope_depth ? relaxed : context)[f->loop_var.get()] = IntBound::range(0, f->extent);
+    bool shared_by_threads =
+        relax_thread_loops && f->for_kind == ForKind::ThreadBinding &&
+        (f->thread_tag.rfind("threadIdx", 0) == 0 || f->thread_tag.rfind("vthread", 0) == 0);
+    (k > scope_depth || shared_by_threads ? relaxed : context)[f->loop_var.get()] =
+        IntBound::range(0, f->extent);
   }
   auto r = relax(e, relaxed, context);
   if (!r || r->extent >= shape_extent) return DimRange{int_imm(0), shape_extent};

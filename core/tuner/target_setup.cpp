@@ -30,9 +30,7 @@ struct StandardSet {
 };
 
 StandardSet standard_set(const std::string& kind) {
-  static const std::vector<std::string> gpu_kinds = {"cuda",   "rocm",  "hip",    "gpu",
-                                                     "vulkan", "metal", "opencl", "webgpu"};
-  if (std::find(gpu_kinds.begin(), gpu_kinds.end(), kind) != gpu_kinds.end())
+  if (is_gpu_kind(kind))
     return {{"std.AutoInline", "std.MultiLevelTiling", "std.CrossThreadReduction",
              "std.ParallelVectorizeUnroll", "std.AutoBind"},
             {"std.DisallowDynamicLoop", "std.RewriteCooperativeFetch", "std.RewriteUnboundBlock",
@@ -116,6 +114,12 @@ std::string short_target_name(const std::string& target) {
   return out;
 }
 
+bool is_gpu_kind(const std::string& kind) {
+  static const std::vector<std::string> gpu_kinds = {"cuda",   "rocm",  "hip",    "gpu",
+                                                     "vulkan", "metal", "opencl", "webgpu"};
+  return std::find(gpu_kinds.begin(), gpu_kinds.end(), kind) != gpu_kinds.end();
+}
+
 TargetSetup setup_target(const PluginHost& host, const std::string& target) {
   std::string word = first_word(target);
   if (word.empty()) throw std::invalid_argument("empty target string");
@@ -157,6 +161,10 @@ TargetSetup setup_target(const PluginHost& host, const std::string& target) {
     throw std::runtime_error("target '" + s.component +
                              "': describe_device() is not JSON: " + e.what());
   }
+  // A target whose device is missing (no CUDA driver, no OpenCL platform) says why.
+  if (dev.contains("unavailable") && dev["unavailable"].is_string())
+    throw std::runtime_error("target '" + s.component +
+                             "': " + dev["unavailable"].get<std::string>());
   s.attrs = attributes_of(dev);
   std::string kind = dev.value("kind", word.substr(0, word.find('.')));
   s.target_string = dev.contains("target") && dev["target"].is_string()

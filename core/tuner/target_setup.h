@@ -26,10 +26,14 @@ struct TargetSetup {
   std::vector<double> mutator_probs; // selection probability of each mutator
 };
 
+// True for device kinds that run thread blocks (the GPU standard set applies).
+bool is_gpu_kind(const std::string& kind);
+
 // Resolves `target`: its first word names a target component, either exactly or as the
 // component's prefix ("llvm" -> "llvm.cpu"); the whole string is handed to the component's
 // configuration as {"target": ...} unless it is just the component name. Throws
-// std::invalid_argument listing the registered targets when none matches.
+// std::invalid_argument listing the registered targets when none matches, and
+// std::runtime_error with the target's reason when its describe() says "unavailable".
 TargetSetup setup_target(const PluginHost& host, const std::string& target);
 
 // True if a record filed under `record_target` belongs to what the user asked for with

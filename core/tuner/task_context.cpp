@@ -192,7 +192,14 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
   if (has_reference) return {};
   ReferenceCacheInfo info;
   std::optional<Reference::Evaluator> by_target;
-  if (target && result.flops >= options.reference_by_target_flops) {
+  // Not on GPUs: the parent process must not initialise a GPU driver before it forks its
+  // measurement workers (CUDA and PoCL do not survive fork), and a parallel loop nest is no
+  // GPU program.
+  auto kind = target ? target->attrs.find("kind") : TuneAttributes::const_iterator{};
+  bool gpu = target && kind != target->attrs.end() &&
+             std::holds_alternative<std::string>(kind->second) &&
+             is_gpu_kind(std::get<std::string>(kind->second));
+  if (target && !gpu && result.flops >= options.reference_by_target_flops) {
     const PluginTarget& t = *target->target;
     // With the outer loops parallel: half the time on 2 cores and the same arithmetic per
     // element.

@@ -26,6 +26,29 @@ std::string abi_string(uint32_t v) {
   return std::to_string(MT_ABI_VERSION_MAJOR(v)) + "." + std::to_string(MT_ABI_VERSION_MINOR(v));
 }
 
+// What a target says about its device: {"device": ..., "target": ...} or {"unavailable": why}
+// (a GPU target on a machine without that GPU), from describe_device().
+nlohmann::json device_of(const PluginHost& host, const ComponentInfo& c) {
+  nlohmann::json out = nlohmann::json::object();
+  try {
+    nlohmann::json d = nlohmann::json::parse(host.create_target(c.name)->describe_device());
+    for (const char* k : {"kind", "device", "target", "unavailable"})
+      if (d.is_object() && d.contains(k) && d[k].is_string()) out[k] = d[k];
+  } catch (const std::exception& e) {
+    out["unavailable"] = std::string("describe_device failed: ") + e.what();
+  }
+  return out;
+}
+
+std::string device_line(const nlohmann::json& d) {
+  if (d.contains("unavailable")) return d["unavailable"].get<std::string>();
+  std::string s = d.value("device", d.value("kind", std::string("?")));
+  std::string t = d.value("target", std::string());
+  if (t.size() > 80) t = t.substr(0, t.find(" -mattr=")); // the CPU feature list runs long
+  if (!t.empty()) s += (s.empty() ? "" : "  ") + std::string("[") + t + "]";
+  return s;
+}
+
 nlohmann::json to_json(const std::vector<std::filesystem::path>& search, const PluginHost& host) {
   nlohmann::json j;
   j["host_abi_version"] = abi_string(MT_PLUGIN_ABI_VERSION);
@@ -47,6 +70,7 @@ nlohmann::json to_json(const std::vector<std::filesystem::path>& search, const P
           {"kind", to_string(c.kind)}, {"name", c.name}, {"description", c.description}};
       if (c.joins_defaults)
         cj["joins_defaults"] = nlohmann::json::parse(to_json_text(*c.joins_defaults));
+      if (c.kind == ComponentKind::Target) cj["device"] = device_of(host, c);
       p["components"].push_back(std::move(cj));
     }
     if (!r.loaded()) {
@@ -90,6 +114,8 @@ void print_text(const std::vector<std::filesystem::path>& search, const PluginHo
         std::cout << "]";
       }
       std::cout << "\n";
+      if (c.kind == ComponentKind::Target)
+        std::cout << "      device: " << device_line(device_of(host, c)) << "\n";
     }
   }
   bool header = false;

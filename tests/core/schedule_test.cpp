@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "core/ir/printer.h"
 #include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
+#include "core/lower/lower.h"
 #include "core/runtime/arguments.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
@@ -28,7 +30,7 @@ void expect_same_numbers(const Function& ref, const Function& got) {
   for (size_t i = 0; i < a.size(); ++i) {
     std::string why;
     EXPECT_TRUE(allclose(b[i], a[i], 1e-4, 1e-5, &why)) << "param " << i << ": " << why << "\n"
-                                                         << print(got);
+                                                        << print(got);
   }
 }
 
@@ -199,6 +201,46 @@ TEST(Schedule, CacheReadWriteDecomposeRfactor) {
   }
 }
 
+// A buffer in "shared" scope computed at a loop under threadIdx serves every thread of the
+// block: its region is relaxed over the thread-bound loops (the block's rows, not one thread's),
+// so that a GPU, where the loops that fill it run once per block, gets what each thread reads.
+// A "local" buffer stays per thread.
+TEST(Schedule, ComputeAtUnderThreadLoopsCoversTheBlockForSharedScope) {
+  Function f = make_workload("matmul(M=16,N=16,K=16)");
+  auto rows_of = [&](const std::string& scope) {
+    Schedule sch(f);
+    BlockRV c = sch.all_blocks()[0];
+    auto l = sch.get_loops(c);
+    auto i = sch.split(l[0], {int64_t(4), int64_t(4)});
+    auto k = sch.split(l[2], {int64_t(4), int64_t(4)});
+    sch.reorder({i[0], i[1], l[1], k[0], k[1]});
+    sch.bind(i[0], "blockIdx.x");
+    sch.bind(i[1], "threadIdx.x");
+    BlockRV a = sch.cache_read(c, 0, scope);
+    sch.compute_at(a, k[0]);
+    expect_same_numbers(f, sch.func());
+    // Elements the nest under k_0 writes into the cache per iteration of k_0.
+    int64_t per_iteration = 0;
+    std::function<void(const Stmt&, int64_t, bool)> walk = [&](const Stmt& s, int64_t n,
+                                                               bool below) {
+      if (!s) return;
+      if (s->kind == StmtKind::For) {
+        auto* fl = as<ForNode>(s);
+        walk(fl->body, below ? n * fl->extent : n, below || fl->loop_var->name == "k_0");
+        return;
+      }
+      if (s->kind == StmtKind::Store && as<StoreNode>(s)->buffer->scope == scope && below)
+        per_iteration = n;
+      for (const Stmt& c : children(s))
+        walk(c, n, below);
+    };
+    walk(lower(sch.func()).body, 1, false);
+    return per_iteration;
+  };
+  EXPECT_EQ(rows_of("shared"), 4 * 4); // the 4 threads' rows of the k_0 tile, once per block
+  EXPECT_EQ(rows_of("local"), 1 * 4);  // this thread's row
+}
+
 TEST(Trace, JsonRoundTripAndReplayGiveEqualFunctions) {
   Function f = make_workload("matmul(M=16,N=16,K=16)");
   Schedule sch(f, 42);
@@ -232,7 +274,8 @@ TEST(Trace, SameSeedSameTraceAndChangedDecisionStillCorrect) {
   auto s = build(5);
   size_t idx = s->trace().sampling_indices().at(0);
   std::vector<int64_t> old = *s->trace().instructions()[idx].decision;
-  std::vector<int64_t> changed = old[0] == 32 ? std::vector<int64_t>{16, 2} : std::vector<int64_t>{32, 1};
+  std::vector<int64_t> changed =
+      old[0] == 32 ? std::vector<int64_t>{16, 2} : std::vector<int64_t>{32, 1};
   Trace mutated = s->trace().with_decision(idx, changed);
   Schedule re(f);
   mutated.apply_to(re, true);

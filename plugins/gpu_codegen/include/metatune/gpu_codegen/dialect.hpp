@@ -1,0 +1,60 @@
+// What differs between the GPU source languages the generator writes: CUDA C++, HIP C++ and
+// OpenCL C. Everything else (loops, indices, barriers' placement, cross-thread reductions) is
+// the one writer's (kernel_writer.hpp); a dialect only spells things.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "metatune/sdk/program.hpp"
+
+namespace mt::gpu_codegen {
+
+namespace P = mt::sdk::program;
+
+// One kernel parameter as the writer declares it.
+struct KernelParam {
+  std::string type; // element type (buffers) or scalar type
+  std::string name;
+  bool buffer = true;
+  bool read_only = false;
+};
+
+class Dialect {
+public:
+  virtual ~Dialect() = default;
+  virtual const char* name() const = 0;
+  // Headers and pragmas at the top of the source.
+  virtual std::string prologue() const = 0;
+  // Qualifier of the helper functions the writer emits ("inline", "__device__ inline").
+  virtual std::string helper_qualifier() const = 0;
+  // `<qualifiers> void name(params) ` up to, not including, the opening brace.
+  virtual std::string kernel_signature(const std::string& name,
+                                       const std::vector<KernelParam>& params,
+                                       const int64_t block[3]) const = 0;
+  // The index of this block in the grid / this thread in the block along dim (0 = x).
+  virtual std::string block_index(int dim) const = 0;
+  virtual std::string thread_index(int dim) const = 0;
+  // Waits for every thread of the block; makes shared and global writes visible to them.
+  virtual std::string barrier() const = 0;
+  // Declaration of a block-shared array at kernel scope.
+  virtual std::string shared_array(const std::string& type, const std::string& name,
+                                   int64_t elements) const = 0;
+  virtual std::string type_name(P::DType t) const = 0;
+  virtual std::string int64_type() const = 0;
+  // A math function of the IR on float arguments of type t.
+  virtual std::string math(P::MathFn fn, P::DType t,
+                           const std::vector<std::string>& args) const = 0;
+  // Spelling of +inf / -inf / NaN in type t.
+  virtual std::string infinity(P::DType t, bool negative) const = 0;
+  virtual std::string nan(P::DType t) const = 0;
+  virtual std::string is_nan(const std::string& x) const = 0;
+  // Before a loop the schedule asks to unroll.
+  virtual std::string unroll_pragma() const { return "#pragma unroll"; }
+};
+
+std::unique_ptr<Dialect> opencl_dialect();
+std::unique_ptr<Dialect> cuda_dialect();
+
+} // namespace mt::gpu_codegen

@@ -1,0 +1,813 @@
+// Kernels of a plan as source text (kernel_writer.hpp).
+#include "metatune/gpu_codegen/kernel_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "shared_access.h"
+
+namespace mt::gpu_codegen {
+
+namespace {
+
+using P::ExprKind;
+using P::StmtKind;
+
+// A reduction update X[i] = X[i] (+|max|min) e: the combiner and e.
+struct Update {
+  ExprKind combiner = ExprKind::Add;
+  P::Expr operand;
+};
+
+std::optional<Update> reduction_update(const P::Stmt& s) {
+  const P::Expr& v = s->value;
+  if (v->kind != ExprKind::Add && v->kind != ExprKind::Max && v->kind != ExprKind::Min)
+    return std::nullopt;
+  std::string key = index_key(s->indices);
+  auto self = [&](const P::Expr& e) {
+    return e->kind == ExprKind::Load && e->buffer->id == s->buffer->id && index_key(e->args) == key;
+  };
+  auto reads_self = [&](const P::Expr& e) {
+    bool r = false;
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind == ExprKind::Load && x->buffer->id == s->buffer->id) r = true;
+    });
+    return r;
+  };
+  for (int side = 0; side < 2; ++side) {
+    const P::Expr& a = v->args[static_cast<size_t>(side)];
+    const P::Expr& b = v->args[static_cast<size_t>(1 - side)];
+    if (self(a) && !reads_self(b)) return Update{v->kind, b};
+  }
+  return std::nullopt;
+}
+
+bool reads_buffer(const P::Expr& e, int64_t id) {
+  bool r = false;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Load && x->buffer->id == id) r = true;
+  });
+  return r;
+}
+
+bool uses_any(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
+  bool r = false;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Var && vars.count(x->var_id)) r = true;
+  });
+  return r;
+}
+
+bool uses_only(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
+  bool ok = true;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Var && !vars.count(x->var_id)) ok = false;
+  });
+  return ok;
+}
+
+// A reduction whose loop is bound to the threads of one dimension of the block: every thread
+// combines its own share into `red`, then the block combines the shares.
+struct CrossThreadReduction {
+  int64_t buffer_id = 0;
+  std::string key;
+  ExprKind combiner = ExprKind::Add;
+  P::Stmt update; // the store that becomes `red = red (+) e`
+  std::vector<P::Stmt> inits;
+  P::Expr init_value;
+  bool broadcast = false; // the target is private to each thread: every thread keeps the result
+  std::string red, flags; // the thread's variables
+};
+
+class KernelWriter {
+public:
+  KernelWriter(const KernelPlan& plan, const Kernel& kernel, const Dialect& d,
+               std::set<std::string>& used_helpers)
+      : plan_(plan), kernel_(kernel), d_(d), idx_(plan.index32 ? "int" : d.int64_type()),
+        used_helpers_(used_helpers) {}
+
+  std::string write() {
+    // Names the source uses for itself: a buffer called "exp" (an elementwise op) must not
+    // shadow the function.
+    for (const char* n :
+         {"exp",      "expf",     "log",     "logf",     "tanh",     "tanhf",    "erf",
+          "erff",     "sqrt",     "sqrtf",   "rsqrt",    "rsqrtf",   "pow",      "powf",
+          "fabs",     "fabsf",    "isnan",   "min",      "max",      "abs",      "barrier",
+          "half",     "float",    "double",  "int",      "long",     "char",     "short",
+          "uchar",    "ushort",   "uint",    "ulong",    "bool",     "kernel",   "global",
+          "local",    "constant", "private", "restrict", "signed",   "unsigned", "void",
+          "if",       "else",     "for",     "while",    "do",       "return",   "const",
+          "static",   "inline",   "switch",  "case",     "default",  "break",    "continue",
+          "sizeof",   "struct",   "union",   "enum",     "typedef",  "volatile", "register",
+          "auto",     "extern",   "goto",    "new",      "delete",   "class",    "template",
+          "this",     "true",     "false",   "NAN",      "INFINITY", "blockIdx", "threadIdx",
+          "blockDim", "gridDim",  "warpSize"})
+      taken_.insert(n);
+    for (const auto& b : plan_.buffers)
+      global_ids_.insert(b->id);
+    P::visit_stmts(kernel_.body, [&](const P::Stmt& s) {
+      if (s->kind == StmtKind::Allocate) {
+        if (s->buffer->scope == "shared")
+          shared_.push_back(s->buffer);
+        else
+          private_.insert(s->buffer->id);
+      }
+      return true;
+    });
+    for (const auto& v : kernel_.host_vars)
+      scope_vars_.insert(v->var_id);
+    Accesses pending;
+    indent_ = 1;
+    stmt(kernel_.body, pending, true);
+
+    std::vector<KernelParam> params;
+    for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+      const auto& b = plan_.buffers[i];
+      params.push_back({d_.type_name(b->dtype), buffer_name(b), true, false});
+    }
+    for (const auto& v : kernel_.host_vars)
+      params.push_back({d_.int64_type(), var_name(v), false, true});
+    std::ostringstream os;
+    os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
+    for (const auto& b : shared_)
+      os << "  " << d_.shared_array(d_.type_name(b->dtype), buffer_name(b), b->num_elements())
+         << "\n";
+    for (const auto& [name, type] : scratch_)
+      os << "  " << d_.shared_array(type, name, kernel_.dims.threads_per_block()) << "\n";
+    os << body_.str() << "}\n";
+    return os.str();
+  }
+
+private:
+  // ---- names ---------------------------------------------------------------------------------
+  static std::string sanitize(const std::string& s) {
+    std::string out;
+    for (char c : s)
+      out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v_" + out;
+    return out;
+  }
+  std::string unique(const std::string& base, int64_t id,
+                     std::unordered_map<int64_t, std::string>& names) {
+    auto it = names.find(id);
+    if (it != names.end()) return it->second;
+    std::string n = sanitize(base);
+    if (taken_.count(n)) n += "_" + std::to_string(id);
+    taken_.insert(n);
+    names[id] = n;
+    return n;
+  }
+  std::string var_name(const P::Expr& v) { return unique(v->name, v->var_id, var_names_); }
+  std::string buffer_name(const P::Buffer& b) { return unique(b->name, b->id, buffer_names_); }
+  std::string fresh(const std::string& base) {
+    std::string n = base + std::to_string(counter_++);
+    taken_.insert(n);
+    return n;
+  }
+
+  // ---- expressions ---------------------------------------------------------------------------
+  std::string int_type(P::DType t) const {
+    if (t == P::DType::index()) return idx_;
+    return d_.type_name(t);
+  }
+
+  std::string type_of(P::DType t) const {
+    if (t.is_int() && t.bits == 64) return int_type(t);
+    return d_.type_name(t);
+  }
+
+  // Whether an integer expression is never negative (loop variables are not), so that floor
+  // division and modulo by a positive constant can be C's.
+  bool non_negative(const P::Expr& e) const {
+    switch (e->kind) {
+    case ExprKind::IntImm:
+      return e->int_value >= 0;
+    case ExprKind::Var: // loop variables, thread indices and host loop variables
+      return true;
+    case ExprKind::Add:
+    case ExprKind::Mul:
+    case ExprKind::Min:
+    case ExprKind::Max:
+      return non_negative(e->args[0]) && non_negative(e->args[1]);
+    case ExprKind::FloorDiv:
+    case ExprKind::FloorMod:
+      return non_negative(e->args[0]) && P::is_const_int(e->args[1]) && e->args[1]->int_value > 0;
+    default:
+      return false;
+    }
+  }
+
+  std::string helper(const std::string& base, P::DType t) {
+    std::string suffix = t.is_float()                       ? (t.bits == 64 ? "f64" : "f32")
+                         : (t.bits == 64 && !plan_.index32) ? "i64"
+                         : t.bits == 64                     ? "i32"
+                                                            : "i" + std::to_string(t.bits);
+    std::string name = "mt_" + base + "_" + suffix;
+    used_helpers_.insert(name);
+    return name;
+  }
+
+  std::string float_literal(double v, P::DType t) {
+    if (std::isnan(v)) return d_.nan(t);
+    if (std::isinf(v)) return d_.infinity(t, v < 0);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, t.bits == 64 ? "%.17g" : "%.9g", v);
+    std::string s = buf;
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return t.bits == 64 ? s : s + "f";
+  }
+
+  std::string flat_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
+    std::string out;
+    int64_t stride = 1;
+    for (size_t i = indices.size(); i-- > 0;) {
+      int64_t c;
+      std::string term;
+      if (P::is_const_int(indices[i], &c)) {
+        term = std::to_string(c * stride);
+      } else {
+        // expr() parenthesises every compound expression itself.
+        term = expr(indices[i]);
+        if (stride != 1) term += " * " + std::to_string(stride);
+      }
+      out = out.empty() ? term : term + " + " + out;
+      stride *= b->shape[i];
+    }
+    return out.empty() ? "0" : out;
+  }
+
+  // An expression where nothing binds tighter around it (a condition, a right-hand side):
+  // without the outermost parentheses, which compilers warn about in `if ((a == b))`.
+  std::string bare(const P::Expr& e) {
+    std::string s = expr(e);
+    if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+    int depth = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+      if (depth == 0 && i + 1 < s.size()) return s; // "(a) * (b)"
+    }
+    return s.substr(1, s.size() - 2);
+  }
+
+  std::string expr(const P::Expr& e) {
+    const P::DType t = e->dtype;
+    auto a = [&](size_t i) { return expr(e->args[i]); };
+    switch (e->kind) {
+    case ExprKind::IntImm:
+      if (t.is_bool()) return e->int_value ? "1" : "0";
+      if (t == P::DType::index()) return std::to_string(e->int_value);
+      return "((" + d_.type_name(t) + ")" + std::to_string(e->int_value) + ")";
+    case ExprKind::FloatImm:
+      return float_literal(e->float_value, t);
+    case ExprKind::Var:
+      return var_name(e);
+    case ExprKind::Add:
+      return "(" + a(0) + " + " + a(1) + ")";
+    case ExprKind::Sub:
+      return "(" + a(0) + " - " + a(1) + ")";
+    case ExprKind::Mul:
+      return "(" + a(0) + " * " + a(1) + ")";
+    case ExprKind::Div:
+      if (t.is_float()) return "(" + a(0) + " / " + a(1) + ")";
+      [[fallthrough]];
+    case ExprKind::FloorDiv:
+      if (non_negative(e)) return "(" + a(0) + " / " + a(1) + ")";
+      return helper("floordiv", t) + "(" + a(0) + ", " + a(1) + ")";
+    case ExprKind::FloorMod:
+      if (non_negative(e)) return "(" + a(0) + " % " + a(1) + ")";
+      return helper("floormod", t) + "(" + a(0) + ", " + a(1) + ")";
+    case ExprKind::Min:
+      return helper("min", t) + "(" + a(0) + ", " + a(1) + ")";
+    case ExprKind::Max:
+      return helper("max", t) + "(" + a(0) + ", " + a(1) + ")";
+    case ExprKind::EQ:
+      return "(" + a(0) + " == " + a(1) + ")";
+    case ExprKind::NE:
+      return "(" + a(0) + " != " + a(1) + ")";
+    case ExprKind::LT:
+      return "(" + a(0) + " < " + a(1) + ")";
+    case ExprKind::LE:
+      return "(" + a(0) + " <= " + a(1) + ")";
+    case ExprKind::GT:
+      return "(" + a(0) + " > " + a(1) + ")";
+    case ExprKind::GE:
+      return "(" + a(0) + " >= " + a(1) + ")";
+    case ExprKind::And:
+      return "(" + a(0) + " && " + a(1) + ")";
+    case ExprKind::Or:
+      return "(" + a(0) + " || " + a(1) + ")";
+    case ExprKind::Not:
+      return "(!" + a(0) + ")";
+    case ExprKind::Select:
+      return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+    case ExprKind::Cast:
+      if (t.is_bool()) return "(" + a(0) + " != 0)";
+      return "((" + type_of(t) + ")" + a(0) + ")";
+    case ExprKind::Load:
+      return buffer_name(e->buffer) + "[" + flat_index(e->buffer, e->args) + "]";
+    case ExprKind::Call: {
+      if (!t.is_float()) {
+        if (e->fn == P::MathFn::Abs) return helper("abs", t) + "(" + a(0) + ")";
+        throw UnsupportedError(std::string("math function ") + P::to_string(e->fn) +
+                               " on integers");
+      }
+      std::vector<std::string> args;
+      for (size_t i = 0; i < e->args.size(); ++i)
+        args.push_back(a(i));
+      return d_.math(e->fn, t, args);
+    }
+    }
+    throw UnsupportedError(std::string("expression kind ") + P::to_string(e->kind));
+  }
+
+  std::string combine(ExprKind k, P::DType t, const std::string& x, const std::string& y) {
+    if (k == ExprKind::Add) return "(" + x + " + " + y + ")";
+    return helper(k == ExprKind::Max ? "max" : "min", t) + "(" + x + ", " + y + ")";
+  }
+
+  std::string identity(ExprKind k, P::DType t) {
+    if (k == ExprKind::Add) return t.is_float() ? float_literal(0.0, t) : "0";
+    bool neg = k == ExprKind::Max;
+    if (t.is_float()) return d_.infinity(t, neg);
+    int bits = t.bits == 64 && plan_.index32 && t == P::DType::index() ? 32 : t.bits;
+    std::string ty = type_of(t);
+    if (t.kind == P::DTypeKind::UInt)
+      return neg ? "((" + ty + ")0)" : "((" + ty + ")~((" + ty + ")0))";
+    if (bits >= 64)
+      return neg ? "((" + ty + ")(-9223372036854775807 - 1))" : "((" + ty + ")9223372036854775807)";
+    int64_t hi = (int64_t{1} << (bits - 1)) - 1;
+    return neg ? "((" + ty + ")(" + std::to_string(-hi) + " - 1))"
+               : "((" + ty + ")" + std::to_string(hi) + ")";
+  }
+
+  // ---- statements ----------------------------------------------------------------------------
+  void line(const std::string& s) {
+    body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n";
+  }
+
+  bool visible(const P::Buffer& b) const { return !private_.count(b->id); }
+
+  Accesses accesses(const P::Stmt& s) {
+    auto it = access_cache_.find(s.get());
+    if (it != access_cache_.end()) return it->second;
+    Accesses a = accesses_of(s, [this](const P::Buffer& b) { return visible(b); });
+    // A cross-thread reduction's result is written by one thread for all of them.
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      if (x->kind == StmtKind::For && x->for_kind == P::ForKind::ThreadBinding) {
+        auto r = xthread_targets_.find(x.get());
+        if (r != xthread_targets_.end()) a.writes[r->second].insert(kAnyThreadKey);
+      }
+      return true;
+    });
+    access_cache_[s.get()] = a;
+    return a;
+  }
+
+  void barrier(Accesses& pending, bool uniform, const std::string& why) {
+    if (!uniform)
+      throw UnsupportedError("threads hand data to each other (" + why +
+                             ") under divergent control flow, where no barrier can be placed");
+    line(d_.barrier());
+    pending = Accesses{};
+  }
+
+  std::string describe(const P::Stmt& s) {
+    std::string t = P::to_string(s);
+    size_t nl = t.find('\n');
+    return nl == std::string::npos ? t : t.substr(0, nl);
+  }
+
+  void seq(const std::vector<P::Stmt>& items, Accesses& pending, bool uniform) {
+    for (const auto& c : items) {
+      Accesses a = accesses(c);
+      if (conflicts(pending, a)) barrier(pending, uniform, "before `" + describe(c) + "`");
+      stmt(c, pending, uniform);
+    }
+  }
+
+  void stmt(const P::Stmt& s, Accesses& pending, bool uniform) {
+    if (!s) return;
+    switch (s->kind) {
+    case StmtKind::Seq:
+      seq(s->stmts, pending, uniform);
+      return;
+    case StmtKind::Store:
+      store(s, pending);
+      return;
+    case StmtKind::IfThenElse: {
+      bool stays = uniform && !depends_on_thread(s->condition);
+      line("if (" + bare(s->condition) + ") {");
+      Accesses inner = stays ? pending : Accesses{};
+      ++indent_;
+      stmt(s->then_case, inner, stays);
+      --indent_;
+      if (s->else_case) {
+        line("} else {");
+        Accesses other = stays ? pending : Accesses{};
+        ++indent_;
+        stmt(s->else_case, other, stays);
+        --indent_;
+        inner.merge(other);
+      }
+      line("}");
+      if (stays)
+        pending = inner;
+      else
+        pending.merge(accesses(s));
+      return;
+    }
+    case StmtKind::Allocate: {
+      const P::Buffer& b = s->buffer;
+      if (b->scope == "shared") {
+        stmt(s->body, pending, uniform);
+        return;
+      }
+      if (b->size_bytes() > 64 * 1024)
+        throw UnsupportedError("a per-thread array of " + std::to_string(b->size_bytes()) +
+                               " bytes ('" + b->name + "', scope " + b->scope + ")");
+      line("{");
+      ++indent_;
+      line(d_.type_name(b->dtype) + " " + buffer_name(b) + "[" + std::to_string(b->num_elements()) +
+           "];");
+      stmt(s->body, pending, uniform);
+      --indent_;
+      line("}");
+      return;
+    }
+    case StmtKind::For:
+      if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) != 0)
+        thread_loop(s, pending, uniform);
+      else
+        serial_loop(s, pending, uniform);
+      return;
+    }
+  }
+
+  bool depends_on_thread(const P::Expr& e) const {
+    bool r = false;
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind == ExprKind::Var && thread_vars_.count(x->var_id)) r = true;
+      if (x->kind == ExprKind::Load) r = true; // data may differ between threads
+    });
+    return r;
+  }
+
+  void serial_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+    std::string v = var_name(s->loop_var);
+    scope_vars_.insert(s->loop_var->var_id);
+    if (s->extent == 1) {
+      line("{");
+      ++indent_;
+      line("const " + idx_ + " " + v + " = 0;");
+      stmt(s->body, pending, uniform);
+      --indent_;
+      line("}");
+      return;
+    }
+    if (s->for_kind == P::ForKind::Unrolled || s->annotations.count(P::kUnrollHintAnnotation))
+      line(d_.unroll_pragma());
+    line("for (" + idx_ + " " + v + " = 0; " + v + " < " + std::to_string(s->extent) + "; ++" + v +
+         ") {");
+    ++indent_;
+    Accesses body = accesses(s->body);
+    // The next iteration overwrites what this one read, or reads what it wrote: a barrier at
+    // the top of every iteration (at the top rather than the bottom: PoCL 3.1 fails an
+    // assertion on a barrier right before the back edge of an unrolled nest).
+    bool carried = uniform && conflicts(body, body);
+    Accesses inner = pending;
+    if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
+    stmt(s->body, inner, uniform);
+    --indent_;
+    line("}");
+    if (carried) {
+      pending = body;
+    } else {
+      pending.merge(inner);
+      pending.merge(body);
+    }
+  }
+
+  void thread_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+    bool is_block = false;
+    int dim = 0;
+    parse_thread_tag(s->thread_tag, &is_block, &dim);
+    int64_t launched = is_block ? kernel_.dims.grid[dim] : kernel_.dims.block[dim];
+    bool outermost = !active_tags_.count(s->thread_tag);
+    std::optional<CrossThreadReduction> xr;
+    if (outermost && launched > 1) xr = find_shared_target_stores(s, is_block, dim);
+
+    std::string v = var_name(s->loop_var);
+    line("{");
+    ++indent_;
+    line("const " + idx_ + " " + v + " = (" + idx_ + ")" +
+         (is_block ? d_.block_index(dim) : d_.thread_index(dim)) + ";");
+    if (!is_block) thread_vars_.insert(s->loop_var->var_id);
+    scope_vars_.insert(s->loop_var->var_id);
+    active_tags_.insert(s->thread_tag);
+    if (xr) {
+      if (!uniform)
+        throw UnsupportedError("a reduction across " + s->thread_tag +
+                               " under divergent control flow");
+      xr->red = fresh("mt_red");
+      xr->flags = fresh("mt_redflags");
+      const P::Buffer& target = buffer_of(xr->update);
+      line(type_of(target->dtype) + " " + xr->red + " = " + identity(xr->combiner, target->dtype) +
+           ";");
+      line("int " + xr->flags + " = 0;");
+      active_xr_ = &*xr;
+    }
+    bool guard = s->extent < launched;
+    bool inner_uniform = uniform && !(guard && !is_block);
+    if (guard) {
+      line("if (" + v + " < " + std::to_string(s->extent) + ") {");
+      ++indent_;
+    }
+    Accesses inner = guard && !inner_uniform ? Accesses{} : pending;
+    stmt(s->body, inner, inner_uniform);
+    if (guard) {
+      --indent_;
+      line("}");
+    }
+    if (xr) {
+      active_xr_ = nullptr;
+      reduction_epilogue(*xr, v, dim);
+      xthread_targets_[s.get()] = xr->buffer_id;
+      access_cache_.clear();
+      inner = Accesses{};
+      inner.writes[xr->buffer_id].insert(kAnyThreadKey);
+    }
+    active_tags_.erase(s->thread_tag);
+    --indent_;
+    line("}");
+    if (guard && !inner_uniform)
+      pending.merge(accesses(s));
+    else
+      pending = inner;
+  }
+
+  const P::Buffer& buffer_of(const P::Stmt& store) { return store->buffer; }
+
+  // Stores under the outermost loop of a thread tag whose indices do not depend on that tag:
+  // every thread of the dimension writes the same element. Harmless when they all write the
+  // same value; a reduction across threads when it is an update of a reduction; otherwise the
+  // program cannot run on a GPU as written.
+  std::optional<CrossThreadReduction> find_shared_target_stores(const P::Stmt& loop, bool is_block,
+                                                                int dim) {
+    struct Found {
+      P::Stmt store;
+      std::unordered_set<int64_t> tag_vars;
+    };
+    std::vector<Found> found;
+    std::unordered_set<int64_t> inside_allocs;
+    std::function<void(const P::Stmt&, std::unordered_set<int64_t>)> scan =
+        [&](const P::Stmt& s, std::unordered_set<int64_t> tag_vars) {
+          if (!s) return;
+          switch (s->kind) {
+          case StmtKind::For:
+            if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag == loop->thread_tag)
+              tag_vars.insert(s->loop_var->var_id);
+            scan(s->body, tag_vars);
+            return;
+          case StmtKind::Seq:
+            for (const auto& c : s->stmts)
+              scan(c, tag_vars);
+            return;
+          case StmtKind::IfThenElse:
+            scan(s->then_case, tag_vars);
+            scan(s->else_case, tag_vars);
+            return;
+          case StmtKind::Allocate:
+            inside_allocs.insert(s->buffer->id);
+            scan(s->body, tag_vars);
+            return;
+          case StmtKind::Store: {
+            bool indexed = false;
+            for (const auto& i : s->indices)
+              indexed = indexed || uses_any(i, tag_vars);
+            if (!indexed && !inside_allocs.count(s->buffer->id)) found.push_back({s, tag_vars});
+            return;
+          }
+          }
+        };
+    scan(loop, {});
+    if (found.empty()) return std::nullopt;
+
+    const std::string where = "'" + loop->thread_tag + "'";
+    std::optional<CrossThreadReduction> xr;
+    std::vector<Found> rest;
+    for (const Found& f : found) {
+      auto u = reduction_update(f.store);
+      if (!u) {
+        rest.push_back(f);
+        continue;
+      }
+      if (is_block)
+        throw UnsupportedError("a reduction into '" + f.store->buffer->name +
+                               "' across the blocks of " + where);
+      std::string key = index_key(f.store->indices);
+      if (xr && (xr->buffer_id != f.store->buffer->id || xr->key != key ||
+                 xr->combiner != u->combiner || xr->update != f.store))
+        throw UnsupportedError("more than one reduction across the threads of " + where);
+      if (!xr) {
+        xr = CrossThreadReduction{};
+        xr->buffer_id = f.store->buffer->id;
+        xr->key = key;
+        xr->combiner = u->combiner;
+        xr->update = f.store;
+        xr->broadcast = private_.count(f.store->buffer->id) > 0;
+        for (const auto& i : f.store->indices)
+          if (!uses_only(i, scope_vars_))
+            throw UnsupportedError("a reduction across the threads of " + where +
+                                   " into an element chosen inside the loop ('" +
+                                   f.store->buffer->name + "')");
+      }
+    }
+    for (const Found& f : rest) {
+      const P::Stmt& st = f.store;
+      bool same_target =
+          xr.has_value() && st->buffer->id == xr->buffer_id && index_key(st->indices) == xr->key;
+      bool uniform_value =
+          !uses_any(st->value, f.tag_vars) && !reads_buffer(st->value, st->buffer->id);
+      if (same_target && uniform_value && uses_only(st->value, scope_vars_)) {
+        if (static_cast<bool>(xr->init_value) &&
+            P::to_string(xr->init_value) != P::to_string(st->value))
+          throw UnsupportedError("two different initial values of a reduction across " + where);
+        xr->inits.push_back(st);
+        xr->init_value = st->value;
+        continue;
+      }
+      if (!same_target && uniform_value && !private_.count(st->buffer->id)) continue;
+      if (!same_target && private_.count(st->buffer->id) && uniform_value) continue;
+      throw UnsupportedError("every thread of " + where + " writes '" + st->buffer->name +
+                             "' at the same index (`" + describe(st) + "`)");
+    }
+    return xr;
+  }
+
+  void store(const P::Stmt& s, Accesses& pending) {
+    if (active_xr_) {
+      if (s == active_xr_->update) {
+        auto u = reduction_update(s);
+        line(active_xr_->red + " = " +
+             combine(active_xr_->combiner, s->buffer->dtype, active_xr_->red, expr(u->operand)) +
+             ";");
+        line(active_xr_->flags + " |= 2;");
+        return;
+      }
+      for (const auto& init : active_xr_->inits)
+        if (s == init) {
+          line(active_xr_->flags + " |= 1;");
+          return;
+        }
+    }
+    std::string value = bare(s->value);
+    if (s->buffer->dtype.is_bool())
+      value = "(" + d_.type_name(s->buffer->dtype) + ")(" + value + ")";
+    line(buffer_name(s->buffer) + "[" + flat_index(s->buffer, s->indices) + "] = " + value + ";");
+    pending.merge(accesses(s));
+  }
+
+  void reduction_epilogue(const CrossThreadReduction& xr, const std::string& t, int dim) {
+    const P::Stmt& st = xr.update;
+    const P::DType dt = st->buffer->dtype;
+    std::string vals = fresh("mt_red_shared"), flags = fresh("mt_redflags_shared");
+    scratch_.emplace_back(vals, type_of(dt));
+    scratch_.emplace_back(flags, "int");
+    const int64_t* b = kernel_.dims.block;
+    std::string flat = "(" + d_.thread_index(0) + " + " + std::to_string(b[0]) + " * (" +
+                       d_.thread_index(1) + " + " + std::to_string(b[1]) + " * " +
+                       d_.thread_index(2) + "))";
+    int64_t stride = dim == 0 ? 1 : dim == 1 ? b[0] : b[0] * b[1];
+    int64_t n = b[dim], p2 = 1;
+    while (p2 < n)
+      p2 *= 2;
+    std::string me = fresh("mt_lane"), base = fresh("mt_base");
+    line("const int " + me + " = (int)" + flat + ";");
+    line("const int " + base + " = " + me + " - (int)" + t + " * " + std::to_string(stride) + ";");
+    line(d_.barrier());
+    line(vals + "[" + me + "] = " + xr.red + ";");
+    line(flags + "[" + me + "] = " + xr.flags + ";");
+    line(d_.barrier());
+    std::string s = fresh("mt_s");
+    line("for (int " + s + " = " + std::to_string(p2 / 2) + "; " + s + " > 0; " + s + " >>= 1) {");
+    ++indent_;
+    line("if (" + t + " < " + s + " && " + t + " + " + s + " < " + std::to_string(n) + ") {");
+    ++indent_;
+    std::string other = me + " + " + s + " * " + std::to_string(stride);
+    line(vals + "[" + me +
+         "] = " + combine(xr.combiner, dt, vals + "[" + me + "]", vals + "[" + other + "]") + ";");
+    line(flags + "[" + me + "] |= " + flags + "[" + other + "];");
+    --indent_;
+    line("}");
+    line(d_.barrier());
+    --indent_;
+    line("}");
+    std::string target = buffer_name(st->buffer) + "[" + flat_index(st->buffer, st->indices) + "]";
+    line(xr.broadcast ? "{" : "if (" + t + " == 0) {");
+    ++indent_;
+    if (static_cast<bool>(xr.init_value))
+      line("if (" + flags + "[" + base + "] & 1) " + target + " = " + expr(xr.init_value) + ";");
+    line("if (" + flags + "[" + base + "] & 2) " + target + " = " +
+         combine(xr.combiner, dt, target, vals + "[" + base + "]") + ";");
+    --indent_;
+    line("}");
+  }
+
+  const KernelPlan& plan_;
+  const Kernel& kernel_;
+  const Dialect& d_;
+  std::string idx_;
+  std::set<std::string>& used_helpers_;
+  std::ostringstream body_;
+  int indent_ = 0;
+  int counter_ = 0;
+  std::unordered_map<int64_t, std::string> var_names_, buffer_names_;
+  std::unordered_set<std::string> taken_;
+  std::unordered_set<int64_t> global_ids_, private_, thread_vars_, scope_vars_;
+  std::vector<P::Buffer> shared_;
+  std::vector<std::pair<std::string, std::string>> scratch_; // name, element type
+  std::set<std::string> active_tags_;
+  std::unordered_map<const P::StmtNode*, Accesses> access_cache_;
+  std::unordered_map<const P::StmtNode*, int64_t> xthread_targets_;
+  CrossThreadReduction* active_xr_ = nullptr;
+};
+
+// Helpers a kernel may call, spelled for the dialect, by name (only those used are emitted:
+// NVRTC warns about an unused static function).
+std::map<std::string, std::string> helpers(const Dialect& d, bool index32) {
+  const std::string q = d.helper_qualifier() + " ";
+  std::map<std::string, std::string> out;
+  auto ints = [&](const std::string& suffix, const std::string& t) {
+    auto fn = [&](const std::string& base, const std::string& params, const std::string& body) {
+      std::string name = "mt_" + base + "_" + suffix;
+      out[name] = q + t + " " + name + "(" + params + ") { " + body + " }\n";
+    };
+    std::string ab = t + " a, " + t + " b";
+    fn("floordiv", ab, t + " q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;");
+    fn("floormod", ab, t + " r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;");
+    fn("min", ab, "return b < a ? b : a;");
+    fn("max", ab, "return b > a ? b : a;");
+    fn("abs", t + " a", "return a < 0 ? -a : a;");
+  };
+  ints("i8", d.type_name(P::DType::i8()));
+  ints("i16", d.type_name(P::DType::i16()));
+  ints("i32", d.type_name(P::DType::i32()));
+  if (!index32) ints("i64", d.int64_type());
+  for (auto [suffix, t] : {std::pair{"f32", P::DType::f32()}, std::pair{"f64", P::DType::f64()}}) {
+    std::string ty = d.type_name(t);
+    // NaN propagates, as in the reference interpreter: a read of unwritten (NaN) memory shows.
+    for (auto [base, op] : {std::pair{"min", "<"}, std::pair{"max", ">"}}) {
+      std::string name = std::string("mt_") + base + "_" + suffix;
+      out[name] = q + ty + " " + name + "(" + ty + " a, " + ty + " b) { return (" + d.is_nan("a") +
+                  " || " + d.is_nan("b") + ") ? " + d.nan(t) + " : (b " + op + " a ? b : a); }\n";
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
+  for (const auto& b : plan.buffers)
+    if (b->dtype.is_float() && b->dtype.bits != 32 && b->dtype.bits != 64)
+      throw UnsupportedError(std::string(dialect.name()) + ": element type " +
+                             P::to_string(b->dtype) + " of '" + b->name + "' is not generated yet");
+  GpuSource out;
+  std::set<std::string> used;
+  std::ostringstream kernels;
+  for (const Kernel& k : plan.kernels) {
+    kernels << KernelWriter(plan, k, dialect, used).write() << "\n";
+    out.kernel_names.push_back(k.name);
+  }
+  std::ostringstream os;
+  os << dialect.prologue();
+  std::map<std::string, std::string> all = helpers(dialect, plan.index32);
+  for (const std::string& name : used)
+    os << all.at(name);
+  os << "\n" << kernels.str();
+  out.code = os.str();
+  return out;
+}
+
+} // namespace mt::gpu_codegen
+
+namespace mt::gpu_codegen {
+
+void maybe_dump_source(const std::string& name, const std::string& code, const std::string& ext) {
+  const char* dir = std::getenv("METATUNE_DUMP_GPU_SOURCE");
+  if (!dir || !*dir) return;
+  std::string path = std::string(dir) + "/" + name + "." + ext;
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fwrite(code.data(), 1, code.size(), f);
+    std::fclose(f);
+  }
+}
+
+} // namespace mt::gpu_codegen

@@ -1,0 +1,62 @@
+// Shared by the GPU tests: every workload of the library (test sizes), its design spaces under
+// the standard GPU rules with a device's limits, and a few random samples of each space that
+// the postprocessors accept -- handed to a callback with the interpreter's reference result.
+#pragma once
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/workload/library.h"
+#include "std_rules_test_util.h"
+
+namespace mt::gpu_test {
+
+using namespace std_rules_test;
+
+// MT_GPU_SAMPLES=n samples per design space (default 2), for hunting rare failures by hand.
+inline int samples_per_space() {
+  const char* s = std::getenv("MT_GPU_SAMPLES");
+  return s ? std::max(1, std::atoi(s)) : 2;
+}
+
+struct Sampled {
+  const std::string& spec;
+  const Function& scheduled;
+  const std::vector<NDArray>& reference;
+  size_t space;
+  int sample;
+  std::string trace_json;
+};
+
+// Calls `f` for each accepted sample; returns the number of samples handed over.
+inline int for_each_gpu_sample(const TuneAttributes& attrs, size_t max_spaces,
+                               const std::function<void(const Sampled&)>& f,
+                               const std::function<void(const std::string&)>& after_workload = {}) {
+  ComponentSet set = gpu_set();
+  set.attrs = attrs;
+  Instances in = instantiate(set);
+  int n = 0;
+  for (const std::string& spec : test_workload_specs()) {
+    SCOPED_TRACE(spec);
+    Function func = make_workload(spec);
+    std::vector<NDArray> reference = run(func);
+    std::vector<std::shared_ptr<Schedule>> spaces = generate_design_spaces(func, in.rules, 1);
+    EXPECT_FALSE(spaces.empty());
+    if (spaces.size() > max_spaces) spaces.resize(max_spaces);
+    for (size_t si = 0; si < spaces.size(); ++si)
+      for (int k = 0; k < samples_per_space(); ++k) {
+        std::shared_ptr<Schedule> s;
+        if (sample(func, spaces[si]->trace(), 300 + 31 * k + si, false, in.postprocs, &s) !=
+            SampleOutcome::Ok)
+          continue;
+        ++n;
+        f(Sampled{spec, s->func(), reference, si, k, s->trace().to_json()});
+      }
+    if (after_workload) after_workload(spec);
+  }
+  return n;
+}
+
+} // namespace mt::gpu_test
