@@ -13,6 +13,10 @@ PACKAGES=(
   # the opencl target's device here: PoCL runs work-groups (local memory, barriers) on the CPU,
   # so every GPU schedule is checked against the interpreter without a GPU (tests label opencl)
   pocl-opencl-icd
+  # the rocm target's toolchain (ROCm 5.2): clang-15 with the AMD GPU device libraries, so HIP
+  # kernels compile here for gfx90a/gfx940/gfx1030 without an AMD GPU (tests label rocm); the HIP
+  # runtime the plugin opens with dlopen
+  hipcc rocm-device-libs libamdhip64-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -39,13 +39,16 @@ TEST(GpuCli, PluginsShowsEachGpuTargetsDeviceOrWhyItHasNone) {
   int seen = 0;
   for (const auto& p : j["plugins"])
     for (const auto& c : p["components"]) {
-      if (c["kind"] != "target" || (c["name"] != "cuda" && c["name"] != "opencl")) continue;
+      std::string name = c["name"];
+      if (c["kind"] != "target" || (name != "cuda" && name != "opencl" && name != "rocm")) continue;
       ++seen;
       const auto& d = c["device"];
       if (d.contains("unavailable")) {
         std::string why = d["unavailable"];
-        if (c["name"] == "cuda")
+        if (name == "cuda")
           EXPECT_EQ(why.rfind("no CUDA device (", 0), 0u) << why;
+        else if (name == "rocm")
+          EXPECT_EQ(why.rfind("no ROCm device (", 0), 0u) << why;
         else
           EXPECT_NE(why.find("OpenCL"), std::string::npos) << why;
       } else {
@@ -53,30 +56,44 @@ TEST(GpuCli, PluginsShowsEachGpuTargetsDeviceOrWhyItHasNone) {
         EXPECT_EQ(d.value("target", std::string()).rfind(c["name"].get<std::string>(), 0), 0u);
       }
     }
-  EXPECT_EQ(seen, 2) << out;
+  EXPECT_GE(seen, 2) << out; // cuda and opencl always; rocm where it was built
   auto [tstatus, text] = capture(cli() + "plugins" + plugin_path() + " 2>&1");
   EXPECT_EQ(tstatus, 0);
   EXPECT_NE(text.find("    target  cuda"), std::string::npos) << text;
   EXPECT_NE(text.find("      device: "), std::string::npos) << text;
 }
 
-TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {
+// `metatune tune --target NAME` where NAME's device is missing: exit 1, the reason, no database.
+void expect_tune_refused(const std::string& target, const std::string& reason) {
   auto [status, out] = capture(cli() + "plugins --json" + plugin_path() + " 2>/dev/null");
   ASSERT_EQ(status, 0);
   nlohmann::json j = nlohmann::json::parse(out);
-  bool has_device = false;
+  bool registered = false, has_device = false;
   for (const auto& p : j["plugins"])
     for (const auto& c : p["components"])
-      if (c["name"] == "cuda" && !c["device"].contains("unavailable")) has_device = true;
-  if (has_device) GTEST_SKIP() << "this machine has a CUDA device";
-  std::filesystem::path db = std::filesystem::temp_directory_path() / "mt_gpu_cli_test.db";
+      if (c["name"] == target) {
+        registered = true;
+        has_device = !c["device"].contains("unavailable");
+      }
+  if (!registered) GTEST_SKIP() << target << " is not built here";
+  if (has_device) GTEST_SKIP() << "this machine has a " << target << " device";
+  std::filesystem::path db = std::filesystem::temp_directory_path() / ("mt_cli_" + target + ".db");
   std::filesystem::remove(db);
-  auto [tstatus, text] = capture(cli() + "tune --target cuda -w 'matmul(M=16,N=16,K=16)' " +
-                                 "--trials 2 --db '" + db.string() + "' 2>&1");
+  auto [tstatus, text] =
+      capture(cli() + "tune --target " + target + " -w 'matmul(M=16,N=16,K=16)' --trials 2 --db '" +
+              db.string() + "' 2>&1");
   EXPECT_EQ(tstatus, 1) << text;
-  EXPECT_NE(text.find("target 'cuda': no CUDA device ("), std::string::npos) << text;
+  EXPECT_NE(text.find("target '" + target + "': " + reason), std::string::npos) << text;
   EXPECT_EQ(text.find("Segmentation"), std::string::npos) << text;
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {
+  expect_tune_refused("cuda", "no CUDA device (");
+}
+
+TEST(GpuCli, TuneForRocmWithoutADeviceFailsWithTheReason) {
+  expect_tune_refused("rocm", "no ROCm device (");
 }
 
 } // namespace

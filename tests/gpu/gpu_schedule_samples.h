@@ -31,9 +31,12 @@ struct Sampled {
 };
 
 // Calls `f` for each accepted sample; returns the number of samples handed over.
+// `samples`: per design space (0: samples_per_space()).
 inline int for_each_gpu_sample(const TuneAttributes& attrs, size_t max_spaces,
                                const std::function<void(const Sampled&)>& f,
-                               const std::function<void(const std::string&)>& after_workload = {}) {
+                               const std::function<void(const std::string&)>& after_workload = {},
+                               int samples = 0) {
+  if (samples <= 0) samples = samples_per_space();
   ComponentSet set = gpu_set();
   set.attrs = attrs;
   Instances in = instantiate(set);
@@ -46,7 +49,7 @@ inline int for_each_gpu_sample(const TuneAttributes& attrs, size_t max_spaces,
     EXPECT_FALSE(spaces.empty());
     if (spaces.size() > max_spaces) spaces.resize(max_spaces);
     for (size_t si = 0; si < spaces.size(); ++si)
-      for (int k = 0; k < samples_per_space(); ++k) {
+      for (int k = 0; k < samples; ++k) {
         std::shared_ptr<Schedule> s;
         if (sample(func, spaces[si]->trace(), 300 + 31 * k + si, false, in.postprocs, &s) !=
             SampleOutcome::Ok)

@@ -14,8 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda_driver.h"
+#include "metatune/gpu_codegen/device_module.hpp"
 #include "metatune/gpu_codegen/kernel_writer.hpp"
-#include "metatune/gpu_codegen/plan_arguments.hpp"
+#include "metatune/gpu_codegen/target_support.hpp"
 #include "metatune/sdk/plugin.hpp"
 #include "metatune/sdk/program_builder.hpp"
 #include "nvrtc_compiler.h"
@@ -50,109 +51,29 @@ Context& process_context(int ordinal) {
   return *context;
 }
 
-class CudaModule : public sdk::Module {
-public:
-  CudaModule(Context& context, G::KernelPlan plan, const G::GpuSource& source,
-             const std::vector<char>& cubin)
-      : context_(context), plan_(std::move(plan)), module_(context, cubin) {
-    for (const auto& name : source.kernel_names)
-      functions_.push_back(module_.function(name));
-    for (const auto& b : plan_.buffers)
-      buffers_.emplace_back(context, static_cast<size_t>(b->size_bytes()));
-    written_ = G::written_params(plan_);
-  }
+// The driver API under the shared device module (device_module.hpp).
+struct CudaBackend {
+  using Buffer = DeviceBuffer;
+  using Event = cuda::Event;
+  Context* context;
+  std::unique_ptr<cuda::Module> module;
+  std::vector<cuda::Function> functions;
 
-  void run(const std::vector<sdk::TensorView>& args) override {
-    upload(args);
-    launch_all();
-    context_.synchronize();
-    download(args);
+  Buffer buffer(size_t bytes) { return DeviceBuffer(*context, bytes); }
+  Event event() { return cuda::Event(*context); }
+  void launch(size_t k, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+              const std::vector<void*>& params) {
+    context->launch(functions[k], grid, block, params);
   }
-
-  // Device time between CUDA events around the calls of each repeat, with the L2 cache
-  // flushed before each repeat; the arguments stay on the device.
-  std::vector<double> time(const std::vector<sdk::TensorView>& args, int repeats,
-                           double min_repeat_seconds) override {
-    upload(args);
-    launch_all();
-    context_.synchronize();
-    std::vector<double> out;
-    Event start(context_), end(context_);
-    for (int r = 0; r < repeats; ++r) {
-      context_.flush_l2();
-      int64_t calls = 0;
-      double elapsed = 0;
-      start.record();
-      do {
-        launch_all();
-        ++calls;
-        end.record();
-        elapsed = Event::elapsed_ms(start, end) / 1e3;
-      } while (elapsed < min_repeat_seconds);
-      out.push_back(elapsed / static_cast<double>(calls));
-    }
-    download(args);
-    return out;
-  }
-
-private:
-  void upload(const std::vector<sdk::TensorView>& args) {
-    G::check_arguments(plan_, args, "cuda");
-    for (size_t i = 0; i < args.size(); ++i) {
-      const P::BufferNode& b = *plan_.buffers[i];
-      buffers_[i].upload(args[i].data, static_cast<size_t>(b.size_bytes()));
-    }
-  }
-
-  void download(const std::vector<sdk::TensorView>& args) {
-    for (size_t i = 0; i < args.size(); ++i)
-      if (written_[i])
-        buffers_[i].download(args[i].data, static_cast<size_t>(plan_.buffers[i]->size_bytes()));
-  }
-
-  void launch_all() {
-    G::run_host_steps(plan_, [&](int k, const std::vector<int64_t>& scalars) {
-      const G::LaunchDims& d = plan_.kernels[static_cast<size_t>(k)].dims;
-      std::vector<long long> values(scalars.begin(), scalars.end());
-      std::vector<void*> params;
-      for (auto& b : buffers_)
-        params.push_back(b.kernel_param());
-      for (auto& v : values)
-        params.push_back(&v);
-      std::array<unsigned, 3> grid{}, block{};
-      for (int i = 0; i < 3; ++i) {
-        grid[static_cast<size_t>(i)] = static_cast<unsigned>(d.grid[i]);
-        block[static_cast<size_t>(i)] = static_cast<unsigned>(d.block[i]);
-      }
-      context_.launch(functions_[static_cast<size_t>(k)], grid, block, params);
-    });
-  }
-
-  Context& context_;
-  G::KernelPlan plan_;
-  cuda::Module module_;
-  std::vector<cuda::Function> functions_;
-  std::vector<DeviceBuffer> buffers_;
-  std::vector<bool> written_;
+  void synchronize() { context->synchronize(); }
+  void flush_l2() { context->flush_l2(); }
 };
 
 class CudaTarget : public sdk::Target {
 public:
-  explicit CudaTarget(std::string_view config) {
-    if (config.empty()) return;
-    try {
-      nlohmann::json j = nlohmann::json::parse(config);
-      arch_ = j.value("arch", std::string());
-      ordinal_ = j.value("device", 0);
-      std::string t = j.value("target", std::string());
-      size_t at = t.find("-arch=");
-      if (arch_.empty() && at != std::string::npos)
-        arch_ = t.substr(at + 6, t.find(' ', at) - (at + 6));
-    } catch (const std::exception& e) {
-      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
-                       std::string("cuda: configuration is not JSON: ") + e.what());
-    }
-  }
+  explicit CudaTarget(std::string_view config)
+      : config_(G::GpuTargetConfig::parse(config, "cuda")), arch_(config_.arch),
+        ordinal_(config_.device) {}
 
   std::string describe() override {
     if (!description_.empty()) return description_;
@@ -195,31 +116,27 @@ public:
 
   std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
     describe(); // settles the architecture
-    P::Program tree = sdk::to_program_tree(lowered);
-    G::KernelPlan plan;
-    G::GpuSource source;
-    try {
-      plan = G::plan_kernels(tree);
-      source = G::write_kernels(plan, *G::cuda_dialect());
-      G::maybe_dump_source(plan.name, source.code, "cu");
-    } catch (const G::UnsupportedError& e) {
-      throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("cuda: ") + e.what());
-    }
+    G::GeneratedProgram g = G::generate(lowered, *G::cuda_dialect(), "cuda", "cu");
     Context& context = process_context(ordinal_);
     std::string why;
     Nvrtc* nvrtc = Nvrtc::get(&why);
     if (!nvrtc) throw sdk::Error(MT_ERROR_UNSUPPORTED, "cuda: " + why);
-    NvrtcResult r = nvrtc->compile(source.code, plan.name + ".cu", arch_);
+    NvrtcResult r = nvrtc->compile(g.source.code, g.plan.name + ".cu", arch_);
     if (!r.ok)
       throw sdk::Error(MT_ERROR_UNKNOWN, "cuda: NVRTC failed for " + arch_ + ":\n" + r.log);
     try {
-      return std::make_unique<CudaModule>(context, std::move(plan), source, r.binary);
+      CudaBackend backend{&context, std::make_unique<cuda::Module>(context, r.binary), {}};
+      for (const auto& name : g.source.kernel_names)
+        backend.functions.push_back(backend.module->function(name));
+      return std::make_unique<G::DeviceModule<CudaBackend>>(std::move(backend), std::move(g.plan),
+                                                            "cuda");
     } catch (const CudaError& e) {
       throw sdk::Error(MT_ERROR_UNKNOWN, std::string("cuda: ") + e.what());
     }
   }
 
 private:
+  G::GpuTargetConfig config_;
   std::string arch_, description_;
   int ordinal_ = 0;
 };

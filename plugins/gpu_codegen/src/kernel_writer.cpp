@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cross_thread_reduction.h"
 #include "shared_access.h"
 
 namespace mt::gpu_codegen {
@@ -19,72 +20,6 @@ namespace {
 
 using P::ExprKind;
 using P::StmtKind;
-
-// A reduction update X[i] = X[i] (+|max|min) e: the combiner and e.
-struct Update {
-  ExprKind combiner = ExprKind::Add;
-  P::Expr operand;
-};
-
-std::optional<Update> reduction_update(const P::Stmt& s) {
-  const P::Expr& v = s->value;
-  if (v->kind != ExprKind::Add && v->kind != ExprKind::Max && v->kind != ExprKind::Min)
-    return std::nullopt;
-  std::string key = index_key(s->indices);
-  auto self = [&](const P::Expr& e) {
-    return e->kind == ExprKind::Load && e->buffer->id == s->buffer->id && index_key(e->args) == key;
-  };
-  auto reads_self = [&](const P::Expr& e) {
-    bool r = false;
-    P::post_order_visit(e, [&](const P::Expr& x) {
-      if (x->kind == ExprKind::Load && x->buffer->id == s->buffer->id) r = true;
-    });
-    return r;
-  };
-  for (int side = 0; side < 2; ++side) {
-    const P::Expr& a = v->args[static_cast<size_t>(side)];
-    const P::Expr& b = v->args[static_cast<size_t>(1 - side)];
-    if (self(a) && !reads_self(b)) return Update{v->kind, b};
-  }
-  return std::nullopt;
-}
-
-bool reads_buffer(const P::Expr& e, int64_t id) {
-  bool r = false;
-  P::post_order_visit(e, [&](const P::Expr& x) {
-    if (x->kind == ExprKind::Load && x->buffer->id == id) r = true;
-  });
-  return r;
-}
-
-bool uses_any(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
-  bool r = false;
-  P::post_order_visit(e, [&](const P::Expr& x) {
-    if (x->kind == ExprKind::Var && vars.count(x->var_id)) r = true;
-  });
-  return r;
-}
-
-bool uses_only(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
-  bool ok = true;
-  P::post_order_visit(e, [&](const P::Expr& x) {
-    if (x->kind == ExprKind::Var && !vars.count(x->var_id)) ok = false;
-  });
-  return ok;
-}
-
-// A reduction whose loop is bound to the threads of one dimension of the block: every thread
-// combines its own share into `red`, then the block combines the shares.
-struct CrossThreadReduction {
-  int64_t buffer_id = 0;
-  std::string key;
-  ExprKind combiner = ExprKind::Add;
-  P::Stmt update; // the store that becomes `red = red (+) e`
-  std::vector<P::Stmt> inits;
-  P::Expr init_value;
-  bool broadcast = false; // the target is private to each thread: every thread keeps the result
-  std::string red, flags; // the thread's variables
-};
 
 class KernelWriter {
 public:
@@ -460,6 +395,10 @@ private:
   }
 
   void serial_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+    if (uniform && reduces_across_threads_inside(s)) {
+      thread_loop(s->body, pending, uniform, s);
+      return;
+    }
     std::string v = var_name(s->loop_var);
     scope_vars_.insert(s->loop_var->var_id);
     if (s->extent == 1) {
@@ -494,14 +433,43 @@ private:
     }
   }
 
-  void thread_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+  // A serial loop (the reduction's outer part, as CrossThreadReduction splits it) whose whole
+  // body is a loop reducing across threads into an element the serial loop does not choose:
+  // every thread then accumulates its share over all the serial iterations and the block
+  // combines once, instead of once per iteration (same result: the combiner is associative).
+  bool reduces_across_threads_inside(const P::Stmt& serial) {
+    const P::Stmt& t = serial->body;
+    if (!t || t->kind != StmtKind::For || t->for_kind != P::ForKind::ThreadBinding) return false;
+    bool is_block = false;
+    int dim = 0;
+    if (!parse_thread_tag(t->thread_tag, &is_block, &dim) || is_block ||
+        active_tags_.count(t->thread_tag) || kernel_.dims.block[dim] <= 1)
+      return false;
+    std::unordered_set<int64_t> outside = scope_vars_;
+    std::optional<CrossThreadReduction> xr;
+    try {
+      xr = find_shared_target_stores(t, false, private_, outside);
+    } catch (const UnsupportedError&) {
+      return false; // said again, with the reason, when the loop is written as it is
+    }
+    if (!xr) return false;
+    std::unordered_set<int64_t> serial_var{serial->loop_var->var_id};
+    for (const auto& i : xr->update->indices)
+      if (uses_any(i, serial_var)) return false;
+    return !xr->init_value || !uses_any(xr->init_value, serial_var);
+  }
+
+  // `around`: a serial loop to run inside the thread scope, around the body (see above).
+  void thread_loop(const P::Stmt& s, Accesses& pending, bool uniform,
+                   const P::Stmt& around = nullptr) {
     bool is_block = false;
     int dim = 0;
     parse_thread_tag(s->thread_tag, &is_block, &dim);
     int64_t launched = is_block ? kernel_.dims.grid[dim] : kernel_.dims.block[dim];
     bool outermost = !active_tags_.count(s->thread_tag);
     std::optional<CrossThreadReduction> xr;
-    if (outermost && launched > 1) xr = find_shared_target_stores(s, is_block, dim);
+    if (outermost && launched > 1)
+      xr = find_shared_target_stores(s, is_block, private_, scope_vars_);
 
     std::string v = var_name(s->loop_var);
     line("{");
@@ -530,7 +498,23 @@ private:
       ++indent_;
     }
     Accesses inner = guard && !inner_uniform ? Accesses{} : pending;
-    stmt(s->body, inner, inner_uniform);
+    if (around) {
+      std::string u = var_name(around->loop_var);
+      scope_vars_.insert(around->loop_var->var_id);
+      if (around->for_kind == P::ForKind::Unrolled ||
+          around->annotations.count(P::kUnrollHintAnnotation))
+        line(d_.unroll_pragma());
+      line("for (" + idx_ + " " + u + " = 0; " + u + " < " + std::to_string(around->extent) +
+           "; ++" + u + ") {");
+      ++indent_;
+      // Each thread only adds to its own partial here: nothing is handed between threads.
+      Accesses none;
+      stmt(s->body, none, false);
+      --indent_;
+      line("}");
+    } else {
+      stmt(s->body, inner, inner_uniform);
+    }
     if (guard) {
       --indent_;
       line("}");
@@ -553,103 +537,6 @@ private:
   }
 
   const P::Buffer& buffer_of(const P::Stmt& store) { return store->buffer; }
-
-  // Stores under the outermost loop of a thread tag whose indices do not depend on that tag:
-  // every thread of the dimension writes the same element. Harmless when they all write the
-  // same value; a reduction across threads when it is an update of a reduction; otherwise the
-  // program cannot run on a GPU as written.
-  std::optional<CrossThreadReduction> find_shared_target_stores(const P::Stmt& loop, bool is_block,
-                                                                int dim) {
-    struct Found {
-      P::Stmt store;
-      std::unordered_set<int64_t> tag_vars;
-    };
-    std::vector<Found> found;
-    std::unordered_set<int64_t> inside_allocs;
-    std::function<void(const P::Stmt&, std::unordered_set<int64_t>)> scan =
-        [&](const P::Stmt& s, std::unordered_set<int64_t> tag_vars) {
-          if (!s) return;
-          switch (s->kind) {
-          case StmtKind::For:
-            if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag == loop->thread_tag)
-              tag_vars.insert(s->loop_var->var_id);
-            scan(s->body, tag_vars);
-            return;
-          case StmtKind::Seq:
-            for (const auto& c : s->stmts)
-              scan(c, tag_vars);
-            return;
-          case StmtKind::IfThenElse:
-            scan(s->then_case, tag_vars);
-            scan(s->else_case, tag_vars);
-            return;
-          case StmtKind::Allocate:
-            inside_allocs.insert(s->buffer->id);
-            scan(s->body, tag_vars);
-            return;
-          case StmtKind::Store: {
-            bool indexed = false;
-            for (const auto& i : s->indices)
-              indexed = indexed || uses_any(i, tag_vars);
-            if (!indexed && !inside_allocs.count(s->buffer->id)) found.push_back({s, tag_vars});
-            return;
-          }
-          }
-        };
-    scan(loop, {});
-    if (found.empty()) return std::nullopt;
-
-    const std::string where = "'" + loop->thread_tag + "'";
-    std::optional<CrossThreadReduction> xr;
-    std::vector<Found> rest;
-    for (const Found& f : found) {
-      auto u = reduction_update(f.store);
-      if (!u) {
-        rest.push_back(f);
-        continue;
-      }
-      if (is_block)
-        throw UnsupportedError("a reduction into '" + f.store->buffer->name +
-                               "' across the blocks of " + where);
-      std::string key = index_key(f.store->indices);
-      if (xr && (xr->buffer_id != f.store->buffer->id || xr->key != key ||
-                 xr->combiner != u->combiner || xr->update != f.store))
-        throw UnsupportedError("more than one reduction across the threads of " + where);
-      if (!xr) {
-        xr = CrossThreadReduction{};
-        xr->buffer_id = f.store->buffer->id;
-        xr->key = key;
-        xr->combiner = u->combiner;
-        xr->update = f.store;
-        xr->broadcast = private_.count(f.store->buffer->id) > 0;
-        for (const auto& i : f.store->indices)
-          if (!uses_only(i, scope_vars_))
-            throw UnsupportedError("a reduction across the threads of " + where +
-                                   " into an element chosen inside the loop ('" +
-                                   f.store->buffer->name + "')");
-      }
-    }
-    for (const Found& f : rest) {
-      const P::Stmt& st = f.store;
-      bool same_target =
-          xr.has_value() && st->buffer->id == xr->buffer_id && index_key(st->indices) == xr->key;
-      bool uniform_value =
-          !uses_any(st->value, f.tag_vars) && !reads_buffer(st->value, st->buffer->id);
-      if (same_target && uniform_value && uses_only(st->value, scope_vars_)) {
-        if (static_cast<bool>(xr->init_value) &&
-            P::to_string(xr->init_value) != P::to_string(st->value))
-          throw UnsupportedError("two different initial values of a reduction across " + where);
-        xr->inits.push_back(st);
-        xr->init_value = st->value;
-        continue;
-      }
-      if (!same_target && uniform_value && !private_.count(st->buffer->id)) continue;
-      if (!same_target && private_.count(st->buffer->id) && uniform_value) continue;
-      throw UnsupportedError("every thread of " + where + " writes '" + st->buffer->name +
-                             "' at the same index (`" + describe(st) + "`)");
-    }
-    return xr;
-  }
 
   void store(const P::Stmt& s, Accesses& pending) {
     if (active_xr_) {

@@ -118,8 +118,8 @@ public:
 
   std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
     // Guards of imperfect splits out of the inner loops (a 6-row register tile over 1024 rows).
-    P::Program tree = P::with_free_buffers_allocated(
-        sdk::to_program_tree(lowered.with_loops_partitioned()));
+    P::Program tree =
+        P::with_free_buffers_allocated(sdk::to_program_tree(lowered.with_loops_partitioned()));
     try {
       auto kernel = jit_compile(tree, opts_);
       return std::make_unique<LlvmModule>(std::move(kernel), tree.params);

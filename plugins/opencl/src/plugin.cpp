@@ -14,6 +14,7 @@
 
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 #include "metatune/gpu_codegen/plan_arguments.hpp"
+#include "metatune/gpu_codegen/target_support.hpp"
 #include "metatune/sdk/plugin.hpp"
 #include "metatune/sdk/program_builder.hpp"
 #include "opencl_device_query.h"
@@ -190,19 +191,10 @@ public:
   }
 
   std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
-    P::Program tree = sdk::to_program_tree(lowered);
-    G::KernelPlan plan;
-    G::GpuSource source;
-    try {
-      plan = G::plan_kernels(tree);
-      source = G::write_kernels(plan, *G::opencl_dialect());
-      G::maybe_dump_source(plan.name, source.code, "cl");
-    } catch (const G::UnsupportedError& e) {
-      throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("opencl: ") + e.what());
-    }
+    G::GeneratedProgram g = G::generate(lowered, *G::opencl_dialect(), "opencl", "cl");
     Device& device = process_device(selector_);
     try {
-      return std::make_unique<OpenClModule>(device, std::move(plan), source);
+      return std::make_unique<OpenClModule>(device, std::move(g.plan), g.source);
     } catch (const BuildError& e) {
       throw sdk::Error(MT_ERROR_UNKNOWN, std::string("opencl: ") + e.what());
     }

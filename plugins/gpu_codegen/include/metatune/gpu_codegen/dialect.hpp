@@ -56,5 +56,6 @@ public:
 
 std::unique_ptr<Dialect> opencl_dialect();
 std::unique_ptr<Dialect> cuda_dialect();
+std::unique_ptr<Dialect> hip_dialect();
 
 } // namespace mt::gpu_codegen

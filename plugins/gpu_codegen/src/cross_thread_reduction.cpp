@@ -1,0 +1,169 @@
+// Stores every thread of a dimension makes to one element, and the reductions among them
+// (cross_thread_reduction.h).
+#include "cross_thread_reduction.h"
+
+#include <functional>
+
+#include "shared_access.h"
+
+namespace mt::gpu_codegen {
+
+using P::ExprKind;
+using P::StmtKind;
+
+namespace {
+
+std::string first_line(const P::Stmt& s) {
+  std::string t = P::to_string(s);
+  size_t nl = t.find('\n');
+  return nl == std::string::npos ? t : t.substr(0, nl);
+}
+
+} // namespace
+
+std::optional<Update> reduction_update(const P::Stmt& s) {
+  const P::Expr& v = s->value;
+  if (v->kind != ExprKind::Add && v->kind != ExprKind::Max && v->kind != ExprKind::Min)
+    return std::nullopt;
+  std::string key = index_key(s->indices);
+  auto self = [&](const P::Expr& e) {
+    return e->kind == ExprKind::Load && e->buffer->id == s->buffer->id && index_key(e->args) == key;
+  };
+  auto reads_self = [&](const P::Expr& e) {
+    bool r = false;
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind == ExprKind::Load && x->buffer->id == s->buffer->id) r = true;
+    });
+    return r;
+  };
+  for (int side = 0; side < 2; ++side) {
+    const P::Expr& a = v->args[static_cast<size_t>(side)];
+    const P::Expr& b = v->args[static_cast<size_t>(1 - side)];
+    if (self(a) && !reads_self(b)) return Update{v->kind, b};
+  }
+  return std::nullopt;
+}
+
+bool reads_buffer(const P::Expr& e, int64_t id) {
+  bool r = false;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Load && x->buffer->id == id) r = true;
+  });
+  return r;
+}
+
+bool uses_any(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
+  bool r = false;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Var && vars.count(x->var_id)) r = true;
+  });
+  return r;
+}
+
+bool uses_only(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
+  bool ok = true;
+  P::post_order_visit(e, [&](const P::Expr& x) {
+    if (x->kind == ExprKind::Var && !vars.count(x->var_id)) ok = false;
+  });
+  return ok;
+}
+
+// Stores under the outermost loop of a thread tag whose indices do not depend on that tag:
+// every thread of the dimension writes the same element. Harmless when they all write the
+// same value; a reduction across threads when it is an update of a reduction; otherwise the
+// program cannot run on a GPU as written.
+std::optional<CrossThreadReduction>
+find_shared_target_stores(const P::Stmt& loop, bool is_block,
+                          const std::unordered_set<int64_t>& private_ids,
+                          const std::unordered_set<int64_t>& scope_vars) {
+  struct Found {
+    P::Stmt store;
+    std::unordered_set<int64_t> tag_vars;
+  };
+  std::vector<Found> found;
+  std::unordered_set<int64_t> inside_allocs;
+  std::function<void(const P::Stmt&, std::unordered_set<int64_t>)> scan =
+      [&](const P::Stmt& s, std::unordered_set<int64_t> tag_vars) {
+        if (!s) return;
+        switch (s->kind) {
+        case StmtKind::For:
+          if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag == loop->thread_tag)
+            tag_vars.insert(s->loop_var->var_id);
+          scan(s->body, tag_vars);
+          return;
+        case StmtKind::Seq:
+          for (const auto& c : s->stmts)
+            scan(c, tag_vars);
+          return;
+        case StmtKind::IfThenElse:
+          scan(s->then_case, tag_vars);
+          scan(s->else_case, tag_vars);
+          return;
+        case StmtKind::Allocate:
+          inside_allocs.insert(s->buffer->id);
+          scan(s->body, tag_vars);
+          return;
+        case StmtKind::Store: {
+          bool indexed = false;
+          for (const auto& i : s->indices)
+            indexed = indexed || uses_any(i, tag_vars);
+          if (!indexed && !inside_allocs.count(s->buffer->id)) found.push_back({s, tag_vars});
+          return;
+        }
+        }
+      };
+  scan(loop, {});
+  if (found.empty()) return std::nullopt;
+
+  const std::string where = "'" + loop->thread_tag + "'";
+  std::optional<CrossThreadReduction> xr;
+  std::vector<Found> rest;
+  for (const Found& f : found) {
+    auto u = reduction_update(f.store);
+    if (!u) {
+      rest.push_back(f);
+      continue;
+    }
+    if (is_block)
+      throw UnsupportedError("a reduction into '" + f.store->buffer->name +
+                             "' across the blocks of " + where);
+    std::string key = index_key(f.store->indices);
+    if (xr && (xr->buffer_id != f.store->buffer->id || xr->key != key ||
+               xr->combiner != u->combiner || xr->update != f.store))
+      throw UnsupportedError("more than one reduction across the threads of " + where);
+    if (!xr) {
+      xr = CrossThreadReduction{};
+      xr->buffer_id = f.store->buffer->id;
+      xr->key = key;
+      xr->combiner = u->combiner;
+      xr->update = f.store;
+      xr->broadcast = private_ids.count(f.store->buffer->id) > 0;
+      for (const auto& i : f.store->indices)
+        if (!uses_only(i, scope_vars))
+          throw UnsupportedError("a reduction across the threads of " + where +
+                                 " into an element chosen inside the loop ('" +
+                                 f.store->buffer->name + "')");
+    }
+  }
+  for (const Found& f : rest) {
+    const P::Stmt& st = f.store;
+    bool same_target =
+        xr.has_value() && st->buffer->id == xr->buffer_id && index_key(st->indices) == xr->key;
+    bool uniform_value =
+        !uses_any(st->value, f.tag_vars) && !reads_buffer(st->value, st->buffer->id);
+    if (same_target && uniform_value && uses_only(st->value, scope_vars)) {
+      if (static_cast<bool>(xr->init_value) &&
+          P::to_string(xr->init_value) != P::to_string(st->value))
+        throw UnsupportedError("two different initial values of a reduction across " + where);
+      xr->inits.push_back(st);
+      xr->init_value = st->value;
+      continue;
+    }
+    if (!same_target && uniform_value) continue; // every thread writes the same value
+    throw UnsupportedError("every thread of " + where + " writes '" + st->buffer->name +
+                           "' at the same index (`" + first_line(st) + "`)");
+  }
+  return xr;
+}
+
+} // namespace mt::gpu_codegen
