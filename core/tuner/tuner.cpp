@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/database/database.h"
@@ -36,6 +37,18 @@ bool TaskResult::compared() const {
 }
 
 namespace {
+
+// A library competes with the tuned kernels on the same kind of device only: oneDNN (a CPU
+// library) says nothing about a kernel for a GPU target, and cuBLAS nothing about a CPU one.
+std::string kind_of(const std::string& device_json) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(device_json);
+    return j.is_object() ? j.value("kind", std::string()) : std::string();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 double gflops_of(double flops, double secs) {
   return std::isfinite(secs) && secs > 0 ? flops / secs * 1e-9 : 0;
 }
@@ -228,6 +241,19 @@ private:
     plugins_ = plugins_used(host_, used);
 
     libs_ = open_library_targets(host_, options_.library_targets, target_.component);
+    bool gpu = is_gpu_kind(kind_of(target_.device_json));
+    for (auto it = libs_.begin(); it != libs_.end();) {
+      std::string kind = kind_of(it->target->describe_device());
+      if (is_gpu_kind(kind) == gpu) {
+        ++it;
+        continue;
+      }
+      spdlog::info("library target '{}' ({}) runs on another kind of device than {} ({}): it "
+                   "does not compete",
+                   it->component, gpu ? "a CPU library" : "a GPU library", target_.component,
+                   gpu ? "a GPU" : "a CPU");
+      it = libs_.erase(it);
+    }
     lib_measurers_.resize(libs_.size());
     db_ = Database::open(options_.db_path);
     result_.target = target_.target_string;

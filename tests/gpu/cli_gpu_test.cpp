@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -86,6 +87,28 @@ void expect_tune_refused(const std::string& target, const std::string& reason) {
   EXPECT_NE(text.find("target '" + target + "': " + reason), std::string::npos) << text;
   EXPECT_EQ(text.find("Segmentation"), std::string::npos) << text;
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+// oneDNN, a CPU library, does not compete with kernels tuned for an OpenCL device.
+TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
+  std::filesystem::path db = std::filesystem::temp_directory_path() / "mt_cli_opencl.db";
+  std::filesystem::remove(db);
+  auto [status, text] = capture(cli() + "tune --target opencl -w 'softmax(M=4,N=16)' --trials 3 " +
+                                "--db '" + db.string() + "' 2>&1");
+  std::filesystem::remove(db);
+  if (text.find("OpenCL not available") != std::string::npos ||
+      text.find("no OpenCL") != std::string::npos) {
+    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
+    GTEST_SKIP() << text;
+  }
+  ASSERT_EQ(status, 0) << text;
+  if (text.find("onednn.cpu") != std::string::npos)
+    EXPECT_NE(text.find("library target 'onednn.cpu' (a CPU library) runs on another kind of "
+                        "device than opencl (a GPU): it does not compete"),
+              std::string::npos)
+        << text;
+  EXPECT_EQ(text.find("of oneDNN"), std::string::npos) << text;
+  EXPECT_NE(text.find("tuning done on opencl"), std::string::npos) << text;
 }
 
 TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {

@@ -21,7 +21,7 @@ TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) 
   if (!nvrtc) GTEST_SKIP() << why;
   TuneAttributes attrs = std_rules_test::gpu_set().attrs; // an sm_80-class device's limits
   int compiled = 0, unsupported = 0;
-  gpu_test::for_each_gpu_sample(attrs, 3, [&](const gpu_test::Sampled& s) {
+  auto compile = [&](const gpu_test::Sampled& s) {
     sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
     G::GpuSource src;
     try {
@@ -38,7 +38,9 @@ TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) 
                                                     << src.code;
       if (r.ok) ++compiled;
     }
-  });
+  };
+  gpu_test::for_each_gpu_sample(attrs, 3, compile);
+  gpu_test::for_each_gpu_sample(attrs, 2, compile, {}, 1, gpu_test::half_workload_specs());
   std::printf("[ cuda ] %d programs compiled (sm_80 + sm_90 counted apart), %d unsupported\n",
               compiled, unsupported);
   EXPECT_GT(compiled, 100);

@@ -31,17 +31,29 @@ struct Sampled {
 };
 
 // Calls `f` for each accepted sample; returns the number of samples handed over.
-// `samples`: per design space (0: samples_per_space()).
+// Workloads in f16 and bf16: device memory in the type, arithmetic in float rounded per
+// operation (as the interpreter does); reductions reordered by the schedule differ by a few of
+// the type's ulps, so they are compared with half_rtol.
+inline std::vector<std::string> half_workload_specs() {
+  return {"matmul(M=32,N=24,K=16,dtype=f16)", "dense(M=8,N=32,K=16,dtype=bf16)",
+          "softmax(M=8,N=33,dtype=f16)", "layernorm(M=8,N=32,dtype=bf16)",
+          "conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1,dtype=f16)"};
+}
+inline constexpr double kHalfRtol = 3e-2, kHalfAtol = 2e-2;
+
+// `samples`: per design space (0: samples_per_space()); `specs`: the workloads (empty: the
+// library's test sizes).
 inline int for_each_gpu_sample(const TuneAttributes& attrs, size_t max_spaces,
                                const std::function<void(const Sampled&)>& f,
                                const std::function<void(const std::string&)>& after_workload = {},
-                               int samples = 0) {
+                               int samples = 0, std::vector<std::string> specs = {}) {
   if (samples <= 0) samples = samples_per_space();
+  if (specs.empty()) specs = test_workload_specs();
   ComponentSet set = gpu_set();
   set.attrs = attrs;
   Instances in = instantiate(set);
   int n = 0;
-  for (const std::string& spec : test_workload_specs()) {
+  for (const std::string& spec : specs) {
     SCOPED_TRACE(spec);
     Function func = make_workload(spec);
     std::vector<NDArray> reference = run(func);

@@ -11,44 +11,13 @@
 #include "core/plugin/plugin_error.h"
 #include "core/tuner/target_setup.h"
 #include "gpu_schedule_samples.h"
+#include "opencl_target.h"
 
 namespace mt {
 namespace {
 
 using namespace std_rules_test;
-
-struct OpenCl {
-  std::unique_ptr<PluginTarget> target;
-  TuneAttributes attrs;
-  std::string unavailable;
-};
-
-OpenCl& opencl() {
-  static OpenCl* o = [] {
-    auto* r = new OpenCl;
-    const PluginRecord& rec = host().load(MT_OPENCL_PLUGIN);
-    if (!rec.loaded()) throw std::runtime_error("opencl plugin refused: " + rec.message);
-    r->target = host().create_target("opencl");
-    nlohmann::json j = nlohmann::json::parse(r->target->describe_device());
-    r->unavailable = j.value("unavailable", std::string());
-    r->attrs = gpu_set().attrs;
-    r->attrs["kind"] = std::string("opencl");
-    if (j.contains("max_threads_per_block"))
-      r->attrs["max_threads_per_block"] = j["max_threads_per_block"].get<int64_t>();
-    if (j.contains("max_shared_memory_per_block"))
-      r->attrs["max_shared_memory_per_block"] = j["max_shared_memory_per_block"].get<int64_t>();
-    return r;
-  }();
-  return *o;
-}
-
-#define REQUIRE_OPENCL()                                                                           \
-  do {                                                                                             \
-    if (!opencl().unavailable.empty()) {                                                           \
-      if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << opencl().unavailable;                  \
-      GTEST_SKIP() << opencl().unavailable;                                                        \
-    }                                                                                              \
-  } while (0)
+using gpu_test::opencl;
 
 struct Tally {
   int built = 0, ok = 0, unsupported = 0;
@@ -56,7 +25,8 @@ struct Tally {
 
 // Runs `scheduled` through the target; "" when it matches the reference.
 std::string run_on_device(const Function& scheduled, const std::vector<NDArray>& reference,
-                          Tally& t, std::string* unsupported) {
+                          Tally& t, std::string* unsupported, double rtol = 1e-4,
+                          double atol = 1e-5) {
   std::unique_ptr<PluginModule> m;
   try {
     m = opencl().target->build(lower(scheduled));
@@ -76,7 +46,7 @@ std::string run_on_device(const Function& scheduled, const std::vector<NDArray>&
   m->run(ptrs);
   for (size_t i = 0; i < args.size(); ++i) {
     std::string why;
-    if (!allclose(args[i], reference[i], 1e-4, 1e-5, &why))
+    if (!allclose(args[i], reference[i], rtol, atol, &why))
       return "param " + std::to_string(i) + ": " + why;
   }
   ++t.ok;
@@ -109,6 +79,24 @@ TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter)
   std::printf("[ opencl ] total: built %d, correct %d, unsupported %d\n", total.built, total.ok,
               total.unsupported);
   EXPECT_GE(total.ok, 2 * total.unsupported);
+}
+
+TEST(OpenClSchedules, HalfPrecisionWorkloadsMatchTheInterpreter) {
+  REQUIRE_OPENCL();
+  Tally t;
+  std::string last_unsupported;
+  gpu_test::for_each_gpu_sample(
+      opencl().attrs, 3,
+      [&](const gpu_test::Sampled& s) {
+        std::string diff = run_on_device(s.scheduled, s.reference, t, &last_unsupported,
+                                         gpu_test::kHalfRtol, gpu_test::kHalfAtol);
+        EXPECT_EQ(diff, "") << s.spec << " space " << s.space << " sample " << s.sample << " trace "
+                            << s.trace_json;
+      },
+      {}, 2, gpu_test::half_workload_specs());
+  std::printf("[ opencl ] f16/bf16: built %d, correct %d, unsupported %d\n", t.built, t.ok,
+              t.unsupported);
+  EXPECT_GE(t.ok, 10);
 }
 
 } // namespace

@@ -56,29 +56,28 @@ TEST(RocmSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForGfx90aGfx940A
   std::string last_spec;
   int unsupported = 0;
   const char* archs[] = {"gfx90a", "gfx940", "gfx1030"};
-  // Two samples of the first two design spaces: clang takes ~0.7 s a compile.
-  gpu_test::for_each_gpu_sample(
-      attrs, 2,
-      [&](const gpu_test::Sampled& s) {
-        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
-        G::GpuSource src;
-        try {
-          src = G::write_kernels(G::plan_kernels(p), *G::hip_dialect());
-        } catch (const G::UnsupportedError&) {
-          ++unsupported;
-          return;
-        }
-        // The first sample of each workload for every architecture, the others for one each
-        // (in turn): every workload on all three, in a bounded time.
-        bool first = s.spec != last_spec;
-        last_spec = s.spec;
-        for (size_t a = 0; a < 3; ++a)
-          if (first || a == jobs.size() % 3)
-            jobs.push_back({s.spec + " space " + std::to_string(s.space) + " sample " +
-                                std::to_string(s.sample),
-                            src.code, p.name + ".hip", archs[a]});
-      },
-      {}, 1);
+  auto add = [&](const gpu_test::Sampled& s) {
+    sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+    G::GpuSource src;
+    try {
+      src = G::write_kernels(G::plan_kernels(p), *G::hip_dialect());
+    } catch (const G::UnsupportedError&) {
+      ++unsupported;
+      return;
+    }
+    // The first sample of each workload for every architecture, the others for one each
+    // (in turn): every workload on all three, in a bounded time.
+    bool first = s.spec != last_spec;
+    last_spec = s.spec;
+    for (size_t a = 0; a < 3; ++a)
+      if (first || a == jobs.size() % 3)
+        jobs.push_back(
+            {s.spec + " space " + std::to_string(s.space) + " sample " + std::to_string(s.sample),
+             src.code, p.name + ".hip", archs[a]});
+  };
+  // One sample of the first two design spaces: clang takes ~0.7 s a compile.
+  gpu_test::for_each_gpu_sample(attrs, 2, add, {}, 1);
+  gpu_test::for_each_gpu_sample(attrs, 1, add, {}, 1, gpu_test::half_workload_specs());
   std::vector<std::string> results = compile_all(*clang, jobs);
   int ok = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {

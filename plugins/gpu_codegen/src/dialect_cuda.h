@@ -45,7 +45,10 @@ public:
     case P::DTypeKind::Float:
       if (t.bits == 32) return "float";
       if (t.bits == 64) return "double";
+      if (t.bits == 16) return "__half";
       break;
+    case P::DTypeKind::BFloat:
+      return "unsigned short";
     case P::DTypeKind::Int:
       if (t.bits == 8) return "signed char";
       if (t.bits == 16) return "short";
@@ -97,6 +100,23 @@ public:
   }
   std::string nan(P::DType t) const override { return t.bits == 64 ? "MT_NAN64" : "MT_NAN"; }
   std::string is_nan(const std::string& x) const override { return "isnan(" + x + ")"; }
+  std::string load_f16(const std::string& buffer, const std::string& index) const override {
+    return "__half2float(" + buffer + "[" + index + "])";
+  }
+  std::string store_f16(const std::string& buffer, const std::string& index,
+                        const std::string& value) const override {
+    return buffer + "[" + index + "] = __float2half_rn(" + value + ")";
+  }
+  std::string round_f16(const std::string& x) const override {
+    return "__half2float(__float2half_rn(" + x + "))";
+  }
+  std::string float_bits(const std::string& x) const override {
+    return "__float_as_uint(" + x + ")";
+  }
+  std::string bits_float(const std::string& u) const override {
+    return "__uint_as_float(" + u + ")";
+  }
+  std::string f16_prologue() const override { return "#include <cuda_fp16.h>\n"; }
 };
 
 } // namespace mt::gpu_codegen

@@ -19,6 +19,7 @@ public:
            "#define MT_INF64 __builtin_inf()\n"
            "#define MT_NAN64 __builtin_nan(\"\")\n";
   }
+  std::string f16_prologue() const override { return "#include <hip/hip_fp16.h>\n"; }
 };
 
 } // namespace

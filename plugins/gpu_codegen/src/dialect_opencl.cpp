@@ -64,6 +64,8 @@ public:
       break;
     case P::DTypeKind::Bool:
       return "uchar";
+    case P::DTypeKind::BFloat:
+      return "ushort";
     default:
       break;
     }
@@ -99,6 +101,21 @@ public:
   }
   std::string nan(P::DType t) const override { return t.bits == 64 ? "((double)NAN)" : "NAN"; }
   std::string is_nan(const std::string& x) const override { return "isnan(" + x + ")"; }
+  // Without cl_khr_fp16 (PoCL has none) half is a storage type only: vload_half/vstore_half.
+  std::string load_f16(const std::string& buffer, const std::string& index) const override {
+    return "vload_half(" + index + ", " + buffer + ")";
+  }
+  std::string store_f16(const std::string& buffer, const std::string& index,
+                        const std::string& value) const override {
+    return "vstore_half_rte(" + value + ", " + index + ", " + buffer + ")";
+  }
+  std::string round_f16(const std::string& x) const override { return "mt_round_f16(" + x + ")"; }
+  std::string float_bits(const std::string& x) const override { return "as_uint(" + x + ")"; }
+  std::string bits_float(const std::string& u) const override { return "as_float(" + u + ")"; }
+  std::string f16_prologue() const override {
+    return "inline float mt_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (half*)&h); "
+           "return vload_half(0, (half*)&h); }\n";
+  }
 };
 
 } // namespace

@@ -18,6 +18,9 @@ namespace mt::gpu_codegen {
 
 namespace {
 
+// In the used-helpers set: the source uses f16 (the dialect's f16 prologue is emitted).
+constexpr const char* kF16 = "<f16>";
+
 using P::ExprKind;
 using P::StmtKind;
 
@@ -72,8 +75,7 @@ public:
     std::ostringstream os;
     os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
     for (const auto& b : shared_)
-      os << "  " << d_.shared_array(d_.type_name(b->dtype), buffer_name(b), b->num_elements())
-         << "\n";
+      os << "  " << d_.shared_array(type_of(b->dtype), buffer_name(b), b->num_elements()) << "\n";
     for (const auto& [name, type] : scratch_)
       os << "  " << d_.shared_array(type, name, kernel_.dims.threads_per_block()) << "\n";
     os << body_.str() << "}\n";
@@ -113,9 +115,52 @@ private:
     return d_.type_name(t);
   }
 
+  // The type a value of dtype t is computed and held in: f16 and bf16 in float (only device
+  // memory stores them as such).
   std::string type_of(P::DType t) const {
     if (t.is_int() && t.bits == 64) return int_type(t);
+    if (is_half(t)) return d_.type_name(P::DType::f32());
     return d_.type_name(t);
+  }
+  static bool is_half(P::DType t) { return t.is_float() && t.bits == 16; }
+  bool in_device_memory(const P::Buffer& b) const { return global_ids_.count(b->id) > 0; }
+
+  // Element `index` of `b` as a value of type_of(dtype), and the statement writing `value` there
+  // (without its semicolon): device memory holds f16/bf16 in their own format.
+  std::string read_element(const P::Buffer& b, const std::string& index) {
+    std::string name = buffer_name(b);
+    if (is_half(b->dtype) && in_device_memory(b)) {
+      if (b->dtype.kind == P::DTypeKind::BFloat) {
+        used_helpers_.insert("mt_bf16_to_f32");
+        return "mt_bf16_to_f32(" + name + "[" + index + "])";
+      }
+      used_helpers_.insert(kF16);
+      return d_.load_f16(name, index);
+    }
+    return name + "[" + index + "]";
+  }
+  std::string write_element(const P::Buffer& b, const std::string& index, std::string value) {
+    std::string name = buffer_name(b);
+    if (is_half(b->dtype) && in_device_memory(b)) {
+      if (b->dtype.kind == P::DTypeKind::BFloat) {
+        used_helpers_.insert("mt_f32_to_bf16");
+        return name + "[" + index + "] = mt_f32_to_bf16(" + value + ")";
+      }
+      used_helpers_.insert(kF16);
+      return d_.store_f16(name, index, value);
+    }
+    if (b->dtype.is_bool()) value = "(" + d_.type_name(b->dtype) + ")(" + value + ")";
+    return name + "[" + index + "] = " + value;
+  }
+
+  // A result of dtype f16/bf16 rounded to it.
+  std::string rounded(P::DType t, const std::string& x) {
+    if (t.kind == P::DTypeKind::BFloat) {
+      used_helpers_.insert("mt_round_bf16");
+      return "mt_round_bf16(" + x + ")";
+    }
+    used_helpers_.insert(kF16);
+    return d_.round_f16(x);
   }
 
   // Whether an integer expression is never negative (loop variables are not), so that floor
@@ -192,6 +237,23 @@ private:
   }
 
   std::string expr(const P::Expr& e) {
+    std::string x = expr_in_float(e);
+    if (!is_half(e->dtype)) return x;
+    switch (e->kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub:
+    case ExprKind::Mul:
+    case ExprKind::Div:
+    case ExprKind::Call:
+    case ExprKind::Cast:
+    case ExprKind::FloatImm:
+      return rounded(e->dtype, x);
+    default: // loads are exact; min, max and select pick an operand
+      return x;
+    }
+  }
+
+  std::string expr_in_float(const P::Expr& e) {
     const P::DType t = e->dtype;
     auto a = [&](size_t i) { return expr(e->args[i]); };
     switch (e->kind) {
@@ -246,7 +308,7 @@ private:
       if (t.is_bool()) return "(" + a(0) + " != 0)";
       return "((" + type_of(t) + ")" + a(0) + ")";
     case ExprKind::Load:
-      return buffer_name(e->buffer) + "[" + flat_index(e->buffer, e->args) + "]";
+      return read_element(e->buffer, flat_index(e->buffer, e->args));
     case ExprKind::Call: {
       if (!t.is_float()) {
         if (e->fn == P::MathFn::Abs) return helper("abs", t) + "(" + a(0) + ")";
@@ -263,7 +325,8 @@ private:
   }
 
   std::string combine(ExprKind k, P::DType t, const std::string& x, const std::string& y) {
-    if (k == ExprKind::Add) return "(" + x + " + " + y + ")";
+    if (k == ExprKind::Add)
+      return is_half(t) ? rounded(t, x + " + " + y) : "(" + x + " + " + y + ")";
     return helper(k == ExprKind::Max ? "max" : "min", t) + "(" + x + ", " + y + ")";
   }
 
@@ -369,7 +432,7 @@ private:
                                " bytes ('" + b->name + "', scope " + b->scope + ")");
       line("{");
       ++indent_;
-      line(d_.type_name(b->dtype) + " " + buffer_name(b) + "[" + std::to_string(b->num_elements()) +
+      line(type_of(b->dtype) + " " + buffer_name(b) + "[" + std::to_string(b->num_elements()) +
            "];");
       stmt(s->body, pending, uniform);
       --indent_;
@@ -554,10 +617,7 @@ private:
           return;
         }
     }
-    std::string value = bare(s->value);
-    if (s->buffer->dtype.is_bool())
-      value = "(" + d_.type_name(s->buffer->dtype) + ")(" + value + ")";
-    line(buffer_name(s->buffer) + "[" + flat_index(s->buffer, s->indices) + "] = " + value + ";");
+    line(write_element(s->buffer, flat_index(s->buffer, s->indices), bare(s->value)) + ";");
     pending.merge(accesses(s));
   }
 
@@ -596,13 +656,17 @@ private:
     line(d_.barrier());
     --indent_;
     line("}");
-    std::string target = buffer_name(st->buffer) + "[" + flat_index(st->buffer, st->indices) + "]";
+    std::string index = flat_index(st->buffer, st->indices);
     line(xr.broadcast ? "{" : "if (" + t + " == 0) {");
     ++indent_;
     if (static_cast<bool>(xr.init_value))
-      line("if (" + flags + "[" + base + "] & 1) " + target + " = " + expr(xr.init_value) + ";");
-    line("if (" + flags + "[" + base + "] & 2) " + target + " = " +
-         combine(xr.combiner, dt, target, vals + "[" + base + "]") + ";");
+      line("if (" + flags + "[" + base + "] & 1) " +
+           write_element(st->buffer, index, bare(xr.init_value)) + ";");
+    line("if (" + flags + "[" + base + "] & 2) " +
+         write_element(
+             st->buffer, index,
+             combine(xr.combiner, dt, read_element(st->buffer, index), vals + "[" + base + "]")) +
+         ";");
     --indent_;
     line("}");
   }
@@ -656,16 +720,24 @@ std::map<std::string, std::string> helpers(const Dialect& d, bool index32) {
                   " || " + d.is_nan("b") + ") ? " + d.nan(t) + " : (b " + op + " a ? b : a); }\n";
     }
   }
+  // bf16 is the upper half of a float: conversions by bits, rounding to nearest even.
+  std::string u16 = d.type_name(P::DType{P::DTypeKind::UInt, 16});
+  std::string u32 = d.type_name(P::DType{P::DTypeKind::UInt, 32});
+  std::string f32 = d.type_name(P::DType::f32());
+  out["mt_bf16_to_f32"] = q + f32 + " mt_bf16_to_f32(" + u16 + " b) { return " +
+                          d.bits_float("((" + u32 + ")b) << 16") + "; }\n";
+  out["mt_f32_to_bf16"] =
+      q + u16 + " mt_f32_to_bf16(" + f32 + " f) { " + u32 + " u = " + d.float_bits("f") +
+      "; if ((u & 0x7fffffffu) > 0x7f800000u) return (" + u16 +
+      ")((u >> 16) | 0x40u); u += 0x7fffu + ((u >> 16) & 1u); return (" + u16 + ")(u >> 16); }\n";
+  out["mt_round_bf16"] =
+      q + f32 + " mt_round_bf16(" + f32 + " f) { return mt_bf16_to_f32(mt_f32_to_bf16(f)); }\n";
   return out;
 }
 
 } // namespace
 
 GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
-  for (const auto& b : plan.buffers)
-    if (b->dtype.is_float() && b->dtype.bits != 32 && b->dtype.bits != 64)
-      throw UnsupportedError(std::string(dialect.name()) + ": element type " +
-                             P::to_string(b->dtype) + " of '" + b->name + "' is not generated yet");
   GpuSource out;
   std::set<std::string> used;
   std::ostringstream kernels;
@@ -675,9 +747,14 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
   }
   std::ostringstream os;
   os << dialect.prologue();
+  if (used.count(kF16)) os << dialect.f16_prologue();
+  if (used.count("mt_round_bf16")) used.insert({"mt_bf16_to_f32", "mt_f32_to_bf16"});
   std::map<std::string, std::string> all = helpers(dialect, plan.index32);
+  // Conversions first: mt_round_bf16 calls them.
+  for (const char* first : {"mt_bf16_to_f32", "mt_f32_to_bf16"})
+    if (used.count(first)) os << all.at(first);
   for (const std::string& name : used)
-    os << all.at(name);
+    if (all.count(name) && name != "mt_bf16_to_f32" && name != "mt_f32_to_bf16") os << all.at(name);
   os << "\n" << kernels.str();
   out.code = os.str();
   return out;

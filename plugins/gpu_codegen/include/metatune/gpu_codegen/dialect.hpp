@@ -52,6 +52,21 @@ public:
   virtual std::string is_nan(const std::string& x) const = 0;
   // Before a loop the schedule asks to unroll.
   virtual std::string unroll_pragma() const { return "#pragma unroll"; }
+
+  // f16 and bf16: device memory holds them (type_name: the storage type), kernels compute in
+  // float and round every result to the type, as the reference interpreter does -- exact,
+  // because float has more than twice their precision.
+  // Reading element `index` of f16 buffer `buffer` as float, writing float `value` there
+  // (a statement without its semicolon), rounding a float to the nearest f16.
+  virtual std::string load_f16(const std::string& buffer, const std::string& index) const = 0;
+  virtual std::string store_f16(const std::string& buffer, const std::string& index,
+                                const std::string& value) const = 0;
+  virtual std::string round_f16(const std::string& x) const = 0;
+  // The bits of a float as a 32-bit unsigned integer and back (bf16 is the upper half).
+  virtual std::string float_bits(const std::string& x) const = 0;
+  virtual std::string bits_float(const std::string& u) const = 0;
+  // What a source using f16 needs first (a header).
+  virtual std::string f16_prologue() const { return ""; }
 };
 
 std::unique_ptr<Dialect> opencl_dialect();

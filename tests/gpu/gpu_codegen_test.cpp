@@ -1,0 +1,126 @@
+// The GPU code generator on programs made for its corners: a serial host loop around a kernel
+// (its variable becomes a kernel argument), an unscheduled program (one-thread kernels), and
+// what it refuses with the reason -- a reduction across blocks, and threads handing data to
+// each other under divergent control flow, where no barrier can be placed. The first two run
+// on the OpenCL device (PoCL here) against the interpreter.
+#include <nlohmann/json.hpp>
+
+#include "core/plugin/plugin_error.h"
+#include "core_to_program.h"
+#include "gpu_schedule_samples.h"
+#include "metatune/gpu_codegen/kernel_writer.hpp"
+#include "opencl_target.h"
+
+namespace mt {
+namespace {
+
+namespace G = mt::gpu_codegen;
+namespace P = mt::sdk::program;
+using namespace std_rules_test;
+
+std::string run_and_compare(PluginTarget& target, const Function& f, const Function& scheduled) {
+  std::vector<NDArray> reference = run(f);
+  std::vector<NDArray> args = make_args(scheduled);
+  std::vector<NDArray*> ptrs;
+  for (auto& a : args)
+    ptrs.push_back(&a);
+  target.build(lower(scheduled))->run(ptrs);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string why;
+    if (!allclose(args[i], reference[i], 1e-4, 1e-5, &why)) return why;
+  }
+  return {};
+}
+
+TEST(GpuCodegen, ASerialLoopAboveTheBoundLoopsStaysOnTheHost) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  Function f = make_workload("elementwise(M=6,N=40,ops=add_relu)");
+  Schedule sch(f);
+  for (BlockRV b : sch.all_blocks()) {
+    if (sch.name_of(b) == sch.name_of(sch.all_blocks().back())) continue;
+    sch.compute_inline(b);
+  }
+  BlockRV b = sch.all_blocks().back();
+  auto loops = sch.get_loops(b);
+  auto j = sch.split(loops[1], {int64_t{-1}, int64_t{16}});
+  sch.bind(j[0], "blockIdx.x");
+  sch.bind(j[1], "threadIdx.x"); // 48 threads for 40 columns: guarded
+  G::KernelPlan plan = G::plan_kernels(llvm_cpu::test::core_to_program(lower(sch.func())));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].kernel, -1); // a host loop over i
+  EXPECT_EQ(plan.steps[0].extent, 6);
+  EXPECT_EQ(plan.kernels[0].host_vars.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].dims.grid[0], 3);
+  EXPECT_EQ(plan.kernels[0].dims.block[0], 16);
+  EXPECT_EQ(run_and_compare(target, f, sch.func()), "");
+}
+
+TEST(GpuCodegen, AnUnscheduledProgramRunsAsOneThreadKernels) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  for (const char* spec : {"softmax(M=4,N=10)", "matmul(M=8,N=6,K=5)"}) {
+    Function f = make_workload(spec);
+    G::KernelPlan plan = G::plan_kernels(llvm_cpu::test::core_to_program(lower(f)));
+    for (const auto& k : plan.kernels)
+      EXPECT_EQ(k.dims.threads_per_block() * k.dims.grid[0] * k.dims.grid[1] * k.dims.grid[2], 1);
+    EXPECT_EQ(run_and_compare(target, f, f), "") << spec;
+  }
+}
+
+TEST(GpuCodegen, AReductionAcrossBlocksIsRefusedWithTheReason) {
+  Function f = make_workload("norm(B=1,M=8,N=16)");
+  Schedule sch(f);
+  BlockRV sq = sch.all_blocks()[0];
+  auto loops = sch.get_loops(sq);
+  LoopRV r = sch.fuse({loops[1], loops[2]});
+  auto parts = sch.split(r, {int64_t{-1}, int64_t{32}});
+  sch.bind(parts[0], "blockIdx.x"); // the reduction spread over blocks
+  sch.bind(parts[1], "threadIdx.x");
+  P::Program p = llvm_cpu::test::core_to_program(lower(sch.func()));
+  try {
+    G::write_kernels(G::plan_kernels(p), *G::opencl_dialect());
+    FAIL() << "written";
+  } catch (const G::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("across the blocks of 'blockIdx.x'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GpuCodegen, HandingDataBetweenThreadsUnderADivergentBranchIsRefused) {
+  // for b in 1 (blockIdx.x): for t in 4 (threadIdx.x): if t < 2: S[t] = A[t]; out[t] = S[3 - t]
+  auto A = P::make_buffer("A", P::DType::f32(), {4});
+  auto out = P::make_buffer("out", P::DType::f32(), {4});
+  auto S = P::make_buffer("S", P::DType::f32(), {4}, "shared");
+  P::Expr b = P::make_var("b"), t = P::make_var("t");
+  P::Stmt body = P::make_seq({P::make_store(S, {t}, P::make_load(A, {t})),
+                              P::make_store(out, {t}, P::make_load(S, {3 - t}))});
+  P::Stmt k =
+      P::make_for(b, 1,
+                  P::make_allocate(S, P::make_for(t, 4, P::make_if(t < 2, body),
+                                                  P::ForKind::ThreadBinding, {}, "threadIdx.x")),
+                  P::ForKind::ThreadBinding, {}, "blockIdx.x");
+  P::Program p{"handoff", {A, out}, k};
+  try {
+    G::write_kernels(G::plan_kernels(p), *G::cuda_dialect());
+    FAIL() << "written";
+  } catch (const G::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("divergent control flow"), std::string::npos) << e.what();
+  }
+  // Without the branch the barrier has its place, between the store and the load.
+  P::Stmt uniform = P::make_for(
+      b, 1,
+      P::make_allocate(S, P::make_for(t, 4, body, P::ForKind::ThreadBinding, {}, "threadIdx.x")),
+      P::ForKind::ThreadBinding, {}, "blockIdx.x");
+  std::string code =
+      G::write_kernels(G::plan_kernels({"handoff", {A, out}, uniform}), *G::cuda_dialect()).code;
+  size_t store = code.find("S[t] = A[t]"), sync = code.find("__syncthreads();"),
+         load = code.find("out[t] = S[");
+  ASSERT_NE(sync, std::string::npos) << code;
+  EXPECT_LT(store, sync) << code;
+  EXPECT_LT(sync, load) << code;
+}
+
+} // namespace
+} // namespace mt
