@@ -89,12 +89,16 @@ void expect_tune_refused(const std::string& target, const std::string& reason) {
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
-// oneDNN, a CPU library, does not compete with kernels tuned for an OpenCL device.
+// oneDNN, a CPU library, does not compete with kernels tuned for an OpenCL device; the records
+// replay.
 TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
   std::filesystem::path db = std::filesystem::temp_directory_path() / "mt_cli_opencl.db";
   std::filesystem::remove(db);
   auto [status, text] = capture(cli() + "tune --target opencl -w 'softmax(M=4,N=16)' --trials 3 " +
                                 "--db '" + db.string() + "' 2>&1");
+  // A record replays on the device its target string names (spaces spelled '_').
+  auto [rstatus, replayed] =
+      capture(cli() + "replay --db '" + db.string() + "' --record 1 --repeats 1 2>&1");
   std::filesystem::remove(db);
   if (text.find("OpenCL not available") != std::string::npos ||
       text.find("no OpenCL") != std::string::npos) {
@@ -109,6 +113,8 @@ TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
         << text;
   EXPECT_EQ(text.find("of oneDNN"), std::string::npos) << text;
   EXPECT_NE(text.find("tuning done on opencl"), std::string::npos) << text;
+  EXPECT_EQ(rstatus, 0) << replayed;
+  EXPECT_NE(replayed.find("correct;"), std::string::npos) << replayed;
 }
 
 TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {

@@ -148,7 +148,12 @@ public:
         size_t sp = t.find(' ');
         if (selector_.empty() && sp != std::string::npos) {
           selector_ = t.substr(t.find_first_not_of(' ', sp));
-          if (selector_.rfind("-device=", 0) == 0) selector_ = selector_.substr(8);
+          if (selector_.rfind("-device=", 0) == 0) {
+            // The target string spells the device name with '_' for ' ' (describe()).
+            selector_ = selector_.substr(8);
+            for (char& c : selector_)
+              if (c == '_') c = ' ';
+          }
         }
       } catch (const std::exception& e) {
         throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
