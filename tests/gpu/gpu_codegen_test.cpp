@@ -122,5 +122,40 @@ TEST(GpuCodegen, HandingDataBetweenThreadsUnderADivergentBranchIsRefused) {
   EXPECT_LT(sync, load) << code;
 }
 
+// Virtual threads are injected, not looped: the shared tiles are fetched once per k-tile for
+// all of them and each keeps its own accumulators (one array, a copy per virtual thread).
+TEST(GpuCodegen, VirtualThreadsShareTheFetchAndKeepTheirOwnAccumulators) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  Function f = make_workload("matmul(M=64,N=64,K=64)");
+  ComponentSet set = gpu_set();
+  Instances in = instantiate(set);
+  auto spaces = generate_design_spaces(f, in.rules, 1);
+  ASSERT_FALSE(spaces.empty());
+  int checked = 0;
+  for (uint64_t seed = 1; seed < 40 && checked < 2; ++seed) {
+    std::shared_ptr<Schedule> s;
+    if (sample(f, spaces[0]->trace(), seed, false, in.postprocs, &s) != SampleOutcome::Ok) continue;
+    P::Program p = llvm_cpu::test::core_to_program(lower(s->func()));
+    // The vthread loop and the accumulator allocated under it.
+    int64_t vthreads = 0, accumulator = 0;
+    P::visit_stmts(p.body, [&](const P::Stmt& x) {
+      if (x->kind == P::StmtKind::For && x->thread_tag.rfind("vthread", 0) == 0)
+        vthreads = x->extent;
+      if (vthreads > 1 && x->kind == P::StmtKind::Allocate && x->buffer->scope == "local")
+        accumulator = x->buffer->num_elements();
+      return true;
+    });
+    if (vthreads < 2 || accumulator == 0) continue;
+    std::string code = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect()).code;
+    EXPECT_NE(code.find("[" + std::to_string(vthreads * accumulator) + "];"), std::string::npos)
+        << vthreads << " x " << accumulator << "\n"
+        << code;
+    EXPECT_EQ(run_and_compare(target, f, s->func()), "") << s->trace().to_json();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no sample with virtual threads";
+}
+
 } // namespace
 } // namespace mt

@@ -205,6 +205,13 @@ private:
   }
 
   std::string flat_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
+    std::string flat = row_major_index(b, indices);
+    auto e = expanded_.find(b->id);
+    if (e == expanded_.end()) return flat;
+    return flat + " + " + var_name(vt_->var) + " * " + std::to_string(e->second);
+  }
+
+  std::string row_major_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
     std::string out;
     int64_t stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
@@ -392,6 +399,17 @@ private:
 
   void stmt(const P::Stmt& s, Accesses& pending, bool uniform) {
     if (!s) return;
+    // Under a vthread loop: what does not depend on the virtual thread is written once, a
+    // container of both kinds is opened once, and the rest runs in a loop over the virtual
+    // threads at the innermost place it can (see vthread_loop).
+    if (vt_ && !in_vloop_ && depends_on_vthread(s) && !opens_once(s)) {
+      in_vloop_ = true;
+      // Kept alive: the access cache is keyed by node address.
+      synthetic_.push_back(P::make_for(vt_->var, vt_->extent, s));
+      serial_loop(synthetic_.back(), pending, uniform);
+      in_vloop_ = false;
+      return;
+    }
     switch (s->kind) {
     case StmtKind::Seq:
       seq(s->stmts, pending, uniform);
@@ -430,16 +448,27 @@ private:
       if (b->size_bytes() > 64 * 1024)
         throw UnsupportedError("a per-thread array of " + std::to_string(b->size_bytes()) +
                                " bytes ('" + b->name + "', scope " + b->scope + ")");
+      // Allocated under a vthread loop but opened once: one copy per virtual thread.
+      int64_t copies = 1;
+      if (vt_ && !in_vloop_ && vt_->inner_allocs.count(b->id)) {
+        copies = vt_->extent;
+        expanded_[b->id] = b->num_elements();
+      }
       line("{");
       ++indent_;
-      line(type_of(b->dtype) + " " + buffer_name(b) + "[" + std::to_string(b->num_elements()) +
-           "];");
+      line(type_of(b->dtype) + " " + buffer_name(b) + "[" +
+           std::to_string(b->num_elements() * copies) + "];");
       stmt(s->body, pending, uniform);
       --indent_;
       line("}");
       return;
     }
     case StmtKind::For:
+      if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) == 0 &&
+          !vt_ && s->extent > 1) {
+        vthread_loop(s, pending, uniform);
+        return;
+      }
       if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) != 0)
         thread_loop(s, pending, uniform);
       else
@@ -494,6 +523,72 @@ private:
       pending.merge(inner);
       pending.merge(body);
     }
+  }
+
+  // A vthread loop, as TVM injects virtual threads: the virtual threads are independent like
+  // threads, so their statements may interleave. What does not use the virtual thread -- the
+  // cooperative fetch of a shared tile, which MultiLevelTiling places inside the vthread loop
+  // and whose region covers every virtual thread -- runs once instead of once per virtual
+  // thread (with one barrier), and per-thread arrays allocated under the loop get one copy per
+  // virtual thread. A serial loop would be correct too, only slower; the interpreter runs the
+  // loop serially, so the tests compare the two.
+  void vthread_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+    vt_ = VThread{s->loop_var, s->extent, {}};
+    P::visit_stmts(s->body, [&](const P::Stmt& x) {
+      // Shared arrays are the block's, at kernel scope, covering every virtual thread.
+      if (x->kind == StmtKind::Allocate && x->buffer->scope != "shared")
+        vt_->inner_allocs.insert(x->buffer->id);
+      return true;
+    });
+    scope_vars_.insert(s->loop_var->var_id);
+    stmt(s->body, pending, uniform);
+    vt_.reset();
+    vdepends_.clear();
+    for (auto it = expanded_.begin(); it != expanded_.end();)
+      it = expanded_.erase(it);
+  }
+
+  // Whether `s` uses the virtual thread: its variable, or an array allocated under the loop.
+  bool depends_on_vthread(const P::Stmt& s) {
+    auto it = vdepends_.find(s.get());
+    if (it != vdepends_.end()) return it->second;
+    bool d = false;
+    auto expr_uses = [&](const P::Expr& e) {
+      P::post_order_visit(e, [&](const P::Expr& x) {
+        if (x->kind == ExprKind::Var && x->var_id == vt_->var->var_id) d = true;
+        if (x->kind == ExprKind::Load && vt_->inner_allocs.count(x->buffer->id)) d = true;
+      });
+    };
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      if (x->kind == StmtKind::Store) {
+        if (vt_->inner_allocs.count(x->buffer->id)) d = true;
+        for (const auto& i : x->indices)
+          expr_uses(i);
+        expr_uses(x->value);
+      } else if (x->kind == StmtKind::IfThenElse) {
+        expr_uses(x->condition);
+      }
+      return !d;
+    });
+    vdepends_[s.get()] = d;
+    return d;
+  }
+
+  // A statement written once under a vthread loop although parts of it use the virtual
+  // thread: a sequence, a loop or an allocation holding some statement that does not (those
+  // parts then run once; the others loop over the virtual threads inside).
+  bool opens_once(const P::Stmt& s) {
+    if (s->kind == StmtKind::Store) return false;
+    if (s->kind == StmtKind::IfThenElse) return false;
+    if (s->kind == StmtKind::For && s->for_kind == P::ForKind::ThreadBinding &&
+        s->thread_tag.rfind("vthread", 0) == 0)
+      return false;
+    bool independent = false;
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      if (x->kind == StmtKind::Store && !depends_on_vthread(x)) independent = true;
+      return !independent;
+    });
+    return independent;
   }
 
   // A serial loop (the reduction's outer part, as CrossThreadReduction splits it) whose whole
@@ -688,6 +783,16 @@ private:
   std::unordered_map<const P::StmtNode*, Accesses> access_cache_;
   std::unordered_map<const P::StmtNode*, int64_t> xthread_targets_;
   CrossThreadReduction* active_xr_ = nullptr;
+  struct VThread {
+    P::Expr var;
+    int64_t extent = 1;
+    std::unordered_set<int64_t> inner_allocs;
+  };
+  std::optional<VThread> vt_;
+  bool in_vloop_ = false;
+  std::vector<P::Stmt> synthetic_;
+  std::unordered_map<const P::StmtNode*, bool> vdepends_;
+  std::unordered_map<int64_t, int64_t> expanded_; // buffer id -> elements per virtual thread
 };
 
 // Helpers a kernel may call, spelled for the dialect, by name (only those used are emitted:
