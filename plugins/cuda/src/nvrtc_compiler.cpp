@@ -65,6 +65,25 @@ std::string find_include_dir(void* symbol_in_library) {
   return {};
 }
 
+// NVRTC dlopens its builtins library (libnvrtc-builtins.so.13.0) by name at the first compile.
+// Where the toolkit's lib directory is not on the loader's path (no ld.so.conf entry, no
+// LD_LIBRARY_PATH: a fresh root with /usr/local/cuda mounted) that fails with
+// NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, although the file sits next to the libnvrtc we
+// opened. Loading it from there first makes NVRTC's own dlopen find it by its soname.
+void preload_builtins(void* symbol_in_library) {
+  namespace fs = std::filesystem;
+  Dl_info info{};
+  if (!symbol_in_library || dladdr(symbol_in_library, &info) == 0 || !info.dli_fname) return;
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::path(info.dli_fname), ec).parent_path();
+  if (ec) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("libnvrtc-builtins.so", 0) == 0)
+      dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
+  }
+}
+
 std::string error_string(const Nvrtc::Api& api, abi::nvrtcResult r) {
   const char* s = api.get_error_string ? api.get_error_string(r) : nullptr;
   return s ? s : "NVRTC error " + std::to_string(r);
@@ -84,6 +103,7 @@ struct ProgramGuard {
 Nvrtc::Nvrtc(std::string library, std::unique_ptr<Api> api)
     : library_(std::move(library)), api_(std::move(api)) {
   include_dir_ = find_include_dir(reinterpret_cast<void*>(api_->version));
+  preload_builtins(reinterpret_cast<void*>(api_->version));
 }
 
 // The dlopen handle is never closed: the singleton lives until exit, NVRTC keeps its builtins
