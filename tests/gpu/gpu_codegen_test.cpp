@@ -122,6 +122,85 @@ TEST(GpuCodegen, HandingDataBetweenThreadsUnderADivergentBranchIsRefused) {
   EXPECT_LT(sync, load) << code;
 }
 
+P::Stmt thread_for(P::Expr v, int64_t n, P::Stmt body, const char* tag) {
+  return P::make_for(std::move(v), n, std::move(body), P::ForKind::ThreadBinding, {}, tag);
+}
+
+// The reason the generator gives for `p`, or "" if it writes it.
+std::string refusal(const P::Program& p) {
+  try {
+    G::write_kernels(G::plan_kernels(p), *G::opencl_dialect());
+    return {};
+  } catch (const G::UnsupportedError& e) {
+    return e.what();
+  }
+}
+
+// Shapes the standard rules do not make today but the schedule language allows, where running
+// the loops in parallel would not compute what the serial program does: refused, with why.
+TEST(GpuCodegen, ProgramsThatThreadsCannotRunAsWrittenAreRefusedWithTheReason) {
+  auto A = P::make_buffer("A", P::DType::f32(), {16});
+  auto out = P::make_buffer("out", P::DType::f32(), {16});
+  auto X = P::make_buffer("X", P::DType::f32(), {2});
+  P::Expr b = P::make_var("b"), t = P::make_var("t"), t2 = P::make_var("t2");
+  // Nested loops of one tag whose inner body uses the outer variable (they share the index).
+  P::Stmt nested = thread_for(
+      b, 1,
+      thread_for(t, 4,
+                 thread_for(t2, 4, P::make_store(out, {t * 4 + t2}, P::make_load(A, {t * 4 + t2})),
+                            "threadIdx.x"),
+                 "threadIdx.x"),
+      "blockIdx.x");
+  EXPECT_NE(refusal({"nested", {A, out}, nested}).find("nested under another"), std::string::npos);
+  // A reduction across threads whose result is read inside the loop that reduces it.
+  P::Stmt red = P::make_seq({P::make_if(eq(t2, 0), P::make_store(X, {0}, 0.0)),
+                             P::make_store(X, {0}, P::make_load(X, {0}) + P::make_load(A, {t2}))});
+  P::Stmt read_inside = thread_for(
+      b, 1,
+      thread_for(
+          t, 8,
+          P::make_seq({thread_for(t2, 8, red, "threadIdx.x"),
+                       P::make_store(out, {t}, P::make_load(A, {t}) / P::make_load(X, {0}))}),
+          "threadIdx.x"),
+      "blockIdx.x");
+  EXPECT_NE(refusal({"xrread", {A, out, X}, read_inside}).find("is read inside the loop"),
+            std::string::npos);
+  // An update outside the thread loops of the block: every thread would apply it.
+  P::Stmt rmw = thread_for(
+      b, 2,
+      P::make_seq({thread_for(t, 4, P::make_store(out, {b * 4 + t}, P::make_load(A, {b * 4 + t})),
+                              "threadIdx.x"),
+                   P::make_store(X, {b}, P::make_load(X, {b}) + 1.0)}),
+      "blockIdx.x");
+  EXPECT_NE(refusal({"rmw", {A, out, X}, rmw}).find("outside every loop bound to threadIdx.x"),
+            std::string::npos);
+  // A per-thread array written by one thread loop and read at another thread's index.
+  auto L = P::make_buffer("L", P::DType::f32(), {8}, "local");
+  P::Stmt handoff = thread_for(
+      b, 1,
+      P::make_allocate(
+          L,
+          P::make_seq({thread_for(t, 8, P::make_store(L, {t}, P::make_load(A, {t})), "threadIdx.x"),
+                       thread_for(t2, 8, P::make_store(out, {t2}, P::make_load(L, {7 - t2})),
+                                  "threadIdx.x")})),
+      "blockIdx.x");
+  EXPECT_NE(refusal({"handoff", {A, out}, handoff}).find("its threads would share it"),
+            std::string::npos);
+}
+
+// Virtual threads interleave only where that is the serial program's meaning: an update that
+// does not use the virtual thread runs once per virtual thread, so the loop stays a loop.
+TEST(GpuCodegen, AVirtualThreadLoopThatCannotInterleaveStaysALoop) {
+  auto X = P::make_buffer("X", P::DType::f32(), {1});
+  P::Expr b = P::make_var("b"), v = P::make_var("v");
+  P::Stmt body = thread_for(
+      b, 1, thread_for(v, 2, P::make_store(X, {0}, P::make_load(X, {0}) + 1.0), "vthread"),
+      "blockIdx.x");
+  std::string code =
+      G::write_kernels(G::plan_kernels({"vonce", {X}, body}), *G::opencl_dialect()).code;
+  EXPECT_NE(code.find("for (int v = 0; v < 2; ++v)"), std::string::npos) << code;
+}
+
 // Virtual threads are injected, not looped: the shared tiles are fetched once per k-tile for
 // all of them and each keeps its own accumulators (one array, a copy per virtual thread).
 TEST(GpuCodegen, VirtualThreadsShareTheFetchAndKeepTheirOwnAccumulators) {

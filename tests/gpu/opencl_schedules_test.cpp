@@ -67,7 +67,7 @@ TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter)
       [&](const std::string& spec) {
         std::printf("[ opencl ] %-70s built %2d  correct %2d  unsupported %2d%s%s\n", spec.c_str(),
                     t.built, t.ok, t.unsupported, last_unsupported.empty() ? "" : "  last: ",
-                    last_unsupported.substr(0, 160).c_str());
+                    last_unsupported.substr(0, 600).c_str());
         // Most sampled schedules must run, or GPU tuning would starve.
         EXPECT_GT(t.ok, 0) << spec;
         total.built += t.built;

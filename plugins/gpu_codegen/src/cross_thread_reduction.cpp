@@ -149,8 +149,13 @@ find_shared_target_stores(const P::Stmt& loop, bool is_block,
     const P::Stmt& st = f.store;
     bool same_target =
         xr.has_value() && st->buffer->id == xr->buffer_id && index_key(st->indices) == xr->key;
-    bool uniform_value =
-        !uses_any(st->value, f.tag_vars) && !reads_buffer(st->value, st->buffer->id);
+    // A value read from a thread's private array may differ between threads.
+    bool reads_private = false;
+    P::post_order_visit(st->value, [&](const P::Expr& x) {
+      if (x->kind == ExprKind::Load && private_ids.count(x->buffer->id)) reads_private = true;
+    });
+    bool uniform_value = !uses_any(st->value, f.tag_vars) &&
+                         !reads_buffer(st->value, st->buffer->id) && !reads_private;
     if (same_target && uniform_value && uses_only(st->value, scope_vars)) {
       if (static_cast<bool>(xr->init_value) &&
           P::to_string(xr->init_value) != P::to_string(st->value))
@@ -162,6 +167,27 @@ find_shared_target_stores(const P::Stmt& loop, bool is_block,
     if (!same_target && uniform_value) continue; // every thread writes the same value
     throw UnsupportedError("every thread of " + where + " writes '" + st->buffer->name +
                            "' at the same index (`" + first_line(st) + "`)");
+  }
+  // Only the update itself may read the target: anything else in the loop would see a thread's
+  // partial instead of the combined value.
+  if (xr) {
+    int reads = 0;
+    auto count = [&](const P::Expr& e) {
+      P::post_order_visit(e, [&](const P::Expr& x) {
+        if (x->kind == ExprKind::Load && x->buffer->id == xr->buffer_id) ++reads;
+      });
+    };
+    P::visit_stmts(loop, [&](const P::Stmt& x) {
+      for (const auto& i : x->indices)
+        count(i);
+      if (x->value) count(x->value);
+      if (x->condition) count(x->condition);
+      return true;
+    });
+    if (reads > 1)
+      throw UnsupportedError("the result of the reduction across " + where + " ('" +
+                             xr->update->buffer->name +
+                             "') is read inside the loop that reduces it");
   }
   return xr;
 }

@@ -133,11 +133,25 @@ KernelPlan plan_kernels(const P::Program& program) {
   constexpr int64_t kLimit = int64_t{1} << 28;
   auto check = [&](const P::Buffer& b) {
     if (b->num_elements() >= kLimit) plan.index32 = false;
+    // 64-bit integer data: the IR's i64 is also the index type, so narrowing indices would
+    // narrow the data with them.
+    if (b->dtype.is_int() && b->dtype.bits == 64) plan.index32 = false;
   };
   for (const auto& b : plan.buffers)
     check(b);
+  auto casts_to_64 = [&](const P::Expr& e) {
+    if (e)
+      P::post_order_visit(e, [&](const P::Expr& x) {
+        if (x->kind == P::ExprKind::Cast && x->dtype.is_int() && x->dtype.bits == 64)
+          plan.index32 = false; // 64-bit integer data computed in the kernel
+      });
+  };
   for (const auto& k : plan.kernels)
     P::visit_stmts(k.body, [&](const P::Stmt& s) {
+      for (const auto& i : s->indices)
+        casts_to_64(i);
+      casts_to_64(s->value);
+      casts_to_64(s->condition);
       if (s->kind == P::StmtKind::Allocate) check(s->buffer);
       if (s->kind == P::StmtKind::For && s->extent >= kLimit) plan.index32 = false;
       return true;

@@ -1,9 +1,11 @@
 // Kernels of a plan as source text (kernel_writer.hpp).
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +63,15 @@ public:
     });
     for (const auto& v : kernel_.host_vars)
       scope_vars_.insert(v->var_id);
+    P::visit_stmts(kernel_.body, [&](const P::Stmt& x) {
+      bool is_block = false;
+      int dim = 0;
+      if (x->kind == StmtKind::For && x->for_kind == P::ForKind::ThreadBinding &&
+          parse_thread_tag(x->thread_tag, &is_block, &dim) && !is_block)
+        thread_vars_by_dim_[static_cast<size_t>(dim)].insert(x->loop_var->var_id);
+      return true;
+    });
+    preregister_reductions();
     Accesses pending;
     indent_ = 1;
     stmt(kernel_.body, pending, true);
@@ -97,6 +108,8 @@ private:
     if (it != names.end()) return it->second;
     std::string n = sanitize(base);
     if (taken_.count(n)) n += "_" + std::to_string(id);
+    while (taken_.count(n))
+      n += "_";
     taken_.insert(n);
     names[id] = n;
     return n;
@@ -186,8 +199,10 @@ private:
 
   std::string helper(const std::string& base, P::DType t) {
     std::string suffix = t.is_float()                       ? (t.bits == 64 ? "f64" : "f32")
+                         : t.kind == P::DTypeKind::UInt     ? "u" + std::to_string(t.bits)
                          : (t.bits == 64 && !plan_.index32) ? "i64"
                          : t.bits == 64                     ? "i32"
+                         : t.bits == 1                      ? "i32"
                                                             : "i" + std::to_string(t.bits);
     std::string name = "mt_" + base + "_" + suffix;
     used_helpers_.insert(name);
@@ -359,10 +374,86 @@ private:
 
   bool visible(const P::Buffer& b) const { return !private_.count(b->id); }
 
+  static bool uses_var_anywhere(const P::Stmt& s, int64_t var_id) {
+    bool used = false;
+    auto check = [&](const P::Expr& e) {
+      used = used || (static_cast<bool>(e) && P::uses_var(e, var_id));
+    };
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      for (const auto& i : x->indices)
+        check(i);
+      check(x->value);
+      check(x->condition);
+      return !used;
+    });
+    return used;
+  }
+
+  // The stores that cross-thread reductions turn into register arithmetic, known before any
+  // barrier is placed (they touch no memory, so they hand nothing between threads).
+  void preregister_reductions() {
+    std::function<void(const P::Stmt&, std::unordered_set<std::string>)> walk =
+        [&](const P::Stmt& x, std::unordered_set<std::string> tags) {
+          if (!x) return;
+          if (x->kind == StmtKind::For) {
+            bool is_block = false;
+            int dim = 0;
+            if (x->for_kind == P::ForKind::ThreadBinding &&
+                parse_thread_tag(x->thread_tag, &is_block, &dim) && !is_block &&
+                !tags.count(x->thread_tag) && kernel_.dims.block[dim] > 1) {
+              try {
+                // Every enclosing variable counts as outside: what is refused is said again,
+                // with the reason, when the loop is written.
+                std::unordered_set<int64_t> all_outside;
+                P::visit_stmts(kernel_.body, [&](const P::Stmt& y) {
+                  if (y->kind == StmtKind::For) all_outside.insert(y->loop_var->var_id);
+                  return true;
+                });
+                for (const auto& v : kernel_.host_vars)
+                  all_outside.insert(v->var_id);
+                if (auto xr = find_shared_target_stores(x, false, private_, all_outside)) {
+                  in_registers_.insert(xr->update.get());
+                  for (const auto& init : xr->inits)
+                    in_registers_.insert(init.get());
+                }
+              } catch (const UnsupportedError&) {
+              }
+              tags.insert(x->thread_tag);
+            }
+            walk(x->body, tags);
+            return;
+          }
+          for (const auto& c : x->kind == StmtKind::Seq ? x->stmts : std::vector<P::Stmt>{})
+            walk(c, tags);
+          if (x->kind == StmtKind::IfThenElse) {
+            walk(x->then_case, tags);
+            walk(x->else_case, tags);
+          }
+          if (x->kind == StmtKind::Allocate) walk(x->body, tags);
+        };
+    walk(kernel_.body, {});
+  }
+
+  // Whether an index uses a variable of every thread dimension the block has (more than one
+  // thread along it): only then is the same index the same thread.
+  bool tells_threads_apart(const std::vector<P::Expr>& indices) const {
+    for (int d = 0; d < 3; ++d) {
+      if (kernel_.dims.block[d] <= 1) continue;
+      bool uses = false;
+      for (const auto& i : indices)
+        uses = uses || uses_any(i, thread_vars_by_dim_[static_cast<size_t>(d)]);
+      if (!uses) return false;
+    }
+    return true;
+  }
+
   Accesses accesses(const P::Stmt& s) {
     auto it = access_cache_.find(s.get());
     if (it != access_cache_.end()) return it->second;
-    Accesses a = accesses_of(s, [this](const P::Buffer& b) { return visible(b); });
+    Accesses a = accesses_of(
+        s, [this](const P::Buffer& b) { return visible(b); },
+        [this](const std::vector<P::Expr>& indices) { return tells_threads_apart(indices); },
+        [this](const P::Stmt& st) { return in_registers_.count(st.get()) > 0; });
     // A cross-thread reduction's result is written by one thread for all of them.
     P::visit_stmts(s, [&](const P::Stmt& x) {
       if (x->kind == StmtKind::For && x->for_kind == P::ForKind::ThreadBinding) {
@@ -448,6 +539,7 @@ private:
       if (b->size_bytes() > 64 * 1024)
         throw UnsupportedError("a per-thread array of " + std::to_string(b->size_bytes()) +
                                " bytes ('" + b->name + "', scope " + b->scope + ")");
+      check_private_to_threads(s);
       // Allocated under a vthread loop but opened once: one copy per virtual thread.
       int64_t copies = 1;
       if (vt_ && !in_vloop_ && vt_->inner_allocs.count(b->id)) {
@@ -511,7 +603,11 @@ private:
     // The next iteration overwrites what this one read, or reads what it wrote: a barrier at
     // the top of every iteration (at the top rather than the bottom: PoCL 3.1 fails an
     // assertion on a barrier right before the back edge of an unrolled nest).
-    bool carried = uniform && conflicts(body, body);
+    bool carried = conflicts(body, body);
+    if (carried && !uniform)
+      throw UnsupportedError("the iterations of `" + v +
+                             "` hand data to each other's threads "
+                             "under divergent control flow, where no barrier can be placed");
     Accesses inner = pending;
     if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
     stmt(s->body, inner, uniform);
@@ -541,11 +637,41 @@ private:
       return true;
     });
     scope_vars_.insert(s->loop_var->var_id);
+    if (!injectable(s->body)) {
+      vt_.reset();
+      vdepends_.clear();
+      serial_loop(s, pending, uniform); // correct, only slower
+      return;
+    }
     stmt(s->body, pending, uniform);
     vt_.reset();
     vdepends_.clear();
     for (auto it = expanded_.begin(); it != expanded_.end();)
       it = expanded_.erase(it);
+  }
+
+  // Whether the virtual threads of the loop being injected may interleave: a statement that does
+  // not use them runs once, so it must write what it would write every time (not read what it
+  // writes); one that does must keep its result apart per virtual thread (in an array of its
+  // own, or at an index that uses the virtual thread), or another would overwrite it between
+  // its write and its read.
+  bool injectable(const P::Stmt& body) {
+    std::unordered_set<int64_t> v{vt_->var->var_id};
+    bool ok = true;
+    P::visit_stmts(body, [&](const P::Stmt& x) {
+      if (x->kind != StmtKind::Store) return ok;
+      if (!depends_on_vthread(x)) {
+        if (reads_buffer(x->value, x->buffer->id)) ok = false;
+        return ok;
+      }
+      if (vt_->inner_allocs.count(x->buffer->id)) return ok;
+      bool indexed = false;
+      for (const auto& i : x->indices)
+        indexed = indexed || uses_any(i, v);
+      if (!indexed) ok = false;
+      return ok;
+    });
+    return ok;
   }
 
   // Whether `s` uses the virtual thread: its variable, or an array allocated under the loop.
@@ -625,6 +751,17 @@ private:
     parse_thread_tag(s->thread_tag, &is_block, &dim);
     int64_t launched = is_block ? kernel_.dims.grid[dim] : kernel_.dims.block[dim];
     bool outermost = !active_tags_.count(s->thread_tag);
+    if (!outermost) {
+      // A loop nested under one of the same tag shares its index: right only when it covers
+      // no more than the outer one and does not depend on the outer one's variable (the
+      // cooperative fetch under the compute's threadIdx.x loop).
+      auto [outer_var, outer_extent] = active_tags_.at(s->thread_tag);
+      if (s->extent > outer_extent || uses_var_anywhere(s->body, outer_var))
+        throw UnsupportedError("a loop bound to '" + s->thread_tag +
+                               "' nested under another (extent " + std::to_string(s->extent) +
+                               " under " + std::to_string(outer_extent) +
+                               ") that uses the outer one's variable or outgrows it");
+    }
     std::optional<CrossThreadReduction> xr;
     if (outermost && launched > 1)
       xr = find_shared_target_stores(s, is_block, private_, scope_vars_);
@@ -636,8 +773,16 @@ private:
          (is_block ? d_.block_index(dim) : d_.thread_index(dim)) + ";");
     if (!is_block) thread_vars_.insert(s->loop_var->var_id);
     scope_vars_.insert(s->loop_var->var_id);
-    active_tags_.insert(s->thread_tag);
+    bool inserted =
+        active_tags_.emplace(s->thread_tag, std::make_pair(s->loop_var->var_id, s->extent)).second;
     if (xr) {
+      in_registers_.insert(xr->update.get());
+      for (const auto& init : xr->inits)
+        in_registers_.insert(init.get());
+      access_cache_.clear();
+      if (active_xr_)
+        throw UnsupportedError("a reduction across '" + s->thread_tag +
+                               "' inside a reduction across other threads");
       if (!uniform)
         throw UnsupportedError("a reduction across " + s->thread_tag +
                                " under divergent control flow");
@@ -685,7 +830,7 @@ private:
       inner = Accesses{};
       inner.writes[xr->buffer_id].insert(kAnyThreadKey);
     }
-    active_tags_.erase(s->thread_tag);
+    if (inserted) active_tags_.erase(s->thread_tag);
     --indent_;
     line("}");
     if (guard && !inner_uniform)
@@ -695,6 +840,87 @@ private:
   }
 
   const P::Buffer& buffer_of(const P::Stmt& store) { return store->buffer; }
+
+  // A per-thread array allocated outside the loops bound to some thread dimension but used
+  // inside them: in the serial program one array that all those threads share, on a GPU one per
+  // thread. Right only where each thread touches what it wrote itself (a reduction's target,
+  // a thread-invariant index); refused where threads would read each other's elements.
+  void check_private_to_threads(const P::Stmt& alloc) {
+    static const char* tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    const int64_t id = alloc->buffer->id;
+    for (int d = 0; d < 3; ++d) {
+      if (kernel_.dims.block[d] <= 1 || active_tags_.count(tags[d])) continue;
+      // Under a loop of that dimension, is the array indexed by it?
+      bool handoff = false;
+      std::function<void(const P::Stmt&, bool)> walk = [&](const P::Stmt& x, bool under) {
+        if (!x || handoff) return;
+        if (x->kind == StmtKind::For) {
+          bool bound = x->for_kind == P::ForKind::ThreadBinding && x->thread_tag == tags[d];
+          walk(x->body, under || bound);
+          return;
+        }
+        auto indexed_by_thread = [&](const std::vector<P::Expr>& indices) {
+          for (const auto& i : indices)
+            if (uses_any(i, thread_vars_by_dim_[static_cast<size_t>(d)])) return true;
+          return false;
+        };
+        auto loads = [&](const P::Expr& e) {
+          if (e)
+            P::post_order_visit(e, [&](const P::Expr& l) {
+              if (l->kind == ExprKind::Load && l->buffer->id == id && under &&
+                  indexed_by_thread(l->args))
+                handoff = true;
+            });
+        };
+        if (x->kind == StmtKind::Store) {
+          if (x->buffer->id == id && under && indexed_by_thread(x->indices)) handoff = true;
+          for (const auto& i : x->indices)
+            loads(i);
+          loads(x->value);
+        } else if (x->kind == StmtKind::IfThenElse) {
+          loads(x->condition);
+        }
+        switch (x->kind) {
+        case StmtKind::Seq:
+          for (const auto& c : x->stmts)
+            walk(c, under);
+          break;
+        case StmtKind::IfThenElse:
+          walk(x->then_case, under);
+          walk(x->else_case, under);
+          break;
+        case StmtKind::Allocate:
+          walk(x->body, under);
+          break;
+        default:
+          break;
+        }
+      };
+      walk(alloc->body, false);
+      if (handoff)
+        throw UnsupportedError("the per-thread array '" + alloc->buffer->name +
+                               "' is allocated outside the loops bound to " + tags[d] +
+                               " and indexed by them: its threads would share it");
+    }
+  }
+
+  // A store outside every loop of some thread dimension of the block runs in each of its
+  // threads, where the serial program runs it once: harmless when they all write the same value
+  // (it reads neither its own buffer nor a thread's private array), wrong otherwise.
+  void check_runs_once_per_element(const P::Stmt& s) {
+    static const char* tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    for (int d = 0; d < 3; ++d) {
+      if (kernel_.dims.block[d] <= 1 || active_tags_.count(tags[d])) continue;
+      bool reads_private = false;
+      P::post_order_visit(s->value, [&](const P::Expr& x) {
+        if (x->kind == ExprKind::Load && private_.count(x->buffer->id)) reads_private = true;
+      });
+      if (reads_buffer(s->value, s->buffer->id) || reads_private)
+        throw UnsupportedError("`" + describe(s) + "` is outside every loop bound to " + tags[d] +
+                               ": each of its " + std::to_string(kernel_.dims.block[d]) +
+                               " threads would run it");
+    }
+  }
 
   void store(const P::Stmt& s, Accesses& pending) {
     if (active_xr_) {
@@ -712,11 +938,20 @@ private:
           return;
         }
     }
+    check_runs_once_per_element(s);
     line(write_element(s->buffer, flat_index(s->buffer, s->indices), bare(s->value)) + ";");
     pending.merge(accesses(s));
   }
 
   void reduction_epilogue(const CrossThreadReduction& xr, const std::string& t, int dim) {
+    static const char* tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    for (int d = 0; d < 3; ++d)
+      if (d != dim && kernel_.dims.block[d] > 1 && !active_tags_.count(tags[d]))
+        throw UnsupportedError(std::string("a reduction across ") + tags[dim] +
+                               " in a block that also has threads along " + tags[d] +
+                               " outside it (each of them would apply the result)");
+    if (expanded_.count(xr.buffer_id))
+      throw UnsupportedError("a reduction across threads into an array of virtual threads");
     const P::Stmt& st = xr.update;
     const P::DType dt = st->buffer->dtype;
     std::string vals = fresh("mt_red_shared"), flags = fresh("mt_redflags_shared");
@@ -779,9 +1014,13 @@ private:
   std::unordered_set<int64_t> global_ids_, private_, thread_vars_, scope_vars_;
   std::vector<P::Buffer> shared_;
   std::vector<std::pair<std::string, std::string>> scratch_; // name, element type
-  std::set<std::string> active_tags_;
+  // Thread tags whose loop encloses the current statement: the outermost loop's variable id and
+  // extent.
+  std::map<std::string, std::pair<int64_t, int64_t>> active_tags_;
+  std::array<std::unordered_set<int64_t>, 3> thread_vars_by_dim_;
   std::unordered_map<const P::StmtNode*, Accesses> access_cache_;
   std::unordered_map<const P::StmtNode*, int64_t> xthread_targets_;
+  std::unordered_set<const P::StmtNode*> in_registers_;
   CrossThreadReduction* active_xr_ = nullptr;
   struct VThread {
     P::Expr var;
@@ -812,6 +1051,22 @@ std::map<std::string, std::string> helpers(const Dialect& d, bool index32) {
     fn("max", ab, "return b > a ? b : a;");
     fn("abs", t + " a", "return a < 0 ? -a : a;");
   };
+  // Unsigned: C's division and remainder are already floor ones.
+  auto uints = [&](const std::string& suffix, const std::string& t) {
+    auto fn = [&](const std::string& base, const std::string& params, const std::string& body) {
+      std::string name = "mt_" + base + "_" + suffix;
+      out[name] = q + t + " " + name + "(" + params + ") { " + body + " }\n";
+    };
+    std::string ab = t + " a, " + t + " b";
+    fn("floordiv", ab, "return a / b;");
+    fn("floormod", ab, "return a % b;");
+    fn("min", ab, "return b < a ? b : a;");
+    fn("max", ab, "return b > a ? b : a;");
+    fn("abs", t + " a", "return a;");
+  };
+  for (int bits : {8, 16, 32, 64})
+    uints("u" + std::to_string(bits),
+          d.type_name(P::DType{P::DTypeKind::UInt, static_cast<uint8_t>(bits)}));
   ints("i8", d.type_name(P::DType::i8()));
   ints("i16", d.type_name(P::DType::i16()));
   ints("i32", d.type_name(P::DType::i32()));

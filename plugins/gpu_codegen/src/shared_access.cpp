@@ -52,17 +52,23 @@ std::string index_key(const std::vector<P::Expr>& indices) {
   return k;
 }
 
-Accesses accesses_of(const P::Stmt& s, const std::function<bool(const P::Buffer&)>& visible) {
+Accesses accesses_of(const P::Stmt& s, const std::function<bool(const P::Buffer&)>& visible,
+                     const std::function<bool(const std::vector<P::Expr>&)>& distinct,
+                     const std::function<bool(const P::Stmt&)>& in_registers) {
   Accesses a;
+  auto key = [&](const std::vector<P::Expr>& indices) {
+    return distinct(indices) ? index_key(indices) : std::string(kAnyThreadKey);
+  };
   auto loads = [&](const P::Expr& e) {
     P::post_order_visit(e, [&](const P::Expr& x) {
       if (x->kind == P::ExprKind::Load && visible(x->buffer))
-        a.reads[x->buffer->id].insert(index_key(x->args));
+        a.reads[x->buffer->id].insert(key(x->args));
     });
   };
   P::visit_stmts(s, [&](const P::Stmt& x) {
     if (x->kind == P::StmtKind::Store) {
-      if (visible(x->buffer)) a.writes[x->buffer->id].insert(index_key(x->indices));
+      if (in_registers(x)) return true;
+      if (visible(x->buffer)) a.writes[x->buffer->id].insert(key(x->indices));
       for (const auto& i : x->indices)
         loads(i);
       loads(x->value);

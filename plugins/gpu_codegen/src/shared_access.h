@@ -28,8 +28,15 @@ struct Accesses {
 
 std::string index_key(const std::vector<P::Expr>& indices);
 
-// `visible(b)`: whether b is memory the threads of a block share.
-Accesses accesses_of(const P::Stmt& s, const std::function<bool(const P::Buffer&)>& visible);
+// `visible(b)`: whether b is memory the threads of a block share. `distinct(indices)`: whether
+// the index tells the threads apart (it uses a variable of every thread dimension the block
+// has); an index that does not is the same element for several threads, so its key is
+// kAnyThreadKey and it never proves "same thread".
+// `in_registers(store)`: a store the writer turns into register arithmetic (a cross-thread
+// reduction's update and init), which touches no memory.
+Accesses accesses_of(const P::Stmt& s, const std::function<bool(const P::Buffer&)>& visible,
+                     const std::function<bool(const std::vector<P::Expr>&)>& distinct,
+                     const std::function<bool(const P::Stmt&)>& in_registers);
 
 // True when `after` must wait for `before` (or the other way round) across threads.
 bool conflicts(const Accesses& before, const Accesses& after);
