@@ -106,11 +106,12 @@ TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
     GTEST_SKIP() << text;
   }
   ASSERT_EQ(status, 0) << text;
-  if (text.find("onednn.cpu") != std::string::npos)
+  if (text.find("onednn.cpu") != std::string::npos) {
     EXPECT_NE(text.find("library target 'onednn.cpu' (a CPU library) runs on another kind of "
                         "device than opencl (a GPU): it does not compete"),
               std::string::npos)
         << text;
+  }
   EXPECT_EQ(text.find("of oneDNN"), std::string::npos) << text;
   EXPECT_NE(text.find("tuning done on opencl"), std::string::npos) << text;
   EXPECT_EQ(rstatus, 0) << replayed;
