@@ -2,6 +2,7 @@
 // tests run wherever libnvrtc is installed (skipped elsewhere); the driver tests accept either
 // outcome of a machine -- a device, on which a kernel must compute what the CPU computes, or
 // a clean "no CUDA device (...)" -- but never both or neither.
+#include "../scoped_env.h"
 #include "cuda_driver.h"
 #include "nvrtc_compiler.h"
 
@@ -221,24 +222,7 @@ TEST(DeviceInfo, ArchAndJsonRoundTrip) {
   EXPECT_THROW(mt::cuda::devices_from_json("[{\"name\": 1}]"), std::runtime_error);
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty())
-      unsetenv(name_);
-    else
-      setenv(name_, old_.c_str(), 1);
-  }
-
-private:
-  const char* name_;
-  std::string old_;
-};
+using mt::test::ScopedEnv;
 
 // Exactly one of "devices" and "no CUDA device (...)".
 void expect_devices_or_reason(const std::optional<std::string>& json, const std::string& why) {

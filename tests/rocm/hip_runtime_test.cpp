@@ -3,6 +3,7 @@
 // elsewhere); the runtime tests accept either outcome of a machine -- a device, on which a
 // kernel must compute what the CPU computes, or a clean "no ROCm device (...)" -- but never
 // both or neither.
+#include "../scoped_env.h"
 #include "hip_compiler.h"
 #include "hip_runtime.h"
 
@@ -68,27 +69,7 @@ size_t open_fd_count() {
   return n;
 }
 
-// Sets an environment variable for one scope, restoring what was there.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using mt::test::ScopedEnv;
 
 class HipCompilerTest : public ::testing::Test {
 protected:

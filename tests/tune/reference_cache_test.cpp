@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../scoped_env.h"
 #include "core/ir/structural.h"
 #include "core/measure/reference_cache.h"
 #include "core/tuner/tune_log.h"
@@ -51,24 +52,7 @@ struct TempDir {
   std::string str() const { return dir.string(); }
 };
 
-// Sets an environment variable (or unsets it: nullopt) for the scope.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, std::optional<std::string> value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    if (value)
-      setenv(n, value->c_str(), 1);
-    else
-      unsetenv(n);
-  }
-  ~ScopedEnv() {
-    if (old)
-      setenv(name.c_str(), old->c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
+using mt::test::ScopedEnv;
 
 void expect_bit_identical(const Reference& a, const Reference& b) {
   ASSERT_EQ(a.args.size(), b.args.size());
