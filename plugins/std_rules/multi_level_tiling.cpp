@@ -73,6 +73,10 @@ struct Options {
   // take when they do not divide its extent: one more design space each, the rest of the loop
   // tiled perfectly (see tile()).
   std::vector<int64_t> padded_inner_factors;
+  // More design spaces whose vector lanes run along another spatial axis than the innermost
+  // (see channel_lanes()): a convolution vectorised over its output channels, as oneDNN's
+  // blocked kernels are, instead of over output width.
+  bool channel_lanes = false;
 };
 
 // The block's innermost spatial iteration variable: the axis ParallelVectorizeUnroll
@@ -97,17 +101,43 @@ struct State {
   Schedule sch;
   BlockRV block;
   std::vector<std::vector<LoopRV>> tiles;
+  // The iteration variable the register tile runs along in vector lanes, when it is not the
+  // block's innermost spatial one (a convolution's output channels: see channel_lanes()).
+  std::optional<sdk::ExprRef> lane;
 
-  State fork() const { return State{sch.copy(), block, tiles}; }
+  State fork() const { return State{sch.copy(), block, tiles, lane}; }
 };
+
+// The lane of a design space: its own, or the block's innermost spatial iter var.
+std::optional<sdk::ExprRef> lane_of(const Schedule& sch, BlockRV block,
+                                    const std::optional<sdk::ExprRef>& lane) {
+  return lane ? lane : vector_axis(sch, block);
+}
+
+// The dimension permutation that moves the one dimension of `access` indexed by `lane` last;
+// empty when it is already last, or when not exactly one dimension uses it.
+std::vector<int64_t> lane_last_permutation(const sdk::BufferAccess& access,
+                                           const sdk::ExprRef& lane) {
+  if (access.indices.empty()) return {};
+  const auto& idx = access.indices[0];
+  std::vector<int64_t> uses;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d].uses(lane)) uses.push_back(static_cast<int64_t>(d));
+  if (uses.size() != 1 || uses[0] == static_cast<int64_t>(idx.size()) - 1) return {};
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
+    if (d != uses[0]) perm.push_back(d);
+  perm.push_back(uses[0]);
+  return perm;
+}
 
 class MultiLevelTiling : public sdk::ScheduleRule {
 public:
   explicit MultiLevelTiling(std::string_view text) : config_("std.MultiLevelTiling", text) {
     config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
                         "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
-                        "read_location", "read_inputs", "vector_load_lens",
-                        "padded_inner_factors"});
+                        "read_location", "read_inputs", "vector_load_lens", "padded_inner_factors",
+                        "channel_lanes"});
     std::string target = config_.get_string("target", "");
     if (!target.empty() && target != "cpu" && target != "gpu")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -116,27 +146,33 @@ public:
   }
 
   void initialize(const sdk::TuneContext& ctx) override {
-    if (!config_.has("target")) configure(TargetInfo::from(ctx).gpu);
+    TargetInfo info = TargetInfo::from(ctx);
+    if (!config_.has("target")) configure(info.gpu);
+    // f32 lanes of the target's vectors (AVX2's 8 when it does not say).
+    lanes_ = info.vector_bytes >= 4 ? info.vector_bytes / 4 : 8;
   }
 
   std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
     if (!needs_tiling(sch, block)) return {sch};
     std::vector<State> states;
     try {
-      State s = tile(sch, block, {});
+      State s = tile(sch, block, {}, {});
       bind(s);
       states.push_back(std::move(s));
     } catch (const sdk::ScheduleError&) {
       return {sch}; // the block's nest cannot be tiled this way: leave it alone
     }
-    for (int64_t f : opts_.padded_inner_factors) {
-      try {
-        std::optional<State> s = tile_padded(sch, block, f);
-        if (!s) continue;
-        bind(*s);
-        states.push_back(std::move(*s));
-      } catch (const sdk::ScheduleError&) {
-        // This factor does not work for this nest; the perfect tiling stands.
+    add_padded(sch, block, {}, &states);
+    if (opts_.channel_lanes) {
+      for (size_t lane : channel_lanes(sch, block)) {
+        try {
+          State s = tile(sch, block, {}, lane);
+          bind(s);
+          states.push_back(std::move(s));
+        } catch (const sdk::ScheduleError&) {
+          continue;
+        }
+        add_padded(sch, block, lane, &states);
       }
     }
     states = add_write_reuse(std::move(states));
@@ -178,6 +214,7 @@ private:
       // power-of-two matmuls (4 x 16: 8 accumulators, FMA latency barely hidden) stay ~5 %
       // slower (bench/matmul_trace).
       o.padded_inner_factors = {6};
+      o.channel_lanes = true;
     }
     o.structure = config_.get_string("structure", o.structure);
     o.max_innermost_factor =
@@ -194,6 +231,7 @@ private:
     o.read_inputs = config_.get_string("read_inputs", o.read_inputs);
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
     o.padded_inner_factors = config_.get_ints("padded_inner_factors", o.padded_inner_factors, true);
+    o.channel_lanes = config_.get_bool("channel_lanes", o.channel_lanes);
     validate(o);
     opts_ = std::move(o);
   }
@@ -255,24 +293,106 @@ private:
     return false;
   }
 
+  // The padded spaces (one per padded_inner_factors) of the tiling with lanes along loop
+  // `lane` (nullopt: the innermost spatial loop), appended to *states.
+  void add_padded(const Schedule& sch, BlockRV block, std::optional<size_t> lane,
+                  std::vector<State>* states) const {
+    for (int64_t f : opts_.padded_inner_factors) {
+      try {
+        std::optional<State> s = tile_padded(sch, block, f, lane);
+        if (!s) continue;
+        bind(*s);
+        states->push_back(std::move(*s));
+      } catch (const sdk::ScheduleError&) {
+        // This factor does not work for this nest; the perfect tiling stands.
+      }
+    }
+  }
+
+  // Loops (indices into the block's loops) that may carry the vector lanes instead of the
+  // innermost spatial one. The innermost spatial iter var x qualifies for replacement when it
+  // indexes an input through a sliding window (one index expression with a reduction
+  // variable: a convolution's x * stride + kx), where vectors along x need the input's stride
+  // to be 1 and its width to be a multiple of the lanes. A loop qualifies as the lane when its
+  // iter var v is spatial, no input that x indexes uses v, and some input does: the
+  // convolution's output channels, which only the weight uses. The register tile then
+  // broadcasts one input element to a whole vector of output channels (stride and dilation
+  // no longer matter) and loads the weight packed with v last.
+  std::vector<size_t> channel_lanes(const Schedule& original, BlockRV block) const {
+    Schedule sch = original.copy(); // its lookups are recorded in a trace thrown away
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    std::vector<sdk::BufferAccess> reads = sch.reads(block);
+    std::optional<sdk::ExprRef> x = vector_axis(sch, block);
+    if (!x) return {};
+    auto windowed = [&](const sdk::BufferAccess& a) {
+      for (const auto& tuple : a.indices)
+        for (const sdk::ExprRef& e : tuple) {
+          if (!e.uses(*x)) continue;
+          for (const auto& iv : ivs)
+            if (iv.kind == sdk::IterKind::Reduce && e.uses(iv.var)) return true;
+        }
+      return false;
+    };
+    bool sliding = false;
+    for (const sdk::BufferAccess& r : reads)
+      sliding = sliding || windowed(r);
+    if (!sliding) return {};
+    std::vector<size_t> out;
+    for (size_t i = 0; i < loops.size(); ++i) {
+      sdk::ExprRef lv = sch.loop_var(loops[i]);
+      const sdk::IterVarInfo* iv = nullptr;
+      for (const auto& info : ivs)
+        if (info.value && info.value.get() == lv.get()) iv = &info;
+      if (!iv || iv->kind != sdk::IterKind::Spatial || iv->extent < 4 || iv->var.get() == x->get())
+        continue;
+      bool used = false, with_x = false;
+      for (const sdk::BufferAccess& r : reads) {
+        if (!access_uses(r, iv->var)) continue;
+        used = true;
+        with_x = with_x || access_uses(r, *x);
+      }
+      if (used && !with_x) out.push_back(i);
+    }
+    return out;
+  }
+
   // The padded space: the row loop -- the last spatial loop before the innermost spatial one
   // (which ParallelVectorizeUnroll vectorizes) -- gets innermost factor `f` although f does
   // not divide its extent. It is first split into [ceil(extent / f), f] (the guard this
   // leaves on the block is its own bounds, which reverse_compute_at follows and lowering
   // partitions out of every full tile), then the outer part is tiled perfectly over the other
   // levels. nullopt when there is no such loop or f divides it (the perfect space has it).
-  std::optional<State> tile_padded(const Schedule& original, BlockRV block, int64_t f) const {
+  std::optional<State> tile_padded(const Schedule& original, BlockRV block, int64_t f,
+                                   std::optional<size_t> lane_loop) const {
     Schedule probe = original.copy(); // its lookups are recorded in a trace thrown away
+    std::optional<size_t> row = row_loop(probe, block, lane_loop);
+    if (!row) return std::nullopt;
+    int64_t extent = probe.extent(probe.get_loops(block)[*row]);
+    if (extent <= f || extent % f == 0) return std::nullopt;
+    return tile(original, block, std::make_pair(*row, f), lane_loop);
+  }
+
+  // The row loop of the register tile -- the last spatial loop before the lane loop
+  // (`lane_loop`, else the innermost spatial one), preferably one that no vector-loaded input
+  // depends on, so that the tile's rows reuse the same vector loads (matmul's i for B; a
+  // convolution's output channels for its input window -- not its output rows, which each load
+  // their own input row -- or, with lanes along the channels, its output width). nullopt when
+  // there is none.
+  static std::optional<size_t> row_loop(Schedule& probe, BlockRV block,
+                                        std::optional<size_t> lane_loop) {
     std::vector<LoopRV> loops = probe.get_loops(block);
     std::vector<LoopRole> roles = loop_roles(probe, block, loops);
     std::vector<size_t> spatial;
     for (size_t i = 0; i < loops.size(); ++i)
       if (!roles[i].reduce && probe.extent(loops[i]) > 1) spatial.push_back(i);
     if (spatial.size() < 2) return std::nullopt;
-    // The row loop: preferably one that no vector-loaded input depends on, so that the
-    // register tile's rows reuse the same vector loads (matmul's i for B; a convolution's
-    // output channels for its input window -- not its output rows, which each load their own
-    // input row).
+    size_t lane_index = lane_loop ? *lane_loop : spatial.back();
+    if (lane_loop) {
+      spatial.erase(std::remove(spatial.begin(), spatial.end(), *lane_loop), spatial.end());
+      if (spatial.empty()) return std::nullopt;
+      spatial.push_back(*lane_loop); // the lane last, as tile() orders it
+    }
     std::vector<sdk::IterVarInfo> ivs = probe.iter_vars(block);
     std::vector<sdk::BufferAccess> reads = probe.reads(block);
     // Buffer indices use the block's iteration variables; the nest binds one to each loop.
@@ -282,7 +402,7 @@ private:
         if (iv.value && iv.value.get() == v.get()) return iv.var;
       return std::nullopt;
     };
-    std::optional<sdk::ExprRef> lane_var = iter_var_of(loops[spatial.back()]);
+    std::optional<sdk::ExprRef> lane_var = iter_var_of(loops[lane_index]);
     if (!lane_var) return std::nullopt;
     sdk::ExprRef lane = *lane_var;
     auto used_by_vector_inputs = [&](const sdk::ExprRef& var) {
@@ -298,22 +418,39 @@ private:
         break;
       }
     }
-    int64_t extent = probe.extent(loops[row]);
-    if (extent <= f || extent % f == 0) return std::nullopt;
-    return tile(original, block, std::make_pair(row, f));
+    return row;
   }
 
   // Tiles the block's loops by the structure; `padded` = (loop index, innermost factor) of a
-  // loop tiled with that factor over its rounded-up extent (tile_padded).
+  // loop tiled with that factor over its rounded-up extent (tile_padded); `lane_loop`: the
+  // loop placed last in every spatial level, whose innermost piece becomes the vector lanes
+  // (nullopt: the loops keep their order, the innermost spatial one last).
   State tile(const Schedule& original, BlockRV block,
-             std::optional<std::pair<size_t, int64_t>> padded) const {
-    State s{original.copy(), block, {}};
+             std::optional<std::pair<size_t, int64_t>> padded,
+             std::optional<size_t> lane_loop) const {
+    State s{original.copy(), block, {}, {}};
     Schedule& sch = s.sch;
     std::vector<LoopRV> loops = sch.get_loops(block);
     std::vector<LoopRole> roles = loop_roles(sch, block, loops);
+    if (lane_loop) {
+      sdk::ExprRef lv = sch.loop_var(loops.at(*lane_loop));
+      for (const auto& iv : sch.iter_vars(block))
+        if (iv.value && iv.value.get() == lv.get()) s.lane = iv.var;
+      if (!s.lane)
+        throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                                 "std.MultiLevelTiling: the lane loop binds no iter var");
+    }
     const std::string& st = opts_.structure;
     int n_s = static_cast<int>(std::count(st.begin(), st.end(), 'S'));
     int n_r = static_cast<int>(st.size()) - n_s;
+    // Lanes along another axis than the innermost: the innermost spatial level is the register
+    // tile alone -- rows (at most kMaxTileRows, or the padded factor) by a whole number of
+    // vectors along the lane loop -- and every other spatial loop is tiled over the outer
+    // levels. Left to sample_perfect_tile, such tiles are rare among the draws (and the space
+    // has them all the same: the mutators move factors between levels).
+    std::optional<size_t> row;
+    Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
+    if (lane_loop && n_s >= 2) row = padded ? padded->first : row_loop(probe, block, lane_loop);
     // pieces[i][k]: level k of loop i.
     std::vector<std::vector<LoopRV>> pieces;
     std::vector<bool> is_reduce;
@@ -321,6 +458,15 @@ private:
       bool reduce = roles[i].reduce;
       int n = reduce ? n_r : n_s;
       is_reduce.push_back(reduce);
+      if (row && !reduce && n >= 2 && !(padded && padded->first == i)) {
+        std::optional<std::vector<LoopRV>> p = i == *lane_loop ? split_lanes(sch, loops[i], n)
+                                               : i == *row     ? split_rows(sch, loops[i], n)
+                                                           : split_outer_levels(sch, loops[i], n);
+        if (p) {
+          pieces.push_back(std::move(*p));
+          continue;
+        }
+      }
       if (n == 0) {
         // A structure without 'R' keeps reduction loops innermost, untiled.
         pieces.push_back({loops[i]});
@@ -343,7 +489,8 @@ private:
         pieces.push_back(std::move(p));
         continue;
       }
-      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loops[i], n, opts_.max_innermost_factor);
+      int64_t max_inner = row && i == *row ? kMaxTileRows : opts_.max_innermost_factor;
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loops[i], n, max_inner);
       pieces.push_back(sch.split(loops[i], std::vector<sdk::Factor>(f.begin(), f.end())));
     }
     s.tiles.assign(st.size(), {});
@@ -352,7 +499,10 @@ private:
       bool reduce = st[p] == 'R';
       int level = reduce ? level_r++ : level_s++;
       for (size_t i = 0; i < loops.size(); ++i)
-        if (is_reduce[i] == reduce) s.tiles[p].push_back(pieces[i][static_cast<size_t>(level)]);
+        if (is_reduce[i] == reduce && i != lane_loop)
+          s.tiles[p].push_back(pieces[i][static_cast<size_t>(level)]);
+      if (!reduce && lane_loop)
+        s.tiles[p].push_back(pieces[*lane_loop][static_cast<size_t>(level)]);
     }
     std::vector<LoopRV> order;
     for (const auto& level : s.tiles)
@@ -363,6 +513,63 @@ private:
     sch.reorder(order);
     sch.annotate(block, keys::kTilingStructure, st);
     return s;
+  }
+
+  // The register tile of a space whose lanes run along a non-innermost axis: 3 to 8 rows (or
+  // the padded factor) by one or two whole vectors, at most 16 accumulators -- AVX2's 16
+  // registers hold them, and an FMA's memory operand reads the weight.
+  static constexpr int64_t kMaxTileRows = 8;
+
+  // Splits `loop` into `n` pieces whose innermost is drawn from `widths` (those dividing its
+  // extent; nullopt when none does), the rest tiled perfectly over the outer levels.
+  static std::optional<std::vector<LoopRV>> split_inner_from(Schedule& sch, LoopRV loop, int n,
+                                                             const std::vector<int64_t>& widths) {
+    int64_t extent = sch.extent(loop);
+    std::vector<int64_t> fit;
+    for (int64_t w : widths)
+      if (w > 0 && extent % w == 0) fit.push_back(w);
+    if (fit.empty()) return std::nullopt;
+    std::vector<double> probs(fit.size(), 1.0 / static_cast<double>(fit.size()));
+    sdk::ExprRV inner = sch.sample_categorical(fit, probs);
+    std::vector<LoopRV> two = sch.split(loop, {-1, inner});
+    std::vector<LoopRV> p{two[0]};
+    if (n - 1 > 1) {
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(two[0], n - 1, 0);
+      p = sch.split(two[0], std::vector<sdk::Factor>(f.begin(), f.end()));
+    }
+    p.push_back(two[1]);
+    return p;
+  }
+
+  // The lane loop: one or two whole vectors.
+  std::optional<std::vector<LoopRV>> split_lanes(Schedule& sch, LoopRV loop, int n) const {
+    return split_inner_from(sch, loop, n, {lanes_, 2 * lanes_});
+  }
+
+  // The row loop: 3 to 8 rows (2 when nothing larger divides it); a row count that divides
+  // nothing is the padded space's. Drawn from the candidates, not from every divisor, so that
+  // the first samples already are register tiles: a 1- or 2-row tile leaves the FMA units
+  // waiting on each other's latency.
+  static std::optional<std::vector<LoopRV>> split_rows(Schedule& sch, LoopRV loop, int n) {
+    int64_t extent = sch.extent(loop);
+    std::vector<int64_t> rows;
+    for (int64_t r = 3; r <= kMaxTileRows; ++r)
+      if (extent % r == 0) rows.push_back(r);
+    if (rows.empty() && extent % 2 == 0) rows.push_back(2);
+    return split_inner_from(sch, loop, n, rows);
+  }
+
+  // Any other spatial loop of such a tile: tiled over the outer levels, 1 at the innermost.
+  static std::optional<std::vector<LoopRV>> split_outer_levels(Schedule& sch, LoopRV loop, int n) {
+    std::vector<sdk::Factor> factors;
+    if (n - 1 > 1) {
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loop, n - 1, 0);
+      factors.assign(f.begin(), f.end());
+    } else {
+      factors.push_back(-1);
+    }
+    factors.push_back(1);
+    return sch.split(loop, factors);
   }
 
   void bind(State& s) const {
@@ -395,13 +602,22 @@ private:
           BlockRV cache = f.sch.cache_write(f.block, 0, opts_.write_scope);
           f.sch.reverse_compute_at(cache, *at);
           fold_epilogue(f.sch, cache);
+          if (f.lane) {
+            // The accumulators with the lanes last, so that the tile's updates are whole
+            // vectors; the write-back transposes once per output element.
+            if (!f.sch.can_transform_layout()) continue;
+            std::vector<int64_t> perm = lane_last_permutation(f.sch.writes(f.block).at(0), *f.lane);
+            if (!perm.empty()) f.sch.transform_layout(f.block, 0, perm);
+          }
           forks.push_back(std::move(f));
         } catch (const sdk::ScheduleError&) {
           // This level does not work for this block; the others may.
         }
       }
-      // "may" keeps the space without the cache; so does "must" if no level worked.
-      if (opts_.write_reuse == Reuse::May || forks.empty()) out.push_back(std::move(s));
+      // "may" keeps the space without the cache; so does "must" if no level worked. Lanes
+      // along a non-innermost axis need the cache (their output elements are not adjacent).
+      if ((opts_.write_reuse == Reuse::May && !s.lane) || forks.empty())
+        out.push_back(std::move(s));
       for (State& f : forks)
         out.push_back(std::move(f));
     }
@@ -430,8 +646,9 @@ private:
       std::vector<int64_t> levels = opts_.read_levels;
       if (opts_.read_reuse == Reuse::Must)
         levels.resize(1);
-      else
+      else if (!s.lane) // other lanes load the unpacked operand with a stride: always stage
         out.push_back(s.fork());
+      size_t before = out.size();
       if (opts_.read_reuse == Reuse::May && opts_.read_location == "sampled") {
         State v = s.fork();
         if (stage_inputs_sampled(v)) out.push_back(std::move(v));
@@ -441,6 +658,7 @@ private:
         State v = s.fork();
         if (stage_inputs(v, level) || opts_.read_reuse == Reuse::Must) out.push_back(std::move(v));
       }
+      if (out.size() == before && s.lane) out.push_back(std::move(s));
     }
     return out;
   }
@@ -449,31 +667,25 @@ private:
   // spatial iter var -- runs along the copy's last dimension: dense's weight[N, K] read along N
   // is staged as [K, N], so that the register tile loads whole vectors instead of gathering
   // (needs host ABI 1.2; without it, or when the axis is already last, the layout stays).
-  static void pack_vector_axis_last(Schedule& sch, BlockRV block, BlockRV cache) {
+  static void pack_vector_axis_last(Schedule& sch, BlockRV block, BlockRV cache,
+                                    const std::optional<sdk::ExprRef>& own_lane) {
     if (!sch.can_transform_layout()) return;
-    std::optional<sdk::ExprRef> lane = vector_axis(sch, block);
+    std::optional<sdk::ExprRef> lane = lane_of(sch, block, own_lane);
     if (!lane) return;
     sdk::BufferRef staged = sch.writes(cache).at(0).buffer;
     for (const sdk::BufferAccess& a : sch.reads(block)) {
       if (a.buffer != staged || a.indices.empty()) continue;
-      const auto& idx = a.indices[0];
-      std::vector<int64_t> uses;
-      for (size_t d = 0; d < idx.size(); ++d)
-        if (idx[d].uses(*lane)) uses.push_back(static_cast<int64_t>(d));
-      if (uses.size() != 1 || uses[0] == static_cast<int64_t>(idx.size()) - 1) return;
-      std::vector<int64_t> perm;
-      for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
-        if (d != uses[0]) perm.push_back(d);
-      perm.push_back(uses[0]);
-      sch.transform_layout(cache, 0, perm);
+      std::vector<int64_t> perm = lane_last_permutation(a, *lane);
+      if (!perm.empty()) sch.transform_layout(cache, 0, perm);
       return;
     }
   }
 
   // Whether read `i` of the block is one to stage under read_inputs.
-  bool wanted_input(const Schedule& sch, BlockRV block, size_t i) const {
+  bool wanted_input(const Schedule& sch, BlockRV block, size_t i,
+                    const std::optional<sdk::ExprRef>& own_lane) const {
     if (opts_.read_inputs == "all") return true;
-    std::optional<sdk::ExprRef> lane = vector_axis(sch, block);
+    std::optional<sdk::ExprRef> lane = lane_of(sch, block, own_lane);
     std::vector<sdk::BufferAccess> reads = sch.reads(block);
     return lane && i < reads.size() && access_uses(reads[i], *lane);
   }
@@ -483,12 +695,12 @@ private:
     bool staged = false;
     size_t n = s.sch.reads(s.block).size();
     for (size_t i = 0; i < n; ++i) {
-      if (!wanted_input(s.sch, s.block, i)) continue;
+      if (!wanted_input(s.sch, s.block, i, s.lane)) continue;
       Schedule origin = s.sch.copy();
       BlockRV cache;
       try {
         cache = origin.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
-        pack_vector_axis_last(origin, s.block, cache);
+        pack_vector_axis_last(origin, s.block, cache, s.lane);
       } catch (const sdk::ScheduleError&) {
         continue;
       }
@@ -517,12 +729,12 @@ private:
     bool staged = false;
     size_t n = s.sch.reads(s.block).size();
     for (size_t i = 0; i < n; ++i) {
-      if (!wanted_input(s.sch, s.block, i)) continue;
+      if (!wanted_input(s.sch, s.block, i, s.lane)) continue;
       // Each input on its own copy, so that one refusal does not leave a cache at the root.
       Schedule attempt = s.sch.copy();
       try {
         BlockRV cache = attempt.cache_read(s.block, static_cast<int>(i), opts_.read_scope);
-        if (opts_.read_reuse == Reuse::May) pack_vector_axis_last(attempt, s.block, cache);
+        if (opts_.read_reuse == Reuse::May) pack_vector_axis_last(attempt, s.block, cache, s.lane);
         attempt.compute_at(cache, *at);
         if (!opts_.vector_load_lens.empty()) {
           std::vector<double> probs(opts_.vector_load_lens.size(),
@@ -541,6 +753,7 @@ private:
 
   Config config_;
   Options opts_;
+  int64_t lanes_ = 8;
 };
 
 } // namespace

@@ -114,6 +114,36 @@ TEST(LlvmVectorize, BoundaryGuardBecomesMaskedCode) {
   expect_close(b, want, 0, 0);
 }
 
+// A padded copy, B[r, x] = x in [5, 55) ? A[r, clamp(x - 5, 0, 49)] : 0, as a pad block (or a
+// convolution with its padding inlined) reads its input: the clamp makes the index
+// non-affine, yet inside the interior it is the identity. Vectors wholly inside load A
+// contiguously (the lanes the select drops included: they are in bounds), the edges gather.
+TEST(LlvmVectorize, ClampedIndexInsideTheInteriorIsAContiguousLoad) {
+  const int rows = 3, n = 50, pad = 5, m = 64;
+  auto A = P::make_buffer("A", P::DType::f32(), {rows, n});
+  auto B = P::make_buffer("B", P::DType::f32(), {rows, m});
+  auto r = P::make_var("r"), o = P::make_var("o"), v = P::make_var("v");
+  auto x = o * 16 + v;
+  auto value = P::make_select((x >= pad) && (x < pad + n),
+                              P::make_load(A, {r, P::min(P::max(x - pad, 0), n - 1)}), 0.0);
+  auto body = P::make_for(
+      r, rows,
+      P::make_for(o, m / 16, P::make_for(v, 16, P::make_store(B, {r, x}, value),
+                                         P::ForKind::Vectorized)));
+  P::Program p{"padded", {A, B}, body};
+  std::string ir = emit_ir(p, {}, false);
+  EXPECT_NE(ir.find("clamp.inside"), std::string::npos);
+  EXPECT_NE(ir.find("load <16 x float>"), std::string::npos) << "the interior's plain load";
+  EXPECT_NE(ir.find("llvm.masked.gather"), std::string::npos) << "the edges' gather";
+  std::vector<float> a = random_floats(rows * n, 21);
+  std::vector<float> b(rows * m, 42.f), want(rows * m);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < m; ++j)
+      want[i * m + j] = j >= pad && j < pad + n ? a[i * n + (j - pad)] : 0.f;
+  run(p, {a.data(), b.data()});
+  expect_close(b, want, 0, 0);
+}
+
 TEST(LlvmVectorize, ElseBranchAndVaryingSelect) {
   auto A = P::make_buffer("A", P::DType::f32(), {32});
   auto B = P::make_buffer("B", P::DType::f32(), {32});

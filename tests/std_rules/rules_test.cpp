@@ -333,7 +333,8 @@ TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
 // every input load.
 TEST(StdRulesMultiLevelTiling, CpuPadsTheLoopTheVectorLoadsDoNotDependOn) {
   Function f = make_workload("conv2d(N=1,C=4,H=8,W=8,F=10,KH=3,KW=3,stride=1,padding=1)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
+  auto spaces = apply_rule(
+      f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none", "channel_lanes": false})"));
   std::vector<NDArray> ref = run(f);
   size_t padded = 0;
   for (const auto& sp : spaces) {
@@ -355,6 +356,74 @@ TEST(StdRulesMultiLevelTiling, CpuPadsTheLoopTheVectorLoadsDoNotDependOn) {
     }
   }
   EXPECT_EQ(padded, 3u) << "one padded space per write-reuse choice";
+}
+
+// Whether the scheduled convolution `block` accumulates into a staged copy of its output with
+// the F output channels last (the channel-lane spaces) instead of the output's [N, F, ...].
+bool lanes_along_channels(const Function& g, const std::string& block, int64_t F) {
+  for (const Buffer& b : g.buffers)
+    if (b->name == block + "_global" && b->shape.size() >= 3 && b->shape.back() == F &&
+        b->shape[1] != F)
+      return true;
+  return false;
+}
+
+// A convolution's innermost spatial x indexes its input through a window (x * stride + kx):
+// vectors along x need stride 1 and widths that are multiples of the lanes. The channel-lane
+// spaces run the lanes along the output channels f instead, which only the weight uses: the
+// accumulators are staged with f last, the weight packed as [C, KH, KW, F], and the innermost
+// level is the register tile alone -- at most 8 rows of x by one, two or four whole vectors
+// of f. Stride and dilation no longer matter. Every such space computes what the unscheduled
+// convolution computes; a matmul (no window) gets none.
+TEST(StdRulesMultiLevelTiling, CpuConvolutionsGetSpacesWithLanesAlongOutputChannels) {
+  struct Case {
+    const char* spec;
+    const char* block;
+    std::vector<int64_t> packed_weight;
+  };
+  for (const Case& c :
+       {Case{"conv2d(N=1,C=3,H=9,W=9,F=16,KH=3,KW=3,stride=2,padding=1)", "conv2d", {3, 3, 3, 16}},
+        Case{"conv2d(N=1,C=4,H=7,W=7,F=16,KH=3,KW=3,stride=1,padding=2,dilation=2,bias=1,relu=1)",
+             "conv2d",
+             {4, 3, 3, 16}},
+        Case{"conv1d(N=1,C=4,L=12,F=16,K=3,stride=2,padding=1)", "conv1d", {4, 3, 16}}}) {
+    SCOPED_TRACE(c.spec);
+    Function f = make_workload(c.spec);
+    std::vector<NDArray> ref = run(f);
+    auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+    size_t channel = 0;
+    for (const auto& sp : spaces) {
+      const Function& g = sp->func();
+      EXPECT_EQ(compare(ref, g), "");
+      if (!lanes_along_channels(g, c.block, 16)) continue;
+      ++channel;
+      bool packed = false;
+      for (const Buffer& b : g.buffers)
+        if (b->name == "weight_global") packed = packed || b->shape == c.packed_weight;
+      EXPECT_TRUE(packed) << "the weight is packed with the output channels last";
+      std::vector<const ForNode*> loops = enclosing_loops(g, c.block);
+      ASSERT_GE(loops.size(), 3u);
+      int64_t lanes = loops.back()->extent, rows = loops[loops.size() - 2]->extent;
+      EXPECT_TRUE(lanes == 8 || lanes == 16) << "whole AVX2 vectors of f32, got " << lanes;
+      EXPECT_LE(rows, 8);
+      // The loops of the innermost level before the rows (n, and y in 2-D) are unit loops.
+      size_t spatial = std::string(c.block) == "conv1d" ? 3 : 4;
+      for (size_t k = loops.size() - spatial; k < loops.size() - 2; ++k)
+        EXPECT_EQ(loops[k]->extent, 1) << "loop " << k << " of the register tile level";
+      // Sampled decisions too (the categorical vector width, the tile sizes).
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        std::shared_ptr<Schedule> s;
+        std::string why;
+        ASSERT_EQ(sample(f, sp->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok) << why;
+        EXPECT_EQ(compare(ref, s->func()), "") << s->trace().to_json();
+      }
+    }
+    EXPECT_GE(channel, 2u) << "write cache at levels 1 and 2, weight staged";
+  }
+  Function mm = make_workload("matmul(M=16,N=16,K=16)");
+  for (const auto& sp : apply_rule(mm, *rule("std.MultiLevelTiling", kCpu)))
+    for (const auto& inst : sp->trace().instructions())
+      EXPECT_NE(inst.kind, "transform_layout") << "B is read along N already; C is never staged";
 }
 
 TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {

@@ -649,13 +649,112 @@ private:
         raw = b_.CreateMaskedLoad(vt, p, elem_align(t), vec_->mask, llvm::PoisonValue::get(vt));
       else
         raw = b_.CreateAlignedLoad(vt, p, elem_align(t));
+    } else if (llvm::Value* v = clamped_contiguous_load(*e, vt, elem_align(t), bb.ptr)) {
+      raw = v;
     } else {
-      llvm::Value* idx = expr(flat).v; // <W x i64>
-      llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, bb.ptr, idx);
-      raw = b_.CreateMaskedGather(vt, ptrs, elem_align(t), vec_->mask, llvm::PoisonValue::get(vt));
+      raw = gather(flat, vt, elem_align(t), bb.ptr);
     }
     tag(raw, id);
     return {mem_to_compute(raw, t), true};
+  }
+
+  llvm::Value* gather(const P::Expr& flat, llvm::Type* vt, llvm::Align align, llvm::Value* base) {
+    llvm::Value* idx = expr(flat).v; // <W x i64>
+    llvm::Value* ptrs = b_.CreateInBoundsGEP(vec_elem_type(vt), base, idx);
+    return b_.CreateMaskedGather(vt, ptrs, align, vec_->mask, llvm::PoisonValue::get(vt));
+  }
+  static llvm::Type* vec_elem_type(llvm::Type* vt) {
+    return llvm::cast<llvm::VectorType>(vt)->getElementType();
+  }
+
+  // A clamp of one index dimension: min(max(e, lo), hi) or max(min(e, hi), lo), constants.
+  struct Clamp {
+    P::Expr e;
+    int64_t lo, hi;
+  };
+  static std::optional<Clamp> as_clamp(const P::Expr& x) {
+    auto imm = [](const P::Expr& v) { return v->kind == P::ExprKind::IntImm; };
+    if (x->args.size() != 2 || !imm(x->args[1])) return std::nullopt;
+    const P::Expr& in = x->args[0];
+    if (in->args.size() != 2 || !imm(in->args[1])) return std::nullopt;
+    if (x->kind == P::ExprKind::Min && in->kind == P::ExprKind::Max)
+      return Clamp{in->args[0], in->args[1]->int_value, x->args[1]->int_value};
+    if (x->kind == P::ExprKind::Max && in->kind == P::ExprKind::Min)
+      return Clamp{in->args[0], x->args[1]->int_value, in->args[1]->int_value};
+    return std::nullopt;
+  }
+
+  // A padded input read as data[min(max(x - 3, 0), 223)] under a select that keeps only the
+  // in-bounds lanes (a pad block, or one inlined into a convolution): the clamp makes the
+  // index non-affine, hence a gather, although inside the interior -- almost every vector --
+  // it is the identity. When the unclamped index runs contiguously along the lanes and every
+  // clamped dimension grows with them, the lanes are in bounds exactly when lane 0 is above
+  // each lower bound and the last lane below each upper bound: then one contiguous (masked)
+  // load reads what the gather would, else the gather runs. nullptr when no clamp applies.
+  llvm::Value* clamped_contiguous_load(const P::ExprNode& e, llvm::Type* vt, llvm::Align align,
+                                       llvm::Value* base) {
+    std::vector<Clamp> clamps;
+    std::vector<P::Expr> unclamped;
+    // Whether an in-range vector may be loaded whole, inactive lanes too (their values are
+    // dropped by the select): every clamp lies inside its dimension and the other dimensions
+    // are the same in every lane (checked in bounds below through an active lane).
+    bool whole = true;
+    for (size_t d = 0; d < e.args.size(); ++d) {
+      const P::Expr& a = e.args[d];
+      std::optional<Clamp> c = as_clamp(a);
+      if (c && c->lo <= c->hi) {
+        auto coef = P::affine_coefficient(c->e, vec_->var_id);
+        if (!coef || *coef < 0) return nullptr;
+        clamps.push_back(*c);
+        unclamped.push_back(c->e);
+        whole = whole && c->lo >= 0 && d < e.buffer->shape.size() && c->hi < e.buffer->shape[d];
+      } else {
+        unclamped.push_back(a);
+        whole = whole && !P::uses_var(a, vec_->var_id);
+      }
+    }
+    if (clamps.empty()) return nullptr;
+    P::Expr flat_u = P::flat_index(*e.buffer, unclamped);
+    auto coef = P::affine_coefficient(flat_u, vec_->var_id);
+    if (!coef || *coef != 1) return nullptr;
+    llvm::Value* in_range = b_.getTrue();
+    for (const Clamp& c : clamps) {
+      llvm::Value* first = scalar_at_lane0(c.e);
+      int64_t step = *P::affine_coefficient(c.e, vec_->var_id);
+      llvm::Value* last =
+          b_.CreateAdd(first, llvm::ConstantInt::get(first->getType(),
+                                                     step * static_cast<int64_t>(vec_->width - 1)));
+      in_range = b_.CreateAnd(
+          in_range,
+          b_.CreateAnd(b_.CreateICmpSGE(first, llvm::ConstantInt::get(first->getType(), c.lo)),
+                       b_.CreateICmpSLE(last, llvm::ConstantInt::get(first->getType(), c.hi))));
+    }
+    // An all-inactive mask takes the gather, which touches nothing.
+    if (whole && vec_->mask && !vec_->mask_nonempty)
+      in_range = b_.CreateAnd(in_range, b_.CreateOrReduce(vec_->mask));
+    llvm::Function* fn = frame_->fn;
+    auto* fast = llvm::BasicBlock::Create(ctx_, "clamp.inside", fn);
+    auto* slow = llvm::BasicBlock::Create(ctx_, "clamp.edge", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "clamp.join", fn);
+    b_.CreateCondBr(in_range, fast, slow);
+    b_.SetInsertPoint(fast);
+    llvm::Value* p = b_.CreateInBoundsGEP(vec_elem_type(vt), base, scalar_at_lane0(flat_u));
+    llvm::Value* v_fast = nullptr;
+    if (vec_->mask && !whole)
+      v_fast = b_.CreateMaskedLoad(vt, p, align, vec_->mask, llvm::PoisonValue::get(vt));
+    else
+      v_fast = b_.CreateAlignedLoad(vt, p, align);
+    auto* fast_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(slow);
+    llvm::Value* v_slow = gather(P::flat_index(*e.buffer, e.args), vt, align, base);
+    auto* slow_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    auto* phi = b_.CreatePHI(vt, 2);
+    phi->addIncoming(v_fast, fast_end);
+    phi->addIncoming(v_slow, slow_end);
+    return phi;
   }
 
   // ---- statements ----------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
 // export_library() compiles the same trees ahead of time into one shared library.
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <iterator>
 #include <set>
 #include <string>
@@ -10,6 +13,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -121,6 +126,7 @@ public:
     P::Program tree =
         P::with_free_buffers_allocated(sdk::to_program_tree(lowered.with_loops_partitioned()));
     try {
+      dump_assembly(tree);
       auto kernel = jit_compile(tree, opts_);
       return std::make_unique<LlvmModule>(std::move(kernel), tree.params);
     } catch (const CodegenError& e) {
@@ -144,6 +150,18 @@ public:
   }
 
 private:
+  // METATUNE_LLVM_DUMP_DIR=DIR: the assembly of every kernel this process builds goes to
+  // DIR/kernel-PID-N.s (and the IR before optimisation in .ll), to read what a schedule became (register tiles, spills, gathers).
+  void dump_assembly(const P::Program& tree) const {
+    const char* dir = std::getenv("METATUNE_LLVM_DUMP_DIR");
+    if (!dir || !*dir) return;
+    static std::atomic<int> counter{0};
+    std::string path = std::string(dir) + "/kernel-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(counter++) + ".s";
+    std::ofstream(path) << emit_assembly(tree, opts_);
+    std::ofstream(path.substr(0, path.size() - 2) + ".ll") << emit_ir(tree, opts_, false);
+  }
+
   // TVM's CPU weights (REFERENCE.md), in the order the mutators are offered.
   static constexpr std::pair<const char*, double> kMutatorProbabilities[] = {
       {"std.MutateTileSize", 0.9},
