@@ -128,8 +128,8 @@ TEST(LlvmVectorize, ClampedIndexInsideTheInteriorIsAContiguousLoad) {
                               P::make_load(A, {r, P::min(P::max(x - pad, 0), n - 1)}), 0.0);
   auto body = P::make_for(
       r, rows,
-      P::make_for(o, m / 16, P::make_for(v, 16, P::make_store(B, {r, x}, value),
-                                         P::ForKind::Vectorized)));
+      P::make_for(o, m / 16,
+                  P::make_for(v, 16, P::make_store(B, {r, x}, value), P::ForKind::Vectorized)));
   P::Program p{"padded", {A, B}, body};
   std::string ir = emit_ir(p, {}, false);
   EXPECT_NE(ir.find("clamp.inside"), std::string::npos);
