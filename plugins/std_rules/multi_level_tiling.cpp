@@ -449,8 +449,10 @@ private:
     // levels. Left to sample_perfect_tile, such tiles are rare among the draws (and the space
     // has them all the same: the mutators move factors between levels).
     std::optional<size_t> row;
-    Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
-    if (lane_loop && n_s >= 2) row = padded ? padded->first : row_loop(probe, block, lane_loop);
+    if (lane_loop && n_s >= 2) {
+      Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
+      row = padded ? padded->first : row_loop(probe, block, lane_loop);
+    }
     // pieces[i][k]: level k of loop i.
     std::vector<std::vector<LoopRV>> pieces;
     std::vector<bool> is_reduce;
@@ -459,9 +461,13 @@ private:
       int n = reduce ? n_r : n_s;
       is_reduce.push_back(reduce);
       if (row && !reduce && n >= 2 && !(padded && padded->first == i)) {
-        std::optional<std::vector<LoopRV>> p = i == *lane_loop ? split_lanes(sch, loops[i], n)
-                                               : i == *row     ? split_rows(sch, loops[i], n)
-                                                           : split_outer_levels(sch, loops[i], n);
+        std::optional<std::vector<LoopRV>> p;
+        if (i == *lane_loop)
+          p = split_lanes(sch, loops[i], n);
+        else if (i == *row)
+          p = split_rows(sch, loops[i], n);
+        else
+          p = split_outer_levels(sch, loops[i], n);
         if (p) {
           pieces.push_back(std::move(*p));
           continue;
@@ -478,15 +484,7 @@ private:
       }
       if (padded && padded->first == i) {
         int64_t inner = padded->second, extent = sch.extent(loops[i]);
-        std::vector<LoopRV> two = sch.split(loops[i], {(extent + inner - 1) / inner, inner});
-        std::vector<LoopRV> p{two[0]};
-        if (n - 1 > 1) {
-          // No limit on the innermost of these: it is a middle level of the structure.
-          std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(two[0], n - 1, 0);
-          p = sch.split(two[0], std::vector<sdk::Factor>(f.begin(), f.end()));
-        }
-        p.push_back(two[1]);
-        pieces.push_back(std::move(p));
+        pieces.push_back(split_inner(sch, loops[i], n, (extent + inner - 1) / inner, inner));
         continue;
       }
       int64_t max_inner = row && i == *row ? kMaxTileRows : opts_.max_innermost_factor;
@@ -520,8 +518,22 @@ private:
   // registers hold them, and an FMA's memory operand reads the weight.
   static constexpr int64_t kMaxTileRows = 8;
 
-  // Splits `loop` into `n` pieces whose innermost is drawn from `widths` (those dividing its
-  // extent; nullopt when none does), the rest tiled perfectly over the outer levels.
+  // Splits `loop` into [outer, inner], then tiles outer perfectly over the n - 1 outer levels
+  // (no limit on their innermost: it is a middle level of the structure): `n` pieces.
+  static std::vector<LoopRV> split_inner(Schedule& sch, LoopRV loop, int n, sdk::Factor outer,
+                                         sdk::Factor inner) {
+    std::vector<LoopRV> two = sch.split(loop, {outer, inner});
+    std::vector<LoopRV> p{two[0]};
+    if (n - 1 > 1) {
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(two[0], n - 1, 0);
+      p = sch.split(two[0], std::vector<sdk::Factor>(f.begin(), f.end()));
+    }
+    p.push_back(two[1]);
+    return p;
+  }
+
+  // split_inner with the innermost piece drawn from `widths` (those dividing the extent;
+  // nullopt when none does).
   static std::optional<std::vector<LoopRV>> split_inner_from(Schedule& sch, LoopRV loop, int n,
                                                              const std::vector<int64_t>& widths) {
     int64_t extent = sch.extent(loop);
@@ -530,15 +542,7 @@ private:
       if (w > 0 && extent % w == 0) fit.push_back(w);
     if (fit.empty()) return std::nullopt;
     std::vector<double> probs(fit.size(), 1.0 / static_cast<double>(fit.size()));
-    sdk::ExprRV inner = sch.sample_categorical(fit, probs);
-    std::vector<LoopRV> two = sch.split(loop, {-1, inner});
-    std::vector<LoopRV> p{two[0]};
-    if (n - 1 > 1) {
-      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(two[0], n - 1, 0);
-      p = sch.split(two[0], std::vector<sdk::Factor>(f.begin(), f.end()));
-    }
-    p.push_back(two[1]);
-    return p;
+    return split_inner(sch, loop, n, -1, sch.sample_categorical(fit, probs));
   }
 
   // The lane loop: one or two whole vectors.
@@ -560,7 +564,7 @@ private:
   }
 
   // Any other spatial loop of such a tile: tiled over the outer levels, 1 at the innermost.
-  static std::optional<std::vector<LoopRV>> split_outer_levels(Schedule& sch, LoopRV loop, int n) {
+  static std::vector<LoopRV> split_outer_levels(Schedule& sch, LoopRV loop, int n) {
     std::vector<sdk::Factor> factors;
     if (n - 1 > 1) {
       std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loop, n - 1, 0);

@@ -671,6 +671,7 @@ private:
   struct Clamp {
     P::Expr e;
     int64_t lo, hi;
+    int64_t step = 0; // e's coefficient along the lanes
   };
   static std::optional<Clamp> as_clamp(const P::Expr& x) {
     auto imm = [](const P::Expr& v) { return v->kind == P::ExprKind::IntImm; };
@@ -705,6 +706,7 @@ private:
       if (c && c->lo <= c->hi) {
         auto coef = P::affine_coefficient(c->e, vec_->var_id);
         if (!coef || *coef < 0) return nullptr;
+        c->step = *coef;
         clamps.push_back(*c);
         unclamped.push_back(c->e);
         whole = whole && c->lo >= 0 && d < e.buffer->shape.size() && c->hi < e.buffer->shape[d];
@@ -720,10 +722,9 @@ private:
     llvm::Value* in_range = b_.getTrue();
     for (const Clamp& c : clamps) {
       llvm::Value* first = scalar_at_lane0(c.e);
-      int64_t step = *P::affine_coefficient(c.e, vec_->var_id);
-      llvm::Value* last =
-          b_.CreateAdd(first, llvm::ConstantInt::get(first->getType(),
-                                                     step * static_cast<int64_t>(vec_->width - 1)));
+      llvm::Value* last = b_.CreateAdd(
+          first,
+          llvm::ConstantInt::get(first->getType(), c.step * static_cast<int64_t>(vec_->width - 1)));
       in_range = b_.CreateAnd(
           in_range,
           b_.CreateAnd(b_.CreateICmpSGE(first, llvm::ConstantInt::get(first->getType(), c.lo)),

@@ -151,7 +151,8 @@ public:
 
 private:
   // METATUNE_LLVM_DUMP_DIR=DIR: the assembly of every kernel this process builds goes to
-  // DIR/kernel-PID-N.s (and the IR before optimisation in .ll), to read what a schedule became (register tiles, spills, gathers).
+  // DIR/kernel-PID-N.s and its IR before optimisation to .ll, to read what a schedule became
+  // (register tiles, spills, gathers).
   void dump_assembly(const P::Program& tree) const {
     const char* dir = std::getenv("METATUNE_LLVM_DUMP_DIR");
     if (!dir || !*dir) return;
