@@ -72,6 +72,7 @@ const SuiteOp kSuite[] = {
 struct Options {
   std::string db, out = "bench/results", target = "llvm", only;
   size_t tune = 0;
+  size_t batch_size = 0; // the tuner's (0 = auto_batch_size)
   int repeats = 3;
   int side_by_side = 5; // alternating rounds of tuned vs oneDNN; 0 = in-process timings only
   double min_repeat = 0.2;
@@ -79,10 +80,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "bench_operator_suite: " << why << "\n"
-            << "usage: bench_operator_suite [--db FILE] [--tune N] [--out DIR] [--target T]\n"
-            << "         [--repeats R] [--min-repeat SECONDS] [--side-by-side ROUNDS]\n"
-            << "         [--only LABEL,...]\n";
+  std::cerr
+      << "bench_operator_suite: " << why << "\n"
+      << "usage: bench_operator_suite [--db FILE] [--tune N] [--batch-size B] [--out DIR]\n"
+      << "         [--target T] [--repeats R] [--min-repeat SECONDS] [--side-by-side ROUNDS]\n"
+      << "         [--only LABEL,...]\n";
   std::exit(2);
 }
 
@@ -100,6 +102,8 @@ Options parse(int argc, char** argv) {
       o.db = value();
     else if (a == "--tune")
       o.tune = std::stoul(value());
+    else if (a == "--batch-size")
+      o.batch_size = std::stoul(value());
     else if (a == "--out")
       o.out = value();
     else if (a == "--target")
@@ -261,6 +265,7 @@ int main(int argc, char** argv) {
       topt.target = o.target;
       topt.db_path = o.db;
       topt.trials = o.tune;
+      topt.batch_size = o.batch_size;
       try {
         tune(host, {{op.spec, Function(), 1.0}}, topt);
       } catch (const std::exception& e) {

@@ -202,7 +202,6 @@ private:
   void check_options() {
     if (task_list_.empty()) throw std::invalid_argument("tune: no workload to tune");
     if (options_.db_path.empty()) throw std::invalid_argument("tune: no database path given");
-    if (options_.batch_size == 0) throw std::invalid_argument("tune: batch size must be positive");
     std::tie(strategy_name_, strategy_config_) = split_component_spec(options_.strategy);
     strategy_name_ = resolve_strategy_name(strategy_name_);
     if (strategy_config_.empty()) strategy_config_ = options_.strategy_config;
@@ -294,7 +293,9 @@ private:
     TaskSchedulerOptions sched_opt;
     sched_opt.total_trials = remaining_;
     sched_opt.per_task_cap = 0; // enforced here, where the records already stored count too
-    sched_opt.batch_size = options_.batch_size;
+    sched_opt.batch_size =
+        options_.batch_size > 0 ? options_.batch_size : auto_batch_size(remaining_, tasks_.size());
+    spdlog::debug("batches of {} candidates", sched_opt.batch_size);
     scheduler_ = options_.scheduler == "round-robin"
                      ? make_round_robin_scheduler(sched_tasks, sched_opt)
                      : make_gradient_scheduler(sched_tasks, sched_opt);
@@ -531,6 +532,12 @@ private:
 };
 
 } // namespace
+
+size_t auto_batch_size(size_t trials, size_t tasks) {
+  size_t per_task = trials / std::max<size_t>(tasks, 1);
+  size_t quarter = (per_task / 4 + 7) / 8 * 8;
+  return std::clamp<size_t>(quarter, 16, 64);
+}
 
 TuneResult tune(PluginHost& host, const std::vector<TuneTask>& tasks, const TuneOptions& options,
                 TuneObserver* observer, const std::atomic<bool>* stop) {

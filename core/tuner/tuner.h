@@ -61,7 +61,8 @@ struct TuneOptions {
   std::string target = "llvm"; // see setup_target (target_setup.h)
   size_t trials = 1000;        // records wanted in the database, all tasks together
   size_t per_task_cap = 0;     // records wanted per task at most; 0 = no cap
-  size_t batch_size = 64;      // candidates per scheduler turn
+  // Candidates per scheduler turn; 0 = auto_batch_size(trials, tasks).
+  size_t batch_size = 0;
   // Search strategy component (search_strategy.h): "search.Evolutionary" (the default,
   // configured by `evolutionary`), "search.ReplayTrace", a plugin's, or the short names
   // "evolutionary" / "replay"; "NAME{json}" configures it, as does `strategy_config`.
@@ -205,6 +206,12 @@ public:
   virtual void on_batch(const TuneProgress&) {}
   virtual void on_finish(const TuneResult&) {}
 };
+
+// The batch size when TuneOptions::batch_size is 0: each task gets about four batches of its
+// share of `trials`, so that the cost model, trained on every measured batch, picks most of
+// them (with one batch of 64 in a 64-trial budget it never would); multiples of 8 between 16
+// and 64 (MetaSchedule's batch).
+size_t auto_batch_size(size_t trials, size_t tasks);
 
 // Tunes `tasks` (see the file comment). `stop`, when given, is checked between trials: once
 // set, the run ends after the trial in flight, keeping everything measured, and the result has

@@ -33,7 +33,9 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Load the cost model from this file if it exists; save it after each batch");
   cmd->add_option("--per-task-cap", t.per_task_cap, "Records per workload at most (0 = none)")
       ->capture_default_str();
-  cmd->add_option("--batch-size", t.batch_size, "Candidates measured per scheduler turn")
+  cmd->add_option("--batch-size", t.batch_size,
+                  "Candidates measured per scheduler turn (0 = about a quarter of each "
+                  "task's trials, 16 to 64)")
       ->capture_default_str();
   cmd->add_option("--repeats", t.measure.repeats, "Timed repeats per candidate")
       ->capture_default_str();

@@ -33,9 +33,9 @@ struct XGBoostOptions {
   double gamma = 0.001;          // minimum loss reduction to split
   double min_child_weight = 0.0; // few samples: let leaves be small
   double subsample = 1.0;
-  int64_t num_rounds = 100; // boosting rounds per training
-  int64_t min_train_samples = 100;
-  double retrain_growth = 0.2; // retrain when data grew by this fraction since last time
+  int64_t num_rounds = 100;       // boosting rounds per training
+  int64_t min_train_samples = 16; // one small batch: a tuner's first batch already steers
+  double retrain_growth = 0.2;    // retrain when data grew by this fraction since last time
   int64_t nthread = 1;
   int64_t seed = 1; // XGBoost's seed and the random scores' before training
   std::string tree_method = "exact";

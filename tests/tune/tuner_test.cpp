@@ -401,6 +401,29 @@ TEST(Tuner, EverySampleRefusedEndsWithTheSearchDiagnosis) {
   }
 }
 
+// With a small budget the cost model must get to pick most of the trials: one batch of 64 in a
+// 64-trial run would all be random samples.
+TEST(AutoBatchSize, AboutFourBatchesPerTaskBetween16And64) {
+  EXPECT_EQ(auto_batch_size(64, 1), 16u);
+  EXPECT_EQ(auto_batch_size(128, 1), 32u);
+  EXPECT_EQ(auto_batch_size(100, 1), 32u); // a quarter (25) rounded up to a multiple of 8
+  EXPECT_EQ(auto_batch_size(300, 1), 64u);
+  EXPECT_EQ(auto_batch_size(10000, 1), 64u);
+  EXPECT_EQ(auto_batch_size(500, 12), 16u); // a model: 41 trials per task
+  EXPECT_EQ(auto_batch_size(4, 1), 16u);
+  EXPECT_EQ(auto_batch_size(0, 0), 16u);
+}
+
+TEST(Tuner, BatchSizeZeroMeasuresTheAutomaticBatches) {
+  TempDb db;
+  CountingObserver obs;
+  TuneOptions o = quick_options(db.path, 32);
+  o.batch_size = 0;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o, &obs);
+  EXPECT_EQ(r.trials, 32u);
+  EXPECT_EQ(obs.batches, 2u) << "32 trials in batches of auto_batch_size(32, 1) = 16";
+}
+
 TEST(Tuner, RejectsBadOptions) {
   TempDb db;
   TuneOptions o = quick_options(db.path, 4);
