@@ -77,6 +77,15 @@ struct Options {
   // (see channel_lanes()): a convolution vectorised over its output channels, as oneDNN's
   // blocked kernels are, instead of over output width.
   bool channel_lanes = false;
+  // One more design space (and its padded ones) whose register tile is structured as the
+  // channel-lane spaces' are, with the lanes along the innermost spatial axis: rows drawn from
+  // 3..8, one or two whole vectors, every other spatial loop 1 at the innermost level. Free
+  // draws of sample_perfect_tile rarely give such a tile (a 1 x 4 tile is as likely as 6 x 16),
+  // and with a small budget the search does not find it from there. Off by default: in 64-trial
+  // runs (bench/operator_suite) batch_matmul gained (0.68 -> 0.76, 0.87 of oneDNN) but conv1d
+  // and dense lost more (0.98 -> 0.67, 0.57; 0.74 -> 0.45, 0.60): more spaces, fewer samples
+  // of each.
+  bool register_tile = false;
 };
 
 // The block's innermost spatial iteration variable: the axis ParallelVectorizeUnroll
@@ -137,7 +146,7 @@ public:
     config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
                         "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
                         "read_location", "read_inputs", "vector_load_lens", "padded_inner_factors",
-                        "channel_lanes"});
+                        "channel_lanes", "register_tile"});
     std::string target = config_.get_string("target", "");
     if (!target.empty() && target != "cpu" && target != "gpu")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -156,23 +165,33 @@ public:
     if (!needs_tiling(sch, block)) return {sch};
     std::vector<State> states;
     try {
-      State s = tile(sch, block, {}, {});
+      State s = tile(sch, block, {}, {}, false);
       bind(s);
       states.push_back(std::move(s));
     } catch (const sdk::ScheduleError&) {
       return {sch}; // the block's nest cannot be tiled this way: leave it alone
     }
-    add_padded(sch, block, {}, &states);
+    add_padded(sch, block, {}, false, &states);
+    if (opts_.register_tile) {
+      try {
+        State s = tile(sch, block, {}, {}, true);
+        bind(s);
+        states.push_back(std::move(s));
+        add_padded(sch, block, {}, true, &states);
+      } catch (const sdk::ScheduleError&) {
+        // No whole vectors along the innermost axis: the free spaces stand.
+      }
+    }
     if (opts_.channel_lanes) {
       for (size_t lane : channel_lanes(sch, block)) {
         try {
-          State s = tile(sch, block, {}, lane);
+          State s = tile(sch, block, {}, lane, true);
           bind(s);
           states.push_back(std::move(s));
         } catch (const sdk::ScheduleError&) {
           continue;
         }
-        add_padded(sch, block, lane, &states);
+        add_padded(sch, block, lane, true, &states);
       }
     }
     states = add_write_reuse(std::move(states));
@@ -232,6 +251,7 @@ private:
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
     o.padded_inner_factors = config_.get_ints("padded_inner_factors", o.padded_inner_factors, true);
     o.channel_lanes = config_.get_bool("channel_lanes", o.channel_lanes);
+    o.register_tile = config_.get_bool("register_tile", o.register_tile);
     validate(o);
     opts_ = std::move(o);
   }
@@ -294,12 +314,13 @@ private:
   }
 
   // The padded spaces (one per padded_inner_factors) of the tiling with lanes along loop
-  // `lane` (nullopt: the innermost spatial loop), appended to *states.
+  // `lane` (nullopt: the innermost spatial loop), appended to *states; `register_tile` as
+  // tile()'s.
   void add_padded(const Schedule& sch, BlockRV block, std::optional<size_t> lane,
-                  std::vector<State>* states) const {
+                  bool register_tile, std::vector<State>* states) const {
     for (int64_t f : opts_.padded_inner_factors) {
       try {
-        std::optional<State> s = tile_padded(sch, block, f, lane);
+        std::optional<State> s = tile_padded(sch, block, f, lane, register_tile);
         if (!s) continue;
         bind(*s);
         states->push_back(std::move(*s));
@@ -364,13 +385,13 @@ private:
   // partitions out of every full tile), then the outer part is tiled perfectly over the other
   // levels. nullopt when there is no such loop or f divides it (the perfect space has it).
   std::optional<State> tile_padded(const Schedule& original, BlockRV block, int64_t f,
-                                   std::optional<size_t> lane_loop) const {
+                                   std::optional<size_t> lane_loop, bool register_tile) const {
     Schedule probe = original.copy(); // its lookups are recorded in a trace thrown away
     std::optional<size_t> row = row_loop(probe, block, lane_loop);
     if (!row) return std::nullopt;
     int64_t extent = probe.extent(probe.get_loops(block)[*row]);
     if (extent <= f || extent % f == 0) return std::nullopt;
-    return tile(original, block, std::make_pair(*row, f), lane_loop);
+    return tile(original, block, std::make_pair(*row, f), lane_loop, register_tile);
   }
 
   // The row loop of the register tile -- the last spatial loop before the lane loop
@@ -424,10 +445,13 @@ private:
   // Tiles the block's loops by the structure; `padded` = (loop index, innermost factor) of a
   // loop tiled with that factor over its rounded-up extent (tile_padded); `lane_loop`: the
   // loop placed last in every spatial level, whose innermost piece becomes the vector lanes
-  // (nullopt: the loops keep their order, the innermost spatial one last).
+  // (nullopt: the loops keep their order, the innermost spatial one last); `register_tile`:
+  // the innermost spatial level is a register tile (rows by whole vectors along the lane loop,
+  // or along the innermost spatial loop without one), which must exist when there is no lane
+  // loop (ScheduleError otherwise).
   State tile(const Schedule& original, BlockRV block,
-             std::optional<std::pair<size_t, int64_t>> padded,
-             std::optional<size_t> lane_loop) const {
+             std::optional<std::pair<size_t, int64_t>> padded, std::optional<size_t> lane_loop,
+             bool register_tile) const {
     State s{original.copy(), block, {}, {}};
     Schedule& sch = s.sch;
     std::vector<LoopRV> loops = sch.get_loops(block);
@@ -448,11 +472,17 @@ private:
     // vectors along the lane loop -- and every other spatial loop is tiled over the outer
     // levels. Left to sample_perfect_tile, such tiles are rare among the draws (and the space
     // has them all the same: the mutators move factors between levels).
-    std::optional<size_t> row;
-    if (lane_loop && n_s >= 2) {
+    std::optional<size_t> row, tile_lane = lane_loop;
+    if (register_tile && !tile_lane) {
+      for (size_t i = 0; i < loops.size(); ++i)
+        if (!roles[i].reduce && sch.extent(loops[i]) > 1) tile_lane = i;
+    }
+    if (register_tile && tile_lane && n_s >= 2) {
       Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
       row = padded ? padded->first : row_loop(probe, block, lane_loop);
     }
+    if (register_tile && !lane_loop && !row)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTiling: no register tile");
     // pieces[i][k]: level k of loop i.
     std::vector<std::vector<LoopRV>> pieces;
     std::vector<bool> is_reduce;
@@ -462,9 +492,12 @@ private:
       is_reduce.push_back(reduce);
       if (row && !reduce && n >= 2 && !(padded && padded->first == i)) {
         std::optional<std::vector<LoopRV>> p;
-        if (i == *lane_loop)
+        if (i == *tile_lane) {
           p = split_lanes(sch, loops[i], n);
-        else if (i == *row)
+          if (!p && !lane_loop)
+            throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                                     "std.MultiLevelTiling: no whole vectors along the lanes");
+        } else if (i == *row)
           p = split_rows(sch, loops[i], n);
         else
           p = split_outer_levels(sch, loops[i], n);

@@ -127,7 +127,8 @@ TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
 TEST(StdRulesMultiLevelTiling, CpuForksWriteCacheLevelsAndTilesSSRSRS) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
   auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
-                                    R"({"read_reuse": "none", "padded_inner_factors": []})"));
+                                    R"({"read_reuse": "none", "padded_inner_factors": [],
+                                        "register_tile": false})"));
   ASSERT_EQ(spaces.size(), 3u) << "no cache, cache at level 1, cache at level 2";
   std::vector<NDArray> ref = run(f);
   std::string block = block_names(f)[0];
@@ -190,7 +191,7 @@ TEST(StdRulesMultiLevelTiling, CpuMayStageInputsIntoPackedCaches) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
   auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
                                     R"({"read_levels": [2], "read_inputs": "all",
-                                        "padded_inner_factors": []})"));
+                                        "padded_inner_factors": [], "register_tile": false})"));
   // Each of the 3 write-reuse spaces without and with both inputs staged at level 2.
   ASSERT_EQ(spaces.size(), 6u);
   std::vector<NDArray> ref = run(f);
@@ -212,8 +213,8 @@ TEST(StdRulesMultiLevelTiling, CpuMayStageInputsIntoPackedCaches) {
 // left alone. Every space computes the same numbers.
 TEST(StdRulesMultiLevelTiling, CpuStagesTheVectorLoadedInputAtLevelsOneAndTwo) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
-  auto spaces =
-      apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"padded_inner_factors": []})"));
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
+                                    R"({"padded_inner_factors": [], "register_tile": false})"));
   ASSERT_EQ(spaces.size(), 9u) << "3 write-reuse spaces x (no staging, level 1, level 2)";
   std::vector<NDArray> ref = run(f);
   std::map<size_t, size_t> depth_count; // loops above B's copy -> spaces
@@ -241,7 +242,7 @@ TEST(StdRulesMultiLevelTiling, CpuStagedInputsGoWhereTheirSampledLocationSays) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
   auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
                                     R"({"read_location": "sampled", "read_inputs": "all",
-                                        "padded_inner_factors": []})"));
+                                        "padded_inner_factors": [], "register_tile": false})"));
   ASSERT_EQ(spaces.size(), 6u) << "3 write-reuse spaces, each without and with staging";
   std::vector<NDArray> ref = run(f);
   size_t sampled_spaces = 0;
@@ -277,7 +278,8 @@ TEST(StdRulesMultiLevelTiling, CpuStagedInputsGoWhereTheirSampledLocationSays) {
 // edge, and the numbers stay those of the reference.
 TEST(StdRulesMultiLevelTiling, CpuPadsTheRowLoopForASixRowRegisterTile) {
   Function f = make_workload("matmul(M=32,N=24,K=16)");
-  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none"})"));
+  auto spaces = apply_rule(
+      f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none", "register_tile": false})"));
   ASSERT_EQ(spaces.size(), 6u) << "perfect and padded tiling, each with 3 write-reuse choices";
   std::vector<NDArray> ref = run(f);
   std::string block = block_names(f)[0];
@@ -299,13 +301,60 @@ TEST(StdRulesMultiLevelTiling, CpuPadsTheRowLoopForASixRowRegisterTile) {
   EXPECT_EQ(padded, 3u);
 }
 
+// register_tile (off by default): spaces whose innermost spatial level is a register tile -- 3 to 8
+// rows (or the padded 6) by one or two whole vectors along the innermost axis, every other
+// spatial loop 1 there. Their own and sampled decisions compute the reference's numbers.
+TEST(StdRulesMultiLevelTiling, CpuRegisterTileSpacesHaveRowsByWholeVectors) {
+  for (const char* spec : {"matmul(M=32,N=48,K=16)", "batch_matmul(B=3,M=20,N=32,K=8)",
+                           "dense(M=10,N=16,K=12,bias=1,act=gelu)"}) {
+    SCOPED_TRACE(spec);
+    Function f = make_workload(spec);
+    std::vector<NDArray> ref = run(f);
+    std::string block = block_names(f)[0];
+    auto with = apply_rule(
+        f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none", "register_tile": true})"));
+    auto without = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
+                                       R"({"read_reuse": "none", "register_tile": false})"));
+    EXPECT_GT(with.size(), without.size());
+    size_t tiles = 0;
+    for (const auto& sp : with) {
+      const Function& g = sp->func();
+      EXPECT_EQ(compare(ref, g), "");
+      // The register-tile spaces are those that draw their lanes from whole vectors.
+      bool categorical = false;
+      for (const auto& inst : sp->trace().instructions())
+        categorical = categorical || inst.kind == "sample_categorical";
+      if (!categorical) continue;
+      ++tiles;
+      for (uint64_t seed = 0; seed <= 4; ++seed) {
+        std::shared_ptr<Schedule> s = sp;
+        std::string why;
+        if (seed > 0) { // 0: the space's own decisions
+          ASSERT_EQ(sample(f, sp->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok) << why;
+        }
+        EXPECT_EQ(compare(ref, s->func()), "") << s->trace().to_json();
+        std::vector<const ForNode*> l = enclosing_loops(s->func(), block);
+        ASSERT_GE(l.size(), 3u);
+        int64_t lanes = l.back()->extent, rows = l[l.size() - 2]->extent;
+        EXPECT_TRUE(lanes == 8 || lanes == 16) << lanes;
+        EXPECT_TRUE(rows >= 3 && rows <= 8) << rows;
+        // batch_matmul's b is a unit loop of the register level (its third loop from last).
+        if (std::string(spec).rfind("batch", 0) == 0) {
+          EXPECT_EQ(l[l.size() - 3]->extent, 1);
+        }
+      }
+    }
+    EXPECT_GE(tiles, 3u) << "a register tile in each write-reuse space";
+  }
+}
+
 // dense reads weight[N, K] along N, the vectorized axis: the staged copy is transposed to
 // [K, N] so that the register tile loads contiguous vectors; data[M, K] does not vary with N
 // and keeps its layout. Every space still computes the same numbers.
 TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
   Function f = make_workload("dense(M=16,N=32,K=8,bias=0,act=none)");
-  auto spaces =
-      apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"padded_inner_factors": []})"));
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu,
+                                    R"({"padded_inner_factors": [], "register_tile": false})"));
   std::vector<NDArray> ref = run(f);
   size_t packed = 0, data_staged = 0;
   for (const auto& sp : spaces) {
@@ -334,7 +383,8 @@ TEST(StdRulesMultiLevelTiling, CpuPacksTheStagedWeightWithTheVectorAxisLast) {
 TEST(StdRulesMultiLevelTiling, CpuPadsTheLoopTheVectorLoadsDoNotDependOn) {
   Function f = make_workload("conv2d(N=1,C=4,H=8,W=8,F=10,KH=3,KW=3,stride=1,padding=1)");
   auto spaces = apply_rule(
-      f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none", "channel_lanes": false})"));
+      f, *rule("std.MultiLevelTiling", kCpu, R"({"read_reuse": "none", "channel_lanes": false,
+                                              "register_tile": false})"));
   std::vector<NDArray> ref = run(f);
   size_t padded = 0;
   for (const auto& sp : spaces) {
@@ -445,7 +495,7 @@ TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   auto custom = host().create_schedule_rule(
       "std.MultiLevelTiling",
       R"({"structure": "SRS", "write_reuse": "none", "read_reuse": "none",
-          "padded_inner_factors": []})");
+          "padded_inner_factors": [], "register_tile": false})");
   Function f = make_workload("matmul(M=8,N=8,K=8)");
   auto spaces = apply_rule(f, *custom);
   ASSERT_EQ(spaces.size(), 1u);
