@@ -5,7 +5,12 @@
 //                (at least one with extent > 1), and the fused loop is parallelised;
 //   vectorize -- for each block of the nest, its innermost loop is vectorised if it holds only
 //                that block, drives only spatial iteration variables and its extent is
-//                2..the annotated width;
+//                2..the annotated width; a longer one is split first, its inner part the
+//                largest divisor within the width (a whole number of the target's vectors if
+//                one divides), when the block's write is contiguous along it -- a write-back
+//                with its epilogue (dense + GELU: 192 or 1536 wide, an erf polynomial per
+//                element) or a row's elementwise work (softmax's exp over 128), not a
+//                transposing copy, whose stores vectors would scatter;
 //   unroll    -- the outermost loop gets pragma_auto_unroll_max_step = the depth and
 //                pragma_unroll_explicit = 1 (0 for unroll_implicit), if the depth is > 0.
 // Sampled values are read from the trace's decisions (sampled_annotation.hpp). A transformation
@@ -17,6 +22,7 @@
 #include "config.hpp"
 #include "sampled_annotation.hpp"
 #include "std_components.hpp"
+#include "target_info.hpp"
 
 namespace mt::std_rules {
 
@@ -38,6 +44,11 @@ class RewriteParallelVectorizeUnroll : public sdk::Postproc {
 public:
   explicit RewriteParallelVectorizeUnroll(std::string_view text) {
     Config("std.RewriteParallelVectorizeUnroll", text).allow_only({});
+  }
+
+  void initialize(const sdk::TuneContext& ctx) override {
+    TargetInfo info = TargetInfo::from(ctx);
+    lanes_ = info.vector_bytes >= 4 ? info.vector_bytes / 4 : 8;
   }
 
   bool apply(Schedule& sch) override {
@@ -62,7 +73,7 @@ public:
       if (req.parallel > 1) parallelize(sch, blocks, names, *carrier, req.parallel);
       if (req.vectorize > 1)
         for (size_t i = 0; i < blocks.size(); ++i)
-          vectorize(sch, blocks[i], names[i], req.vectorize);
+          vectorize(sch, blocks[i], names[i], req.vectorize, lanes_);
       if (req.unroll > 0) {
         try {
           LoopRV outer = sch.get_loops(blocks[*carrier]).front();
@@ -144,21 +155,64 @@ private:
     }
   }
 
-  static void vectorize(Schedule& sch, BlockRV block, const std::string& name, int64_t lanes) {
+  // `width`: the annotated lanes at most; `vector`: the target's f32 lanes.
+  static void vectorize(Schedule& sch, BlockRV block, const std::string& name, int64_t width,
+                        int64_t vector) {
     try {
       std::vector<LoopRV> loops = sch.get_loops(block);
       if (loops.empty()) return;
       LoopRV inner = loops.back();
       int64_t extent = sch.extent(inner);
-      if (extent <= 1 || extent > lanes || sch.kind(inner) != sdk::ForKind::Serial) return;
+      if (extent <= 1 || sch.kind(inner) != sdk::ForKind::Serial) return;
       LoopTree tree(sch);
       std::vector<std::string> under = tree.blocks_under(sch.loop_var(inner));
       if (under.size() != 1 || under[0] != name) return;
       if (!data_parallel({sch.iter_vars(block)}, sch.loop_var(inner))) return;
+      if (extent > width) {
+        if (!writes_along(sch, block, sch.loop_var(inner))) return;
+        int64_t piece = vector_piece(extent, width, vector);
+        if (piece < 2) return;
+        inner = sch.split(inner, {extent / piece, piece}).back();
+      }
       sch.vectorize(inner);
     } catch (const sdk::ScheduleError&) {
     }
   }
+
+  // The largest divisor of `extent` within `width` that is a multiple of `vector`, else the
+  // largest divisor within `width`.
+  static int64_t vector_piece(int64_t extent, int64_t width, int64_t vector) {
+    int64_t any = 1;
+    for (int64_t d = std::min(width, extent); d >= 2; --d) {
+      if (extent % d != 0) continue;
+      if (vector > 1 && d % vector == 0) return d;
+      if (any == 1) any = d;
+    }
+    return any;
+  }
+
+  // Whether the iteration variables the loop drives appear in the last index of the block's
+  // write and in no other: consecutive iterations store next to each other.
+  static bool writes_along(const Schedule& sch, BlockRV block, ExprRef loop_var) {
+    std::vector<sdk::BufferAccess> writes = sch.writes(block);
+    if (writes.size() != 1 || writes[0].indices.empty()) return false;
+    std::vector<ExprRef> driven;
+    for (const sdk::IterVarInfo& iv : sch.iter_vars(block))
+      if (iv.value && iv.value.uses(loop_var)) driven.push_back(iv.var);
+    if (driven.empty()) return false;
+    const auto& index = writes[0].indices[0];
+    if (index.empty()) return false;
+    auto uses_driven = [&](const ExprRef& e) {
+      for (const ExprRef& v : driven)
+        if (e.uses(v)) return true;
+      return false;
+    };
+    for (size_t d = 0; d + 1 < index.size(); ++d)
+      if (uses_driven(index[d])) return false;
+    return uses_driven(index.back());
+  }
+
+  int64_t lanes_ = 8;
 };
 
 } // namespace

@@ -532,6 +532,32 @@ TEST(StdRulesParallelVectorizeUnroll, AnnotatesAndThePostprocRewrites) {
   EXPECT_EQ(compare(run(f), h), "");
 }
 
+// A loop longer than the width is split, its inner part vectorised, when the block writes
+// along it (a row's elementwise work, a write-back with its epilogue); a transposing copy, whose
+// vector stores would scatter, keeps its loop.
+TEST(StdRulesParallelVectorizeUnroll, LongLoopsAreSplitWhereTheWriteIsContiguous) {
+  Function f = make_workload("elementwise(M=2,N=200,ops=gelu)");
+  auto in = instantiate(cpu_set());
+  auto spaces = generate_design_spaces(f, in.rules, 1);
+  ASSERT_EQ(spaces.size(), 1u);
+  auto p = postproc("std.RewriteParallelVectorizeUnroll", kCpu);
+  ASSERT_TRUE(p->apply(spaces[0]));
+  auto vec = loops_with(spaces[0]->func(), ForKind::Vectorized);
+  ASSERT_EQ(vec.size(), 1u);
+  EXPECT_EQ(vec[0]->extent, 40) << "200 = 5 x 40: the most whole 8-lane vectors within 64";
+  EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
+
+  Function d = make_workload("dense(M=2,N=8,K=96,bias=0,act=none)");
+  auto sch = std::make_shared<Schedule>(d);
+  BlockRV c = sch->all_blocks()[0];
+  BlockRV w = sch->cache_read(c, 1, "global");
+  sch->transform_layout(w, 0, {1, 0}); // the copy's inner loop (k, 96) writes the first index
+  sch->annotate(w, "meta_schedule.vectorize", AnnValue{int64_t{64}});
+  ASSERT_TRUE(p->apply(sch));
+  EXPECT_TRUE(loops_with(sch->func(), ForKind::Vectorized).empty());
+  EXPECT_EQ(compare(run(d), sch->func()), "");
+}
+
 TEST(StdRulesAddRFactor, ForksSmallReductionsIntoPartialResults) {
   Function f = make_workload("softmax(M=1,N=7)");
   auto spaces = apply_rule(f, *rule("std.AddRFactor", kCpu));
