@@ -146,6 +146,44 @@ TEST(LlvmCodegen, UnrolledLoopTooLargeToExpandStaysALoop) {
   }
 }
 
+// A pad block as the convolutions' schedules leave it: 30 unrolled rows, each a vector of 58
+// lanes reading the input through clamped indices (a gather at the edges). Each gather lane
+// expands to scalar code, so the rows stay a loop (once 30 such rows took 14 s to compile);
+// the same rows read contiguously are expanded. Both compute the padding as written out here.
+TEST(LlvmCodegen, UnrolledRowsOfGathersStayALoop) {
+  const int rows = 30, w = 56, pw = w + 2;
+  for (bool clamped : {true, false}) {
+    SCOPED_TRACE(clamped ? "clamped gather" : "contiguous");
+    auto In = P::make_buffer("In", P::DType::f32(), {rows, pw});
+    auto Out = P::make_buffer("Out", P::DType::f32(), {rows, pw});
+    auto y = P::make_var("y"), x = P::make_var("x");
+    P::Expr value;
+    if (clamped) {
+      P::Expr cx = P::min(P::max(x - 1, P::Expr(int64_t{0})), P::Expr(int64_t{w - 1}));
+      value = P::make_select(x >= 1 && x < w + 1, P::make_load(In, {y, cx}), 0.0);
+    } else {
+      value = P::make_load(In, {y, x}) + 1.0;
+    }
+    P::Program p{
+        "pad_rows",
+        {In, Out},
+        P::make_for(y, rows,
+                    P::make_for(x, pw, P::make_store(Out, {y, x}, value), P::ForKind::Vectorized),
+                    P::ForKind::Unrolled)};
+    std::string ir = emit_ir(p, {}, false);
+    EXPECT_EQ(ir.find("y.body") != std::string::npos, clamped);
+    auto in = random_floats(static_cast<size_t>(rows * pw), 12);
+    std::vector<float> out(static_cast<size_t>(rows * pw)), want(out.size());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < pw; ++c)
+        want[static_cast<size_t>(r * pw + c)] =
+            !clamped ? in[static_cast<size_t>(r * pw + c)] + 1.f
+                     : (c >= 1 && c < w + 1 ? in[static_cast<size_t>(r * pw + c - 1)] : 0.f);
+    run(p, {in.data(), out.data()});
+    expect_close(out, want, 0, 0);
+  }
+}
+
 TEST(LlvmCodegen, RowSumWithLocalAccumulator) {
   // allocate acc[1] (stack); for i: acc = 0; for k: acc += A[i,k]; S[i] = acc
   auto A = P::make_buffer("A", P::DType::f32(), {9, 33});
