@@ -431,6 +431,13 @@ private:
       case P::ExprKind::Mul:
         return {round_to(b_.CreateFMul(x, y), ot), vec};
       case P::ExprKind::Div:
+        if (vec && !c.vec) {
+          // A division of a vector by one value (softmax's row sum, a norm) is a multiply by
+          // its reciprocal, one scalar division per vector instead of a vdivps (several times
+          // an FMA's cost): results differ by about an ulp, as oneDNN's do.
+          llvm::Value* r = b_.CreateFDiv(llvm::ConstantFP::get(c.v->getType(), 1.0), c.v);
+          return {round_to(b_.CreateFMul(x, splat(r)), ot), vec};
+        }
         return {round_to(b_.CreateFDiv(x, y), ot), vec};
       // Same operand choice as std::min / std::max.
       case P::ExprKind::Min:
