@@ -157,8 +157,7 @@ public:
   void initialize(const sdk::TuneContext& ctx) override {
     TargetInfo info = TargetInfo::from(ctx);
     if (!config_.has("target")) configure(info.gpu);
-    // f32 lanes of the target's vectors (AVX2's 8 when it does not say).
-    lanes_ = info.vector_bytes >= 4 ? info.vector_bytes / 4 : 8;
+    lanes_ = info.f32_lanes();
   }
 
   std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {

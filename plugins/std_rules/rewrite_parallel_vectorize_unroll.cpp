@@ -48,7 +48,7 @@ public:
 
   void initialize(const sdk::TuneContext& ctx) override {
     TargetInfo info = TargetInfo::from(ctx);
-    lanes_ = info.vector_bytes >= 4 ? info.vector_bytes / 4 : 8;
+    lanes_ = info.f32_lanes();
   }
 
   bool apply(Schedule& sch) override {

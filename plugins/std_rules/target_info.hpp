@@ -23,6 +23,9 @@ struct TargetInfo {
   int64_t max_shared_memory_per_block = 49152;     // GPU, bytes
   int64_t max_local_memory_per_block = 2147483647; // GPU, bytes (no limit unless told)
 
+  // f32 elements in one vector register (8, AVX2's, when the host did not say).
+  int64_t f32_lanes() const { return vector_bytes >= 4 ? vector_bytes / 4 : 8; }
+
   // Defaults: a CPU with std::thread::hardware_concurrency() cores.
   TargetInfo();
   static TargetInfo from(const sdk::TuneContext& ctx);
