@@ -103,7 +103,7 @@ constexpr int64_t kMachineLanes = 8;
 // any masked access) the backend expands it lane by lane into an index extract, a scalar
 // access, an insert and, when masked, a test and a branch. A padded convolution's pad block
 // vectorized over 58 lanes under a 30-step unrolled row loop was 1,740 such lanes: 14 s of
-// register allocation and scheduling for a kernel whose convolution is 24 FMAs.
+// register allocation and scheduling for a kernel whose convolution is 48 FMAs.
 constexpr int64_t kGatherLaneWeight = 8;
 
 // The code `s` turns into once its unrolled loops are expanded, in operations: loads, stores,
@@ -155,8 +155,7 @@ int64_t unroll_weight(const P::Stmt& s, int64_t vec_var = -1, int64_t lanes = 1)
   case P::StmtKind::For: {
     // A vectorized loop inside another keeps the outer lanes (codegen runs it lane-wise for
     // them); an outermost one runs its own.
-    bool vectorized =
-        s->for_kind == P::ForKind::Vectorized && vec_var < 0 && static_cast<bool>(s->loop_var);
+    bool vectorized = s->for_kind == P::ForKind::Vectorized && vec_var < 0;
     int64_t body =
         vectorized ? unroll_weight(s->body, s->loop_var->var_id, std::max<int64_t>(s->extent, 1))
                    : unroll_weight(s->body, vec_var, lanes);
