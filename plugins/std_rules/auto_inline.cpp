@@ -9,8 +9,16 @@
 // tile from vectorizing; computed on its own, the padded copy is made once and read without
 // guards. GPU default: inlined (registers are cheap there, an extra pass over memory is not).
 //
+// A block that calls a costly math function (exp, erf, tanh, ...) and feeds more than one
+// consumer is not inlined on CPU either ("disallow_recomputed_math"): inlined, each consumer
+// would compute the function again. Softmax's exp feeds the row sum and the normalisation:
+// tuned 64 trials with it inlined into both, 0.59-0.64 of oneDNN; computed once (placed by
+// RandomComputeLocation, which does not draw "inline" for it either), 0.98-1.10 over three
+// seeds (figures in docs/std_rules.md). GPU default: inlined, as for padding.
+//
 // Configuration: {"into_consumer": true, "into_producer": true,
-//                 "disallow_if_then_else": true on CPU, false on GPU}.
+//                 "disallow_if_then_else": true on CPU, false on GPU,
+//                 "disallow_recomputed_math": true on CPU, false on GPU}.
 #include <optional>
 
 #include "block_analysis.hpp"
@@ -26,15 +34,20 @@ class AutoInline : public sdk::ScheduleRule {
 public:
   explicit AutoInline(std::string_view text) {
     Config cfg("std.AutoInline", text);
-    cfg.allow_only({"into_consumer", "into_producer", "disallow_if_then_else"});
+    cfg.allow_only(
+        {"into_consumer", "into_producer", "disallow_if_then_else", "disallow_recomputed_math"});
     into_consumer_ = cfg.get_bool("into_consumer", true);
     into_producer_ = cfg.get_bool("into_producer", true);
     if (cfg.has("disallow_if_then_else"))
       disallow_if_then_else_ = cfg.get_bool("disallow_if_then_else", true);
+    if (cfg.has("disallow_recomputed_math"))
+      disallow_recomputed_math_ = cfg.get_bool("disallow_recomputed_math", true);
   }
 
   void initialize(const sdk::TuneContext& ctx) override {
-    if (!disallow_if_then_else_) disallow_if_then_else_ = !TargetInfo::from(ctx).gpu;
+    bool cpu = !TargetInfo::from(ctx).gpu;
+    if (!disallow_if_then_else_) disallow_if_then_else_ = cpu;
+    if (!disallow_recomputed_math_) disallow_recomputed_math_ = cpu;
   }
 
   std::vector<sdk::Schedule> apply(sdk::Schedule& sch, sdk::BlockRV block) override {
@@ -45,7 +58,8 @@ public:
     if (sch.writes(block).size() != 1) return {sch};
     // Each primitive is all-or-nothing: a refusal leaves the schedule as it was.
     bool conditional = disallow_if_then_else_.value_or(true) && has_select(body.value());
-    if (into_consumer_ && !writes_param(sch, block) && !conditional) {
+    if (into_consumer_ && !writes_param(sch, block) && !conditional &&
+        !(disallow_recomputed_math_.value_or(true) && inlining_recomputes_math(sch, block))) {
       try {
         sch.compute_inline(block);
         return {sch};
@@ -75,6 +89,7 @@ private:
   bool into_producer_ = true;
   // Unset until configured or initialized from the target; unset = disallow (CPU behaviour).
   std::optional<bool> disallow_if_then_else_;
+  std::optional<bool> disallow_recomputed_math_;
 };
 
 } // namespace

@@ -124,6 +124,66 @@ LoopTree::LoopTree(const Schedule& sch) : program_(sch.program()) {
     walk(roots_[i], static_cast<int>(i));
 }
 
+namespace {
+
+bool reads_buffer(const sdk::ExprRef& e, const sdk::BufferRef& b) {
+  if (!e) return false;
+  if (e.kind() == sdk::ExprKind::Load && e.load_buffer() == b) return true;
+  for (size_t i = 0, n = e.num_args(); i < n; ++i)
+    if (reads_buffer(e.arg(i), b)) return true;
+  return false;
+}
+
+bool stmt_reads(StmtRef body, const std::vector<sdk::BufferAccess>& buffers) {
+  bool hit = false;
+  body.visit([&](StmtRef x) {
+    if (hit) return false;
+    std::vector<sdk::ExprRef> exprs;
+    if (x.kind() == StmtKind::Store) {
+      exprs = x.indices();
+      exprs.push_back(x.value());
+    } else if (x.kind() == StmtKind::IfThenElse) {
+      exprs.push_back(x.condition());
+    }
+    for (const sdk::ExprRef& e : exprs)
+      for (const sdk::BufferAccess& a : buffers)
+        hit = hit || reads_buffer(e, a.buffer);
+    return true;
+  });
+  return hit;
+}
+
+} // namespace
+
+std::vector<std::string> LoopTree::readers_of(const std::vector<sdk::BufferAccess>& buffers,
+                                              const std::string& self) const {
+  std::vector<std::string> out;
+  for (const StmtRef& root : roots_) {
+    root.visit([&](StmtRef s) {
+      if (s.kind() != StmtKind::BlockRealize) return true;
+      if (s.block_name() != self && (stmt_reads(s.block_body(), buffers) ||
+                                     (s.block_init() && stmt_reads(s.block_init(), buffers))))
+        out.push_back(s.block_name());
+      return false;
+    });
+  }
+  return out;
+}
+
+bool calls_costly_math(const sdk::ExprRef& e) {
+  if (!e) return false;
+  if (e.kind() == sdk::ExprKind::Call && e.call_fn() != sdk::MathFn::Abs) return true;
+  for (size_t i = 0, n = e.num_args(); i < n; ++i)
+    if (calls_costly_math(e.arg(i))) return true;
+  return false;
+}
+
+bool inlining_recomputes_math(const Schedule& sch, BlockRV block) {
+  auto [body, init] = sch.block_body(block);
+  if (!body || body.kind() != StmtKind::Store || !calls_costly_math(body.value())) return false;
+  return LoopTree(sch).readers_of(sch.writes(block), sch.name_of(block)).size() > 1;
+}
+
 std::vector<StmtRef> LoopTree::loops_of(const std::string& block) const {
   auto it = block_loops_.find(block);
   return it == block_loops_.end() ? std::vector<StmtRef>() : it->second;

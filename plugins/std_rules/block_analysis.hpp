@@ -60,6 +60,9 @@ public:
   std::vector<sdk::StmtRef> loops_of(const std::string& block) const;
   // Index of the top-level statement that contains the block (-1 if none).
   int root_item_of(const std::string& block) const;
+  // Names of the other blocks that read any of `buffers` (in a store or a condition).
+  std::vector<std::string> readers_of(const std::vector<sdk::BufferAccess>& buffers,
+                                      const std::string& self) const;
 
 private:
   sdk::Program program_; // keeps the statements alive
@@ -68,6 +71,15 @@ private:
   std::map<std::string, int> block_root_;
   std::map<std::string, std::vector<sdk::StmtRef>> block_loops_;
 };
+
+// Whether the expression calls a math function that costs more than an arithmetic operation
+// (every one but abs): computing it twice is work, not a register move.
+bool calls_costly_math(const sdk::ExprRef& e);
+
+// Whether inlining the block would compute a costly math call more than once: its value calls
+// one (calls_costly_math) and more than one other block reads what it writes. AutoInline keeps
+// such a block on CPU, and RandomComputeLocation does not draw "inline" for it.
+bool inlining_recomputes_math(const sdk::Schedule& sch, sdk::BlockRV block);
 
 // Splits `n` into prime factors, smallest first.
 std::vector<int64_t> prime_factors(int64_t n);

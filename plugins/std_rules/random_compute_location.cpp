@@ -1,8 +1,9 @@
 // RandomComputeLocation: a producer that is neither inlined nor tiled and still owns a loop
 // nest at the root is moved under a loop of its consumers chosen by sample_compute_location
-// (or left at the root, or inlined -- the sampled choices). For a block marked by AddRFactor
-// the same is done for its producer, the rfactor block. A sampled location that the schedule
-// refuses is re-drawn a few times; if none works the block stays where it is.
+// (or left at the root, or inlined -- the sampled choices; never inlined when that would
+// compute a costly math call once per consumer, see inlining_recomputes_math). For a block
+// marked by AddRFactor the same is done for its producer, the rfactor block. A sampled location
+// that the schedule refuses is re-drawn a few times; if none works the block stays where it is.
 //
 // Configuration: {"attempts": 4}.
 #include "annotation_keys.hpp"
@@ -55,49 +56,7 @@ private:
     for (const sdk::StmtRef& l : loops)
       if (l.for_kind() != sdk::ForKind::Serial) return false;
     // Consumers: some other block reads what this one writes.
-    return has_consumer(tree, name, sch.writes(block));
-  }
-
-  static bool reads_buffer(sdk::ExprRef e, sdk::BufferRef b) {
-    if (!e) return false;
-    if (e.kind() == sdk::ExprKind::Load && e.load_buffer() == b) return true;
-    for (size_t i = 0, n = e.num_args(); i < n; ++i)
-      if (reads_buffer(e.arg(i), b)) return true;
-    return false;
-  }
-
-  static bool has_consumer(const LoopTree& tree, const std::string& self,
-                           const std::vector<sdk::BufferAccess>& writes) {
-    bool found = false;
-    for (const sdk::StmtRef& root : tree.root_items()) {
-      root.visit([&](sdk::StmtRef s) {
-        if (found) return false;
-        if (s.kind() != sdk::StmtKind::BlockRealize) return true;
-        if (s.block_name() == self) return false;
-        auto stmt_reads = [&](sdk::StmtRef body) {
-          bool hit = false;
-          body.visit([&](sdk::StmtRef x) {
-            if (hit) return false;
-            std::vector<sdk::ExprRef> exprs;
-            if (x.kind() == sdk::StmtKind::Store) {
-              exprs = x.indices();
-              exprs.push_back(x.value());
-            } else if (x.kind() == sdk::StmtKind::IfThenElse) {
-              exprs.push_back(x.condition());
-            }
-            for (const sdk::ExprRef& e : exprs)
-              for (const sdk::BufferAccess& w : writes)
-                hit = hit || reads_buffer(e, w.buffer);
-            return true;
-          });
-          return hit;
-        };
-        if (stmt_reads(s.block_body()) || (s.block_init() && stmt_reads(s.block_init())))
-          found = true;
-        return false;
-      });
-    }
-    return found;
+    return !tree.readers_of(sch.writes(block), name).empty();
   }
 
   // Tries a few sampled locations, each on a copy; returns the first that works, else `sch`.
@@ -111,6 +70,9 @@ private:
       Schedule s = origin.copy();
       try {
         LoopRV at = s.sample_compute_location(block);
+        // Inlined into several consumers, an exp (say) would be computed once per consumer: the
+        // reason AutoInline kept the block (see auto_inline.cpp); draw again.
+        if (at.is_inlined() && inlining_recomputes_math(s, block)) continue;
         s.compute_at(block, at);
         return s;
       } catch (const sdk::ScheduleError&) {

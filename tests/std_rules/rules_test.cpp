@@ -1,5 +1,6 @@
 // Each standard component on its own: what it does to a block (structure, annotations, loop
 // kinds), checked against the host's view of the schedule, plus its refusals and errors.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -113,6 +114,33 @@ TEST(StdRulesAutoInline, CpuKeepsConditionalPaddingApart) {
   EXPECT_EQ(compare(run(f), spaces[0]->func()), "");
   EXPECT_THROW(host().create_schedule_rule("std.AutoInline", R"({"disallow_if_then_else": 3})"),
                PluginError);
+}
+
+// Softmax's exp feeds two consumers (the row sum and the normalisation): on CPU it stays a block
+// of its own, computed once; on GPU (or configured so) it is inlined into both. A math call with
+// one consumer (the elementwise chain above) is inlined on CPU all the same.
+TEST(StdRulesAutoInline, CpuComputesAMathCallFeedingTwoConsumersOnce) {
+  Function f = make_workload("softmax(M=6,N=10)");
+  auto has = [](const Function& g, const std::string& name) {
+    std::vector<std::string> names = block_names(g);
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  ASSERT_TRUE(has(f, "softmax_exp"));
+  std::vector<NDArray> ref = run(f);
+  auto cpu = apply_rule(f, *rule("std.AutoInline", kCpu));
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_TRUE(has(cpu[0]->func(), "softmax_exp"));
+  EXPECT_EQ(compare(ref, cpu[0]->func()), "");
+  for (auto [target, config] : {std::pair<const TuneAttributes*, const char*>{&kGpu, ""},
+                                {&kCpu, R"({"disallow_recomputed_math": false})"}}) {
+    auto spaces = apply_rule(f, *rule("std.AutoInline", *target, config));
+    ASSERT_EQ(spaces.size(), 1u);
+    EXPECT_FALSE(has(spaces[0]->func(), "softmax_exp")) << config;
+    EXPECT_EQ(compare(ref, spaces[0]->func()), "");
+  }
+  EXPECT_THROW(
+      host().create_schedule_rule("std.AutoInline", R"({"disallow_recomputed_math": "yes"})"),
+      PluginError);
 }
 
 TEST(StdRulesAutoInline, EpilogueIsReverseInlinedIntoItsProducer) {
@@ -623,6 +651,22 @@ TEST(StdRulesRandomComputeLocation, MovesProducersUnderConsumers) {
     EXPECT_EQ(compare(ref, g), "") << spaces[0]->trace().to_json();
   }
   EXPECT_TRUE(moved) << "some seed places a producer under a consumer loop";
+}
+
+// Softmax's exp feeds the row sum and the normalisation: a drawn location may be the root or
+// any loop of its consumers, never "inline" (that would compute exp twice per element). Seeds
+// enough that the unconstrained draw inlines it at least once (4 locations and inline here).
+TEST(StdRulesRandomComputeLocation, NeverInlinesAMathCallFeedingTwoConsumers) {
+  Function f = make_workload("softmax(M=6,N=10)");
+  auto r = rule("std.RandomComputeLocation", kCpu);
+  std::vector<NDArray> ref = run(f);
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    auto spaces = apply_rule(f, *r, seed);
+    ASSERT_EQ(spaces.size(), 1u);
+    const Function& g = spaces[0]->func();
+    ASSERT_NE(find(g, "softmax_exp"), nullptr) << "seed " << seed << spaces[0]->trace().to_json();
+    EXPECT_EQ(compare(ref, g), "") << spaces[0]->trace().to_json();
+  }
 }
 
 TEST(StdRulesRewriteReductionBlock, SplitsInitFromUpdate) {
