@@ -81,11 +81,14 @@ struct Options {
   // channel-lane spaces' are, with the lanes along the innermost spatial axis: rows drawn from
   // 3..8, one or two whole vectors, every other spatial loop 1 at the innermost level. Free
   // draws of sample_perfect_tile rarely give such a tile (a 1 x 4 tile is as likely as 6 x 16),
-  // and with a small budget the search does not find it from there. Off by default: in 64-trial
-  // runs (bench/operator_suite) batch_matmul gained (0.68 -> 0.76, 0.87 of oneDNN) but conv1d
-  // and dense lost more (0.98 -> 0.67, 0.57; 0.74 -> 0.45, 0.60): more spaces, fewer samples
-  // of each.
-  bool register_tile = false;
+  // and with a small budget the search does not find it from there. Unset (the CPU default):
+  // offered to a block that has no channel-lane space -- matmul, dense, batch matmul, whose
+  // only register tiles would otherwise be free draws -- and not to a convolution, whose
+  // channel-lane spaces already are register tiles (more spaces there meant fewer samples of
+  // each: conv1d lost 0.98 -> 0.67 and 0.57 of oneDNN with it in 64-trial runs). dense+bias+gelu
+  // at 64 trials, three seeds each, best records replayed side by side three times: 31.1 GFLOPS
+  // on average without it, 36.2 with it (oneDNN 31-47 in the same rounds; Zen 1, 2026-12-02).
+  std::optional<bool> register_tile;
 };
 
 // The block's innermost spatial iteration variable: the axis ParallelVectorizeUnroll
@@ -171,7 +174,9 @@ public:
       return {sch}; // the block's nest cannot be tiled this way: leave it alone
     }
     add_padded(sch, block, {}, false, &states);
-    if (opts_.register_tile) {
+    std::vector<size_t> lanes;
+    if (opts_.channel_lanes) lanes = channel_lanes(sch, block);
+    if (opts_.register_tile.value_or(lanes.empty())) {
       try {
         State s = tile(sch, block, {}, {}, true);
         bind(s);
@@ -182,7 +187,7 @@ public:
       }
     }
     if (opts_.channel_lanes) {
-      for (size_t lane : channel_lanes(sch, block)) {
+      for (size_t lane : lanes) {
         try {
           State s = tile(sch, block, {}, lane, true);
           bind(s);
@@ -214,6 +219,7 @@ private:
       o.read_levels = {4};
       o.read_scope = "shared";
       o.vector_load_lens = {1, 2, 4};
+      o.register_tile = false; // a CPU register tile: threads tile a GPU block
     } else {
       o.write_reuse = Reuse::May;
       o.write_levels = {1, 2};
@@ -250,7 +256,7 @@ private:
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
     o.padded_inner_factors = config_.get_ints("padded_inner_factors", o.padded_inner_factors, true);
     o.channel_lanes = config_.get_bool("channel_lanes", o.channel_lanes);
-    o.register_tile = config_.get_bool("register_tile", o.register_tile);
+    if (config_.has("register_tile")) o.register_tile = config_.get_bool("register_tile", false);
     validate(o);
     opts_ = std::move(o);
   }

@@ -329,9 +329,31 @@ TEST(StdRulesMultiLevelTiling, CpuPadsTheRowLoopForASixRowRegisterTile) {
   EXPECT_EQ(padded, 3u);
 }
 
-// register_tile (off by default): spaces whose innermost spatial level is a register tile -- 3 to 8
-// rows (or the padded 6) by one or two whole vectors along the innermost axis, every other
-// spatial loop 1 there. Their own and sampled decisions compute the reference's numbers.
+// register_tile (CPU default: for blocks without channel lanes): spaces whose innermost spatial
+// level is a register tile -- 3 to 8 rows (or the padded 6) by one or two whole vectors along
+// the innermost axis, every other spatial loop 1 there. Their own and sampled decisions compute
+// the reference's numbers.
+// Unset, register_tile is on for matmul-like blocks (no channel-lane space) and off for
+// convolutions (their channel-lane spaces are the register tiles).
+TEST(StdRulesMultiLevelTiling, CpuRegisterTileByDefaultOnlyWithoutChannelLanes) {
+  auto count = [](const std::string& spec, const char* config) {
+    return apply_rule(make_workload(spec), *rule("std.MultiLevelTiling", kCpu, config)).size();
+  };
+  const char* unset = R"({"read_reuse": "none"})";
+  const char* off = R"({"read_reuse": "none", "register_tile": false})";
+  const char* on = R"({"read_reuse": "none", "register_tile": true})";
+  for (const char* spec : {"matmul(M=32,N=48,K=16)", "dense(M=10,N=16,K=12,bias=1,act=gelu)"}) {
+    EXPECT_EQ(count(spec, unset), count(spec, on)) << spec;
+    EXPECT_GT(count(spec, unset), count(spec, off)) << spec;
+  }
+  const char* conv = "conv2d(N=1,C=8,H=10,W=16,F=16,KH=3,KW=3,stride=1,padding=1)";
+  EXPECT_EQ(count(conv, unset), count(conv, off));
+  EXPECT_GT(count(conv, on), count(conv, off));
+  // The GPU form has no CPU register tile.
+  Function f = make_workload("matmul(M=32,N=48,K=16)");
+  EXPECT_EQ(apply_rule(f, *rule("std.MultiLevelTiling", kGpu)).size(), 1u);
+}
+
 TEST(StdRulesMultiLevelTiling, CpuRegisterTileSpacesHaveRowsByWholeVectors) {
   for (const char* spec : {"matmul(M=32,N=48,K=16)", "batch_matmul(B=3,M=20,N=32,K=8)",
                            "dense(M=10,N=16,K=12,bias=1,act=gelu)"}) {
