@@ -6,6 +6,8 @@
 // that the schedule refuses is re-drawn a few times; if none works the block stays where it is.
 //
 // Configuration: {"attempts": 4}.
+#include <optional>
+
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
 #include "config.hpp"
@@ -65,6 +67,7 @@ private:
     // A copy's random stream is forked from its origin's current state, without advancing it:
     // copies of one schedule draw alike, so each attempt copies the previous (clean) copy.
     Schedule origin = sch;
+    std::optional<bool> recomputes; // asked once, and only when "inline" is drawn
     for (int i = 0; i < attempts_; ++i) {
       origin = origin.copy();
       Schedule s = origin.copy();
@@ -72,7 +75,10 @@ private:
         LoopRV at = s.sample_compute_location(block);
         // Inlined into several consumers, an exp (say) would be computed once per consumer: the
         // reason AutoInline kept the block (see auto_inline.cpp); draw again.
-        if (at.is_inlined() && inlining_recomputes_math(s, block)) continue;
+        if (at.is_inlined()) {
+          if (!recomputes) recomputes = inlining_recomputes_math(sch, block);
+          if (*recomputes) continue;
+        }
         s.compute_at(block, at);
         return s;
       } catch (const sdk::ScheduleError&) {
