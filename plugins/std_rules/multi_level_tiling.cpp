@@ -89,6 +89,16 @@ struct Options {
   // at 64 trials, three seeds each, best records replayed side by side three times: 31.1 GFLOPS
   // on average without it, 36.2 with it (oneDNN 31-47 in the same rounds; Zen 1, 2026-12-02).
   std::optional<bool> register_tile;
+  // Whether the spaces whose tiles are free draws of sample_perfect_tile stay when a
+  // register-tile or channel-lane space exists for the block (they always do when none does).
+  // Unset (the CPU default): dropped for blocks with channel-lane spaces (convolutions), kept
+  // for the others. Every best convolution kernel of the 128-trial suite run came from a
+  // channel-lane space; the free ones (conv3d had 26 spaces, half free) drew tiles such as 7
+  // lanes along the output width and took the trials: ResNet 3x3 at 64 trials, seeds 1-3,
+  // 0.53 / 0.81 / 0.48 of oneDNN with them, 0.81 / 0.87 / 0.71 without (conv3d 0.68 / 0.75 /
+  // 0.70 vs 0.59 / 0.80 / 0.72; Zen 1, 2026-12-02). For dense the 64-trial runs were
+  // inconclusive (0.90 / 0.49 with, 0.53 / 0.51 without), so matmuls keep them.
+  std::optional<bool> free_tiles;
 };
 
 // The block's innermost spatial iteration variable: the axis ParallelVectorizeUnroll
@@ -149,18 +159,24 @@ public:
     config_.allow_only({"target", "structure", "max_innermost_factor", "tile_binds", "write_reuse",
                         "write_levels", "write_scope", "read_reuse", "read_levels", "read_scope",
                         "read_location", "read_inputs", "vector_load_lens", "padded_inner_factors",
-                        "channel_lanes", "register_tile"});
+                        "channel_lanes", "register_tile", "vector_registers", "free_tiles"});
     std::string target = config_.get_string("target", "");
     if (!target.empty() && target != "cpu" && target != "gpu")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                        "std.MultiLevelTiling: 'target' must be \"cpu\" or \"gpu\"");
     configure(target == "gpu");
+    budget_.registers = config_.get_int("vector_registers", budget_.registers);
+    if (budget_.registers < 4)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTiling: 'vector_registers' must be at least 4");
   }
 
   void initialize(const sdk::TuneContext& ctx) override {
     TargetInfo info = TargetInfo::from(ctx);
     if (!config_.has("target")) configure(info.gpu);
     lanes_ = info.f32_lanes();
+    // The target's count unless the config gives one (a tile shape to try on purpose).
+    if (!config_.has("vector_registers")) budget_.registers = info.vector_registers();
   }
 
   std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
@@ -174,6 +190,7 @@ public:
       return {sch}; // the block's nest cannot be tiled this way: leave it alone
     }
     add_padded(sch, block, {}, false, &states);
+    size_t free_spaces = states.size();
     std::vector<size_t> lanes;
     if (opts_.channel_lanes) lanes = channel_lanes(sch, block);
     if (opts_.register_tile.value_or(lanes.empty())) {
@@ -198,6 +215,8 @@ public:
         add_padded(sch, block, lane, true, &states);
       }
     }
+    if (!opts_.free_tiles.value_or(lanes.empty()) && states.size() > free_spaces)
+      states.erase(states.begin(), states.begin() + static_cast<std::ptrdiff_t>(free_spaces));
     states = add_write_reuse(std::move(states));
     states = add_read_reuse(std::move(states));
     std::vector<Schedule> out;
@@ -220,6 +239,7 @@ private:
       o.read_scope = "shared";
       o.vector_load_lens = {1, 2, 4};
       o.register_tile = false; // a CPU register tile: threads tile a GPU block
+      o.free_tiles = true;
     } else {
       o.write_reuse = Reuse::May;
       o.write_levels = {1, 2};
@@ -257,6 +277,7 @@ private:
     o.padded_inner_factors = config_.get_ints("padded_inner_factors", o.padded_inner_factors, true);
     o.channel_lanes = config_.get_bool("channel_lanes", o.channel_lanes);
     if (config_.has("register_tile")) o.register_tile = config_.get_bool("register_tile", false);
+    if (config_.has("free_tiles")) o.free_tiles = config_.get_bool("free_tiles", true);
     validate(o);
     opts_ = std::move(o);
   }
@@ -488,6 +509,19 @@ private:
     }
     if (register_tile && !lane_loop && !row)
       throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTiling: no register tile");
+    // The register tile's width is split first: its row count must leave registers for the
+    // loaded vectors and the broadcast (see RegisterBudget).
+    std::optional<std::vector<LoopRV>> lane_pieces;
+    int64_t vectors = 0;
+    if (row && n_s >= 2 && !roles[*tile_lane].reduce) {
+      std::optional<int64_t> padded_rows;
+      if (padded) padded_rows = padded->second;
+      lane_pieces =
+          split_lanes(sch, loops[*tile_lane], n_s, sch.extent(loops[*row]), padded_rows, &vectors);
+      if (!lane_pieces && !lane_loop)
+        throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                                 "std.MultiLevelTiling: no whole vectors along the lanes");
+    }
     // pieces[i][k]: level k of loop i.
     std::vector<std::vector<LoopRV>> pieces;
     std::vector<bool> is_reduce;
@@ -497,13 +531,10 @@ private:
       is_reduce.push_back(reduce);
       if (row && !reduce && n >= 2 && !(padded && padded->first == i)) {
         std::optional<std::vector<LoopRV>> p;
-        if (i == *tile_lane) {
-          p = split_lanes(sch, loops[i], n);
-          if (!p && !lane_loop)
-            throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
-                                     "std.MultiLevelTiling: no whole vectors along the lanes");
-        } else if (i == *row)
-          p = split_rows(sch, loops[i], n);
+        if (i == *tile_lane)
+          p = lane_pieces;
+        else if (i == *row)
+          p = split_rows(sch, loops[i], n, budget_.max_rows(vectors));
         else
           p = split_outer_levels(sch, loops[i], n);
         if (p) {
@@ -552,9 +583,21 @@ private:
   }
 
   // The register tile of a space whose lanes run along a non-innermost axis: 3 to 8 rows (or
-  // the padded factor) by one or two whole vectors, at most 16 accumulators -- AVX2's 16
-  // registers hold them, and an FMA's memory operand reads the weight.
+  // the padded factor) by one or two whole vectors, within the register budget.
   static constexpr int64_t kMaxTileRows = 8;
+
+  // A register tile of R rows by V vectors holds R x V accumulators, the V vectors of the
+  // operand it loads (a weight row, B's panel) and one broadcast: R x V + V + 1 registers.
+  // Over the target's count, LLVM spills -- a ResNet 3x3 conv's 7 x 2 tile on AVX2 (17 of 16)
+  // stored two accumulators and the broadcasts it re-used across the unrolled taps to the
+  // stack on every step of the reduction.
+  struct RegisterBudget {
+    int64_t registers = 16;
+    int64_t max_rows(int64_t vectors) const {
+      if (vectors <= 0) return kMaxTileRows;
+      return std::min(kMaxTileRows, (registers - 1 - vectors) / vectors);
+    }
+  };
 
   // Splits `loop` into [outer, inner], then tiles outer perfectly over the n - 1 outer levels
   // (no limit on their innermost: it is a middle level of the structure): `n` pieces.
@@ -583,20 +626,49 @@ private:
     return split_inner(sch, loop, n, -1, sch.sample_categorical(fit, probs));
   }
 
-  // The lane loop: one or two whole vectors.
-  std::optional<std::vector<LoopRV>> split_lanes(Schedule& sch, LoopRV loop, int n) const {
-    return split_inner_from(sch, loop, n, {lanes_, 2 * lanes_});
+  // The lane loop: two whole vectors when some row count of the row loop (`row_extent`, or
+  // the padded space's `padded_rows`) fits the register budget with them, else one vector when
+  // one fits with it (the row loop of width 14 on AVX2: 7 x 1, not 7 x 2), else either with a
+  // 2-row tile (split_rows' fallback). Decided from the extents, not drawn: re-sampling a
+  // space draws every decision afresh, and a row count drawn for one width must fit the
+  // other too. With `vectors` the widest width offered.
+  std::optional<std::vector<LoopRV>> split_lanes(Schedule& sch, LoopRV loop, int n,
+                                                 int64_t row_extent,
+                                                 std::optional<int64_t> padded_rows,
+                                                 int64_t* vectors) const {
+    int64_t extent = sch.extent(loop);
+    auto fits = [&](int64_t v) {
+      if (extent % (v * lanes_) != 0) return false;
+      return padded_rows ? *padded_rows <= budget_.max_rows(v)
+                         : !row_counts(row_extent, budget_.max_rows(v)).empty();
+    };
+    std::vector<int64_t> widths;
+    if (fits(2))
+      widths = {2 * lanes_};
+    else if (fits(1))
+      widths = {lanes_};
+    else
+      widths = {lanes_, 2 * lanes_};
+    *vectors = widths.back() / lanes_;
+    return split_inner_from(sch, loop, n, widths);
   }
 
-  // The row loop: 3 to 8 rows (2 when nothing larger divides it); a row count that divides
-  // nothing is the padded space's. Drawn from the candidates, not from every divisor, so that
-  // the first samples already are register tiles: a 1- or 2-row tile leaves the FMA units
-  // waiting on each other's latency.
-  static std::optional<std::vector<LoopRV>> split_rows(Schedule& sch, LoopRV loop, int n) {
-    int64_t extent = sch.extent(loop);
+  // Row counts of a register tile: 3 to `max_rows` that divide `extent`.
+  static std::vector<int64_t> row_counts(int64_t extent, int64_t max_rows) {
     std::vector<int64_t> rows;
-    for (int64_t r = 3; r <= kMaxTileRows; ++r)
+    for (int64_t r = 3; r <= max_rows; ++r)
       if (extent % r == 0) rows.push_back(r);
+    return rows;
+  }
+
+  // The row loop: 3 to `max_rows` rows (2 when nothing larger divides it); a row count that
+  // divides nothing is the padded space's. Drawn from the candidates, not from every divisor,
+  // so that the first samples already are register tiles: a 1- or 2-row tile leaves the FMA
+  // units waiting on each other's latency.
+  static std::optional<std::vector<LoopRV>> split_rows(Schedule& sch, LoopRV loop, int n,
+                                                       int64_t max_rows) {
+    int64_t extent = sch.extent(loop);
+    std::vector<int64_t> rows = row_counts(extent, max_rows);
     if (rows.empty() && extent % 2 == 0) rows.push_back(2);
     return split_inner_from(sch, loop, n, rows);
   }
@@ -796,6 +868,7 @@ private:
   Config config_;
   Options opts_;
   int64_t lanes_ = 8;
+  RegisterBudget budget_;
 };
 
 } // namespace

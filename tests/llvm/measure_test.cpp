@@ -16,9 +16,9 @@
 #include "core/ir/parser.h"
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
+#include "core/measure/measure.h"
 #include "core/plugin/plugin_host.h"
 #include "core/search/design_space.h"
-#include "core/measure/measure.h"
 #include "core/workload/library.h"
 
 #if defined(METATUNE_LLVM_CPU_PLUGIN) && defined(METATUNE_STD_RULES_PLUGIN)
@@ -334,6 +334,8 @@ TEST(MeasureTarget, DefaultsAreTheStandardCpuSetAndVectorWidthFollowsFeatures) {
   EXPECT_EQ(desc["vector_bytes"].get<int>(), avx512 ? 64
                                              : avx2 ? 32
                                                     : desc["vector_bytes"].get<int>());
+  // The register tiles' budget (std.MultiLevelTiling): ymm0-15, or zmm0-31 with AVX-512F.
+  EXPECT_EQ(desc["vector_registers"].get<int>(), avx512 ? 32 : 16);
   double total = 0;
   for (const auto& m : mutators)
     total += desc["mutator_probabilities"].at(m).get<double>();
@@ -344,12 +346,14 @@ TEST(MeasureTarget, DefaultsAreTheStandardCpuSetAndVectorWidthFollowsFeatures) {
   auto zen4 = host().create_target("llvm.cpu", R"({"target": "llvm -mcpu=znver4"})");
   auto zd = nlohmann::json::parse(zen4->describe_device());
   EXPECT_EQ(zd["vector_bytes"].get<int>(), 64);
+  EXPECT_EQ(zd["vector_registers"].get<int>(), 32);
   auto zf = zd["features"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(zf.begin(), zf.end(), "avx512vnni"), zf.end());
   auto no512 = host().create_target("llvm.cpu",
                                     R"({"target": "llvm -mcpu=skylake-avx512 -mattr=-avx512f"})");
   auto nd = nlohmann::json::parse(no512->describe_device());
   EXPECT_EQ(nd["vector_bytes"].get<int>(), 32);
+  EXPECT_EQ(nd["vector_registers"].get<int>(), 16);
   auto nf = nd["features"].get<std::vector<std::string>>();
   EXPECT_EQ(std::find(nf.begin(), nf.end(), "avx512f"), nf.end());
 }

@@ -398,6 +398,98 @@ TEST(StdRulesMultiLevelTiling, CpuRegisterTileSpacesHaveRowsByWholeVectors) {
   }
 }
 
+// A register tile of R rows by V vectors needs R x V accumulators, V loaded vectors and a
+// broadcast: R x V + V + 1 vector registers, or LLVM spills. Two vectors where a row count
+// fits with them, else one: output width 14 divides only by 7 among the row counts, so on
+// AVX2 (16 registers) the tile is 7 x 1 vector, never 7 x 2 (17); told 32 registers
+// (AVX-512), 7 x 2. Every draw of every space -- re-sampled, as the search does -- fits, and
+// computes the interpreter's numbers.
+TEST(StdRulesMultiLevelTiling, CpuRegisterTilesFitTheVectorRegisters) {
+  struct Case {
+    const char* spec;
+    int64_t registers;
+  };
+  for (const Case& c : {Case{"conv2d(N=1,C=4,H=3,W=14,F=16,KH=3,KW=3,stride=1,padding=1)", 16},
+                        Case{"conv2d(N=1,C=4,H=3,W=14,F=16,KH=3,KW=3,stride=1,padding=1)", 32},
+                        Case{"matmul(M=24,N=32,K=8)", 16}}) {
+    SCOPED_TRACE(std::string(c.spec) + " with " + std::to_string(c.registers) + " registers");
+    Function f = make_workload(c.spec);
+    std::vector<NDArray> ref = run(f);
+    std::string block = block_names(f).back();
+    TuneAttributes attrs = kCpu;
+    attrs["vector_registers"] = c.registers;
+    auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", attrs,
+                                      R"({"read_reuse": "none", "write_reuse": "none",
+                                          "padded_inner_factors": [], "channel_lanes": true})"));
+    std::set<std::pair<int64_t, int64_t>> shapes; // (rows, lanes) drawn
+    for (const auto& sp : spaces) {
+      bool categorical = false;
+      for (const auto& inst : sp->trace().instructions())
+        categorical = categorical || inst.kind == "sample_categorical";
+      if (!categorical) continue;
+      for (uint64_t seed = 1; seed <= 40; ++seed) {
+        std::shared_ptr<Schedule> s = sp;
+        std::string why;
+        ASSERT_EQ(sample(f, sp->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok) << why;
+        EXPECT_EQ(compare(ref, s->func()), "") << s->trace().to_json();
+        std::vector<const ForNode*> l = enclosing_loops(s->func(), block);
+        ASSERT_GE(l.size(), 2u);
+        int64_t lanes = l.back()->extent, rows = l[l.size() - 2]->extent;
+        int64_t vectors = lanes / 8;
+        EXPECT_LE(rows * vectors + vectors + 1, c.registers) << rows << " x " << lanes;
+        shapes.insert({rows, lanes});
+      }
+    }
+    std::string drawn;
+    for (auto [r, l] : shapes)
+      drawn += " " + std::to_string(r) + "x" + std::to_string(l);
+    if (std::string(c.spec).rfind("conv2d", 0) == 0) {
+      EXPECT_TRUE(shapes.count({7, c.registers >= 17 ? 16 : 8})) << drawn;
+      EXPECT_EQ(shapes.size(), 1u) << drawn;
+    } else {
+      // 24 rows: 3, 4 or 6 of two vectors (8 of them would spill).
+      EXPECT_TRUE(shapes.count({3, 16}) && shapes.count({4, 16}) && shapes.count({6, 16})) << drawn;
+      EXPECT_EQ(shapes.size(), 3u) << drawn;
+    }
+  }
+}
+
+// A convolution's spaces on CPU are its channel-lane register tiles only (the free tiles are
+// dropped unless asked for); a matmul keeps its free spaces next to its register tiles; each
+// space computes the interpreter's numbers.
+TEST(StdRulesMultiLevelTiling, CpuConvolutionsKeepOnlyChannelLaneSpacesByDefault) {
+  auto spaces = [](const std::string& spec, const char* config) {
+    return apply_rule(make_workload(spec), *rule("std.MultiLevelTiling", kCpu, config));
+  };
+  auto drawn_tiles = [](const std::shared_ptr<Schedule>& sp) {
+    for (const auto& inst : sp->trace().instructions())
+      if (inst.kind == "sample_categorical") return true;
+    return false;
+  };
+  const char* conv = "conv2d(N=1,C=8,H=6,W=12,F=16,KH=3,KW=3,stride=1,padding=1)";
+  Function f = make_workload(conv);
+  std::vector<NDArray> ref = run(f);
+  auto unset = spaces(conv, R"({"read_reuse": "none"})");
+  auto with_free = spaces(conv, R"({"read_reuse": "none", "free_tiles": true})");
+  auto without = spaces(conv, R"({"read_reuse": "none", "free_tiles": false})");
+  ASSERT_FALSE(unset.empty());
+  EXPECT_EQ(unset.size(), without.size());
+  EXPECT_GT(with_free.size(), unset.size());
+  for (const auto& sp : unset) {
+    EXPECT_TRUE(drawn_tiles(sp)) << sp->trace().to_json();
+    EXPECT_EQ(compare(ref, sp->func()), "");
+  }
+  size_t free = 0;
+  for (const auto& sp : with_free)
+    free += drawn_tiles(sp) ? 0 : 1;
+  EXPECT_GT(free, 0u);
+  const char* mm = "matmul(M=24,N=32,K=8)";
+  EXPECT_EQ(spaces(mm, R"({"read_reuse": "none"})").size(),
+            spaces(mm, R"({"read_reuse": "none", "free_tiles": true})").size());
+  EXPECT_GT(spaces(mm, R"({"read_reuse": "none"})").size(),
+            spaces(mm, R"({"read_reuse": "none", "free_tiles": false})").size());
+}
+
 // dense reads weight[N, K] along N, the vectorized axis: the staged copy is transposed to
 // [K, N] so that the register tile loads contiguous vectors; data[M, K] does not vary with N
 // and keeps its layout. Every space still computes the same numbers.

@@ -94,6 +94,8 @@ public:
     // 64 with AVX-512F, 32 with AVX/AVX2, else 16: decided by feature, not by CPU name, so
     // that a CPU LLVM 16 does not know still gets wide vectors.
     j["vector_bytes"] = target_.vector_bits() / 8;
+    // How many accumulators a register tile may keep without spilling (std.MultiLevelTiling).
+    j["vector_registers"] = target_.vector_registers();
     // The ABI's default_components has no place for weights: the tuner reads them here.
     nlohmann::json probs = nlohmann::json::object();
     for (const auto& [name, p] : kMutatorProbabilities)

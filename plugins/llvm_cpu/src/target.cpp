@@ -35,6 +35,12 @@ int Target::vector_bits() const {
   return 128;
 }
 
+int Target::vector_registers() const {
+  if (has("avx512f")) return 32;
+  if (triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0) return 32;
+  return 16;
+}
+
 std::string Target::feature_string() const {
   std::string s;
   for (const auto& f : features) {

@@ -17,6 +17,8 @@ struct Target {
   bool has(const std::string& feature) const; // feature without sign: "avx512f"
   // Widest vector register in bits (128 / 256 / 512).
   int vector_bits() const;
+  // Architectural vector registers: 32 with AVX-512F or on AArch64, else 16 (x86's ymm/xmm).
+  int vector_registers() const;
   // "llvm -mtriple=... -mcpu=... -mattr=..." (parseable by parse_target()).
   std::string str() const;
   std::string feature_string() const; // comma-separated
