@@ -79,7 +79,8 @@ struct Options {
   bool channel_lanes = false;
   // One more design space (and its padded ones) whose register tile is structured as the
   // channel-lane spaces' are, with the lanes along the innermost spatial axis: rows drawn from
-  // 3..8, one or two whole vectors, every other spatial loop 1 at the innermost level. Free
+  // 3..8 by one or two whole vectors within the register budget (see RegisterBudget), every
+  // other spatial loop 1 at the innermost level. Free
   // draws of sample_perfect_tile rarely give such a tile (a 1 x 4 tile is as likely as 6 x 16),
   // and with a small budget the search does not find it from there. Unset (the CPU default):
   // offered to a block that has no channel-lane space -- matmul, dense, batch matmul, whose
