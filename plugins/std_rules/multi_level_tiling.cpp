@@ -177,7 +177,7 @@ public:
     if (!config_.has("target")) configure(info.gpu);
     lanes_ = info.f32_lanes();
     // The target's count unless the config gives one (a tile shape to try on purpose).
-    if (!config_.has("vector_registers")) budget_.registers = info.vector_registers();
+    if (!config_.has("vector_registers")) budget_.registers = info.vector_registers;
   }
 
   std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {

@@ -37,7 +37,7 @@ TargetInfo TargetInfo::from(const sdk::TuneContext& ctx) {
   t.gpu = is_gpu_kind(t.kind);
   t.num_cores = int_attr(ctx, "num_cores", t.num_cores);
   t.vector_bytes = int_attr(ctx, "vector_bytes", 0);
-  t.vector_registers_count = int_attr(ctx, "vector_registers", 0);
+  t.vector_registers = int_attr(ctx, "vector_registers", t.vector_registers);
   t.max_threads_per_block = int_attr(ctx, "max_threads_per_block", t.max_threads_per_block);
   t.max_shared_memory_per_block =
       int_attr(ctx, "max_shared_memory_per_block", t.max_shared_memory_per_block);

@@ -19,18 +19,13 @@ struct TargetInfo {
   bool gpu = false;
   int64_t num_cores = 1;
   int64_t vector_bytes = 0;                        // 0: unknown
-  int64_t vector_registers_count = 0;              // 0: unknown
+  int64_t vector_registers = 16;                   // AVX2's, when the host does not say
   int64_t max_threads_per_block = 1024;            // GPU
   int64_t max_shared_memory_per_block = 49152;     // GPU, bytes
   int64_t max_local_memory_per_block = 2147483647; // GPU, bytes (no limit unless told)
 
   // f32 elements in one vector register (8, AVX2's, when the host did not say).
   int64_t f32_lanes() const { return vector_bytes >= 4 ? vector_bytes / 4 : 8; }
-  // Architectural vector registers (16, AVX2's, when the host did not say): what a register
-  // tile may hold without spilling.
-  int64_t vector_registers() const {
-    return vector_registers_count > 0 ? vector_registers_count : 16;
-  }
 
   // Defaults: a CPU with std::thread::hardware_concurrency() cores.
   TargetInfo();

@@ -354,6 +354,14 @@ TEST(StdRulesMultiLevelTiling, CpuRegisterTileByDefaultOnlyWithoutChannelLanes) 
   EXPECT_EQ(apply_rule(f, *rule("std.MultiLevelTiling", kGpu)).size(), 1u);
 }
 
+// Whether a MultiLevelTiling space is a register-tile one: those draw their rows and lanes
+// with sample_categorical; the free spaces only with sample_perfect_tile.
+bool draws_tile_shape(const Schedule& space) {
+  for (const auto& inst : space.trace().instructions())
+    if (inst.kind == "sample_categorical") return true;
+  return false;
+}
+
 TEST(StdRulesMultiLevelTiling, CpuRegisterTileSpacesHaveRowsByWholeVectors) {
   for (const char* spec : {"matmul(M=32,N=48,K=16)", "batch_matmul(B=3,M=20,N=32,K=8)",
                            "dense(M=10,N=16,K=12,bias=1,act=gelu)"}) {
@@ -370,11 +378,7 @@ TEST(StdRulesMultiLevelTiling, CpuRegisterTileSpacesHaveRowsByWholeVectors) {
     for (const auto& sp : with) {
       const Function& g = sp->func();
       EXPECT_EQ(compare(ref, g), "");
-      // The register-tile spaces are those that draw their lanes from whole vectors.
-      bool categorical = false;
-      for (const auto& inst : sp->trace().instructions())
-        categorical = categorical || inst.kind == "sample_categorical";
-      if (!categorical) continue;
+      if (!draws_tile_shape(*sp)) continue;
       ++tiles;
       for (uint64_t seed = 0; seed <= 4; ++seed) {
         std::shared_ptr<Schedule> s = sp;
@@ -423,10 +427,7 @@ TEST(StdRulesMultiLevelTiling, CpuRegisterTilesFitTheVectorRegisters) {
                                           "padded_inner_factors": [], "channel_lanes": true})"));
     std::set<std::pair<int64_t, int64_t>> shapes; // (rows, lanes) drawn
     for (const auto& sp : spaces) {
-      bool categorical = false;
-      for (const auto& inst : sp->trace().instructions())
-        categorical = categorical || inst.kind == "sample_categorical";
-      if (!categorical) continue;
+      if (!draws_tile_shape(*sp)) continue;
       for (uint64_t seed = 1; seed <= 40; ++seed) {
         std::shared_ptr<Schedule> s = sp;
         std::string why;
@@ -461,11 +462,6 @@ TEST(StdRulesMultiLevelTiling, CpuConvolutionsKeepOnlyChannelLaneSpacesByDefault
   auto spaces = [](const std::string& spec, const char* config) {
     return apply_rule(make_workload(spec), *rule("std.MultiLevelTiling", kCpu, config));
   };
-  auto drawn_tiles = [](const std::shared_ptr<Schedule>& sp) {
-    for (const auto& inst : sp->trace().instructions())
-      if (inst.kind == "sample_categorical") return true;
-    return false;
-  };
   const char* conv = "conv2d(N=1,C=8,H=6,W=12,F=16,KH=3,KW=3,stride=1,padding=1)";
   Function f = make_workload(conv);
   std::vector<NDArray> ref = run(f);
@@ -476,12 +472,12 @@ TEST(StdRulesMultiLevelTiling, CpuConvolutionsKeepOnlyChannelLaneSpacesByDefault
   EXPECT_EQ(unset.size(), without.size());
   EXPECT_GT(with_free.size(), unset.size());
   for (const auto& sp : unset) {
-    EXPECT_TRUE(drawn_tiles(sp)) << sp->trace().to_json();
+    EXPECT_TRUE(draws_tile_shape(*sp)) << sp->trace().to_json();
     EXPECT_EQ(compare(ref, sp->func()), "");
   }
   size_t free = 0;
   for (const auto& sp : with_free)
-    free += drawn_tiles(sp) ? 0 : 1;
+    free += draws_tile_shape(*sp) ? 0 : 1;
   EXPECT_GT(free, 0u);
   const char* mm = "matmul(M=24,N=32,K=8)";
   EXPECT_EQ(spaces(mm, R"({"read_reuse": "none"})").size(),
