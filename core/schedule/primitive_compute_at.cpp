@@ -17,8 +17,10 @@ bool path_contains(const StmtPath& p, const Stmt& node) {
   return std::find(p.nodes.begin(), p.nodes.end(), node) != p.nodes.end();
 }
 
-// Loop nest realizing `block` over `domain` (one range per iter var; null min = full range).
-Stmt make_nest(const Block& block, const std::vector<DimRange>& domain, const RangeMap& ctx) {
+// Loop nest realizing `block` over `domain` (one range per iter var; null min = full range),
+// its loops outermost first in `order` (iter var indices; empty = the iter vars' order).
+Stmt make_nest(const Block& block, const std::vector<DimRange>& domain, const RangeMap& ctx,
+               std::vector<int> order = {}) {
   std::vector<Expr> loop_vars, values;
   Expr pred;
   RangeMap ranges = ctx;
@@ -40,9 +42,26 @@ Stmt make_nest(const Block& block, const std::vector<DimRange>& domain, const Ra
     }
   }
   Stmt s = make_block_realize(values, pred, block);
-  for (size_t i = block.iter_vars.size(); i-- > 0;)
+  if (order.empty())
+    for (size_t i = 0; i < block.iter_vars.size(); ++i)
+      order.push_back(static_cast<int>(i));
+  for (size_t k = order.size(); k-- > 0;) {
+    auto i = static_cast<size_t>(order[k]);
     s = make_for(loop_vars[i], std::min(domain[i].extent, block.iter_vars[i].extent), s);
+  }
   return s;
+}
+
+// A producer's loops in the order of the dimensions it writes, then its other iter vars as
+// they come: a copy whose layout was transformed (a weight packed with the output channels
+// last) then stores whole vectors along its innermost loop and gathers its reads, instead of
+// scattering every store; for any other producer the order is its iter vars' own.
+std::vector<int> write_order(const Block& b, const std::vector<int>& dim_iter) {
+  std::vector<int> order = dim_iter;
+  for (size_t i = 0; i < b.iter_vars.size(); ++i)
+    if (std::find(order.begin(), order.end(), static_cast<int>(i)) == order.end())
+      order.push_back(static_cast<int>(i));
+  return order;
 }
 
 // The single write buffer of a block whose store indices are distinct spatial iter vars;
@@ -193,7 +212,7 @@ void Schedule::compute_at(BlockRV block, LoopRV loop) {
       if (r.extent >= w->shape[d] && is_const_int(r.min, 0)) continue;
       domain[dim_iter[d]] = r;
     }
-    Stmt nest = make_nest(b, domain, ctx);
+    Stmt nest = make_nest(b, domain, ctx, write_order(b, dim_iter));
 
     std::vector<std::string> before = block_names_in_order(func_.body);
     impl_->root() = replace_at(bp, nullptr);

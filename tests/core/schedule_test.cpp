@@ -176,6 +176,38 @@ TEST(Schedule, TransformLayoutPermutesAStagedBuffer) {
   EXPECT_EQ(print(sch.func()), before);
 }
 
+// compute_at gives a producer its loops in the order of the dimensions it writes: the staged
+// weight packed as [K, N] copies with N innermost (whole vectors stored along it, the reads
+// gathered), not in the source's [N, K] order, whose every store would be a scatter. A
+// producer that writes in its iter vars' order keeps that order.
+TEST(Schedule, ComputeAtOrdersAProducersLoopsByWhatItWrites) {
+  Function f = make_workload("dense(M=8,N=16,K=12,bias=0,act=none)");
+  Schedule sch(f);
+  BlockRV c = sch.all_blocks()[0];
+  BlockRV w = sch.cache_read(c, 1, "global");
+  sch.transform_layout(w, 0, {1, 0});
+  BlockRV d = sch.cache_read(c, 0, "global");
+  std::vector<LoopRV> loops = sch.get_loops(c);
+  sch.compute_at(w, loops[0]);
+  sch.compute_at(d, loops[0]);
+  std::string text = print(sch.func());
+  size_t copy = text.find("block weight_global");
+  ASSERT_NE(copy, std::string::npos) << text;
+  std::string before_copy = text.substr(0, copy);
+  size_t k_loop = before_copy.rfind("for ax1 in 12"), n_loop = before_copy.rfind("for ax0 in 16");
+  ASSERT_NE(k_loop, std::string::npos) << text;
+  ASSERT_NE(n_loop, std::string::npos) << text;
+  EXPECT_LT(k_loop, n_loop) << text; // K outer, N (the packed layout's last) innermost
+  size_t data_copy = text.find("block data_global");
+  ASSERT_NE(data_copy, std::string::npos) << text;
+  EXPECT_LT(text.rfind("for ax0", data_copy), data_copy);
+  EXPECT_LT(text.rfind("for ax0", data_copy), text.rfind("for ax1", data_copy)) << text;
+  expect_same_numbers(f, sch.func());
+  Schedule again(f);
+  Trace::from_json(sch.trace().to_json()).apply_to(again);
+  EXPECT_TRUE(structural_equal(again.func(), sch.func()));
+}
+
 TEST(Schedule, CacheReadWriteDecomposeRfactor) {
   Function f = make_workload("matmul(M=8,N=8,K=16)");
   {
