@@ -706,8 +706,9 @@ private:
   // gather: one scalar load per lane at lane 0's address plus lane x stride, inserted into
   // the vector. The backend expands a gather the same way, but from a vector of 64-bit
   // addresses that it computes and then takes apart lane by lane (vpaddq, vpextrq, vmovq per
-  // element): a convolution's transposing write-back (NHWC accumulators to an NCHW output,
-  // 6 lanes along x) spent a fifth of the ResNet stem's time there.
+  // element). Such loads are the transposing copies: a convolution's write-back (NHWC
+  // accumulators to an NCHW output; perf put a fifth of the ResNet stem's samples there) and
+  // packed operands (TBG's key: its best kernel went from 58 to 66 GFLOPS).
   llvm::Value* strided_load(const P::Expr& flat, int64_t stride, llvm::Type* vt, llvm::Align align,
                             llvm::Value* base) {
     llvm::Type* et = vec_elem_type(vt);
