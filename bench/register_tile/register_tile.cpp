@@ -82,6 +82,15 @@ template <int R, int V> void measure(double seconds) {
               V, R * V, 1.0 / V, 1.0 / R, best, ok ? "" : "  WRONG RESULT");
 }
 
+template <int R, int V> struct Shape {
+  static void run(double seconds) { measure<R, V>(seconds); }
+};
+
+// Each shape in turn, in the order given.
+template <class... Shapes> void measure_all(double seconds) {
+  (Shapes::run(seconds), ...);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -99,17 +108,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("R x V register tiles (R broadcast rows, V vectors of 8 floats), one core, L1:\n");
-  measure<8, 1>(seconds);
-  measure<7, 1>(seconds);
-  measure<4, 1>(seconds);
-  measure<2, 2>(seconds);
-  measure<3, 2>(seconds);
-  measure<4, 2>(seconds);
-  measure<5, 2>(seconds);
-  measure<6, 2>(seconds);
-  measure<7, 2>(seconds);
-  measure<2, 4>(seconds);
-  measure<3, 4>(seconds);
-  measure<4, 3>(seconds);
+  measure_all<Shape<8, 1>, Shape<7, 1>, Shape<4, 1>, Shape<2, 2>, Shape<3, 2>, Shape<4, 2>,
+              Shape<5, 2>, Shape<6, 2>, Shape<7, 2>, Shape<2, 4>, Shape<3, 4>, Shape<4, 3>>(
+      seconds);
   return 0;
 }

@@ -150,14 +150,28 @@ TEST(Schedule, ReverseComputeAtRefusesAGuardBeyondTheBlockDomain) {
   EXPECT_EQ(print(sch.func()), before);
 }
 
+// dense's weight staged and packed as [K, N] -- what MultiLevelTiling does to the operand its
+// register tile loads as vectors; returns the copy's block.
+BlockRV stage_weight_packed(Schedule& sch, BlockRV dense) {
+  BlockRV w = sch.cache_read(dense, 1, "global");
+  sch.transform_layout(w, 0, {1, 0});
+  return w;
+}
+
+// The schedule's trace, replayed on `f`, gives the same function.
+void expect_trace_replays(const Function& f, const Schedule& sch) {
+  Schedule again(f);
+  Trace::from_json(sch.trace().to_json()).apply_to(again);
+  EXPECT_TRUE(structural_equal(again.func(), sch.func()));
+}
+
 // The staged copy of dense's weight transposed to [K, N]: same numbers, the trace replays
 // to the same function, and a function argument's layout is refused.
 TEST(Schedule, TransformLayoutPermutesAStagedBuffer) {
   Function f = make_workload("dense(M=8,N=16,K=12,bias=0,act=none)");
   Schedule sch(f);
   BlockRV c = sch.all_blocks()[0];
-  BlockRV w = sch.cache_read(c, 1, "global");
-  sch.transform_layout(w, 0, {1, 0});
+  BlockRV w = stage_weight_packed(sch, c);
   sch.compute_at(w, sch.get_loops(c)[0]);
   Buffer staged;
   for (const Buffer& b : sch.func().buffers)
@@ -165,9 +179,7 @@ TEST(Schedule, TransformLayoutPermutesAStagedBuffer) {
   ASSERT_TRUE(staged);
   EXPECT_EQ(staged->shape, (std::vector<int64_t>{12, 16}));
   expect_same_numbers(f, sch.func());
-  Schedule again(f);
-  Trace::from_json(sch.trace().to_json()).apply_to(again);
-  EXPECT_TRUE(structural_equal(again.func(), sch.func()));
+  expect_trace_replays(f, sch);
 
   std::string before = print(sch.func());
   EXPECT_THROW(sch.transform_layout(c, 0, {1, 0}), ScheduleError); // writes the argument
@@ -184,8 +196,7 @@ TEST(Schedule, ComputeAtOrdersAProducersLoopsByWhatItWrites) {
   Function f = make_workload("dense(M=8,N=16,K=12,bias=0,act=none)");
   Schedule sch(f);
   BlockRV c = sch.all_blocks()[0];
-  BlockRV w = sch.cache_read(c, 1, "global");
-  sch.transform_layout(w, 0, {1, 0});
+  BlockRV w = stage_weight_packed(sch, c);
   BlockRV d = sch.cache_read(c, 0, "global");
   std::vector<LoopRV> loops = sch.get_loops(c);
   sch.compute_at(w, loops[0]);
@@ -203,9 +214,7 @@ TEST(Schedule, ComputeAtOrdersAProducersLoopsByWhatItWrites) {
   EXPECT_LT(text.rfind("for ax0", data_copy), data_copy);
   EXPECT_LT(text.rfind("for ax0", data_copy), text.rfind("for ax1", data_copy)) << text;
   expect_same_numbers(f, sch.func());
-  Schedule again(f);
-  Trace::from_json(sch.trace().to_json()).apply_to(again);
-  EXPECT_TRUE(structural_equal(again.func(), sch.func()));
+  expect_trace_replays(f, sch);
 }
 
 TEST(Schedule, CacheReadWriteDecomposeRfactor) {
