@@ -614,6 +614,66 @@ TEST(StdRulesMultiLevelTiling, CpuConvolutionsGetSpacesWithLanesAlongOutputChann
       EXPECT_NE(inst.kind, "transform_layout") << "B is read along N already; C is never staged";
 }
 
+// Every channel-lane space is offered twice: as it is, and with the input it broadcasts (the
+// pad block's output, [N, C, H+2p, W+2p]) written channels-last by the pad block, [N, H+2p,
+// W+2p, C]. Both compute the interpreter's numbers, sampled and replayed from their traces; a
+// convolution without a pad block (its input a function argument) and a space whose lanes run
+// along the innermost axis keep the input's layout, and so does a rule told not to.
+TEST(StdRulesMultiLevelTiling, CpuChannelLaneSpacesAlsoWriteTheInputChannelsLast) {
+  auto pads = [](const Function& g) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Buffer& b : g.buffers)
+      if (b->name == "pad") shapes.push_back(b->shape);
+    return shapes;
+  };
+  Function f = make_workload("conv2d(N=1,C=3,H=9,W=9,F=16,KH=3,KW=3,stride=2,padding=1)");
+  std::vector<NDArray> ref = run(f);
+  const std::vector<int64_t> nchw{1, 3, 11, 11}, nhwc{1, 11, 11, 3};
+  ASSERT_EQ(pads(f), std::vector<std::vector<int64_t>>{nchw});
+  auto spaces = apply_rule(f, *rule("std.MultiLevelTiling", kCpu));
+  size_t lane_spaces = 0, channels_last = 0;
+  for (const auto& sp : spaces) {
+    const Function& g = sp->func();
+    if (!lanes_along_channels(g, "conv2d", 16)) continue;
+    ++lane_spaces;
+    ASSERT_EQ(pads(g).size(), 1u);
+    if (pads(g)[0] == nhwc) {
+      ++channels_last;
+    } else {
+      EXPECT_EQ(pads(g)[0], nchw);
+    }
+    EXPECT_EQ(compare(ref, g), "");
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      std::shared_ptr<Schedule> s;
+      std::string why;
+      ASSERT_EQ(sample(f, sp->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok) << why;
+      EXPECT_EQ(compare(ref, s->func()), "") << s->trace().to_json();
+      std::shared_ptr<Schedule> again;
+      ASSERT_EQ(sample(f, Trace::from_json(s->trace().to_json()), seed, true, {}, &again, &why),
+                SampleOutcome::Ok)
+          << why;
+      EXPECT_EQ(pads(again->func()), pads(s->func()));
+      EXPECT_EQ(compare(ref, again->func()), "");
+    }
+  }
+  EXPECT_GE(lane_spaces, 2u);
+  EXPECT_EQ(channels_last * 2, lane_spaces) << "each channel-lane space once more, channels last";
+
+  auto off =
+      apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"channels_last_input": false})"));
+  EXPECT_EQ(off.size() + channels_last, spaces.size());
+  for (const auto& sp : off)
+    EXPECT_EQ(pads(sp->func()), std::vector<std::vector<int64_t>>{nchw});
+
+  // No pad block: conv1d without padding reads its argument, whose layout the caller owns --
+  // no more spaces than without the option.
+  Function unpadded = make_workload("conv1d(N=1,C=4,L=12,F=16,K=3,stride=1,padding=0)");
+  EXPECT_EQ(
+      apply_rule(unpadded, *rule("std.MultiLevelTiling", kCpu)).size(),
+      apply_rule(unpadded, *rule("std.MultiLevelTiling", kCpu, R"({"channels_last_input": false})"))
+          .size());
+}
+
 TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTiling", R"({"structure": "SXS"})"),
                PluginError);
