@@ -79,9 +79,11 @@ struct Options {
   bool channel_lanes = false;
   // Each channel-lane space also offered with its broadcast input (a convolution's padded
   // data) written channels-last by its producer: the dimension indexed by reduction variables
-  // alone moved last (see add_channels_last_input()). A choice, not a default: replaying hand-
-  // edited best traces with the pad written NDHWC / NHWC, conv3d and ResNet 3x3 ran 4 % faster,
-  // dilated 4 % slower, the stem unchanged (Zen 1, 2026-12-03).
+  // alone moved last (see add_channels_last_input()). Offered next to the unchanged space, not
+  // instead of it: replaying hand-edited best traces with the pad written NDHWC / NHWC, conv3d
+  // and ResNet 3x3 ran 4 % faster, dilated 4 % slower, the stem unchanged. Tuned with both
+  // (256 trials), the eight fastest records of conv3d, ResNet 3x3 and dilated all came from
+  // the channels-last spaces (Zen 1, 2026-12-03; docs/std_rules.md). On by default on CPU.
   bool channels_last_input = false;
   // One more design space (and its padded ones) whose register tile is structured as the
   // channel-lane spaces' are, with the lanes along the innermost spatial axis: rows drawn from

@@ -664,6 +664,16 @@ TEST(StdRulesMultiLevelTiling, CpuChannelLaneSpacesAlsoWriteTheInputChannelsLast
   EXPECT_EQ(off.size() + channels_last, spaces.size());
   for (const auto& sp : off)
     EXPECT_EQ(pads(sp->func()), std::vector<std::vector<int64_t>>{nchw});
+  // The free spaces (lanes along the output width; kept only when asked for) load the input as
+  // vectors along its width and keep its layout.
+  size_t free = 0;
+  for (const auto& sp :
+       apply_rule(f, *rule("std.MultiLevelTiling", kCpu, R"({"free_tiles": true})"))) {
+    if (lanes_along_channels(sp->func(), "conv2d", 16)) continue;
+    ++free;
+    EXPECT_EQ(pads(sp->func()), std::vector<std::vector<int64_t>>{nchw});
+  }
+  EXPECT_GT(free, 0u);
 
   // No pad block: conv1d without padding reads its argument, whose layout the caller owns --
   // no more spaces than without the option.
