@@ -145,21 +145,28 @@ std::optional<sdk::ExprRef> lane_of(const Schedule& sch, BlockRV block,
   return lane ? lane : vector_axis(sch, block);
 }
 
-// The dimension permutation that moves the one dimension of `access` indexed by `lane` last;
-// empty when it is already last, or when not exactly one dimension uses it.
-std::vector<int64_t> lane_last_permutation(const sdk::BufferAccess& access,
-                                           const sdk::ExprRef& lane) {
+// The dimension permutation that moves last the one dimension of `access` whose index
+// `selects` (a predicate on the index expression); empty when it is already last, or when not
+// exactly one dimension is selected.
+template <class Selects>
+std::vector<int64_t> one_dimension_last(const sdk::BufferAccess& access, Selects selects) {
   if (access.indices.empty()) return {};
   const auto& idx = access.indices[0];
-  std::vector<int64_t> uses;
+  std::vector<int64_t> chosen;
   for (size_t d = 0; d < idx.size(); ++d)
-    if (idx[d].uses(lane)) uses.push_back(static_cast<int64_t>(d));
-  if (uses.size() != 1 || uses[0] == static_cast<int64_t>(idx.size()) - 1) return {};
+    if (selects(idx[d])) chosen.push_back(static_cast<int64_t>(d));
+  if (chosen.size() != 1 || chosen[0] == static_cast<int64_t>(idx.size()) - 1) return {};
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
-    if (d != uses[0]) perm.push_back(d);
-  perm.push_back(uses[0]);
+    if (d != chosen[0]) perm.push_back(d);
+  perm.push_back(chosen[0]);
   return perm;
+}
+
+// The permutation that moves the one dimension of `access` indexed by `lane` last.
+std::vector<int64_t> lane_last_permutation(const sdk::BufferAccess& access,
+                                           const sdk::ExprRef& lane) {
+  return one_dimension_last(access, [&](const sdk::ExprRef& e) { return e.uses(lane); });
 }
 
 class MultiLevelTiling : public sdk::ScheduleRule {
@@ -806,22 +813,12 @@ private:
   static std::vector<int64_t>
   reduce_only_last_permutation(const sdk::BufferAccess& a, const std::vector<sdk::ExprRef>& reduce,
                                const std::vector<sdk::ExprRef>& spatial) {
-    if (a.indices.empty()) return {};
-    const auto& idx = a.indices[0];
     auto uses_any = [](const sdk::ExprRef& e, const std::vector<sdk::ExprRef>& vars) {
       return std::any_of(vars.begin(), vars.end(),
                          [&](const sdk::ExprRef& v) { return e.uses(v); });
     };
-    std::vector<int64_t> only;
-    for (size_t d = 0; d < idx.size(); ++d)
-      if (uses_any(idx[d], reduce) && !uses_any(idx[d], spatial))
-        only.push_back(static_cast<int64_t>(d));
-    if (only.size() != 1 || only[0] == static_cast<int64_t>(idx.size()) - 1) return {};
-    std::vector<int64_t> perm;
-    for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
-      if (d != only[0]) perm.push_back(d);
-    perm.push_back(only[0]);
-    return perm;
+    return one_dimension_last(
+        a, [&](const sdk::ExprRef& e) { return uses_any(e, reduce) && !uses_any(e, spatial); });
   }
 
   // Folds a single elementwise consumer of the write-back block into it, so that an epilogue
