@@ -234,8 +234,86 @@ inline std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape)
   return s;
 }
 
-// The flat element index of buf[indices]: sum(indices[d] * stride[d]), with multiplications by
-// 1 and additions of a constant 0 left out.
+// ---- canonical index form --------------------------------------------------------------------
+
+namespace detail {
+
+// e as sum(scale * term) + constant, where a term is a variable or a subexpression that is not
+// affine (a division, a min, a load); false when e has a type other than `t` somewhere in its
+// affine part (the rebuilt sum would change its arithmetic).
+struct IndexSum {
+  std::vector<std::pair<Expr, int64_t>> vars;   // var, coefficient; ascending var id
+  std::vector<std::pair<Expr, int64_t>> opaque; // subexpression, coefficient; first seen first
+  int64_t constant = 0;
+};
+
+inline void add_term(std::vector<std::pair<Expr, int64_t>>& terms, const Expr& e, int64_t c,
+                     bool by_var_id) {
+  for (auto& [t, k] : terms)
+    if (t.get() == e.get() || (by_var_id && t->var_id == e->var_id)) {
+      k += c;
+      return;
+    }
+  terms.emplace_back(e, c);
+}
+
+inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& out) {
+  if (!(e->dtype == t)) return false;
+  int64_t c = 0;
+  switch (e->kind) {
+  case ExprKind::IntImm:
+    out.constant += scale * e->int_value;
+    return true;
+  case ExprKind::Var:
+    add_term(out.vars, e, scale, true);
+    return true;
+  case ExprKind::Add:
+    return collect_index_sum(e->args[0], scale, t, out) &&
+           collect_index_sum(e->args[1], scale, t, out);
+  case ExprKind::Sub:
+    return collect_index_sum(e->args[0], scale, t, out) &&
+           collect_index_sum(e->args[1], -scale, t, out);
+  case ExprKind::Mul:
+    if (is_const_int(e->args[1], &c)) return collect_index_sum(e->args[0], scale * c, t, out);
+    if (is_const_int(e->args[0], &c)) return collect_index_sum(e->args[1], scale * c, t, out);
+    [[fallthrough]];
+  default:
+    add_term(out.opaque, e, scale, false);
+    return true;
+  }
+}
+
+} // namespace detail
+
+// e rebuilt as (c1 * v1 + c2 * v2 + ... [variables by ascending id]) + (non-affine terms) +
+// constant, zero terms dropped; e itself when its integer type is not uniform. Why: two
+// accesses that differ by a constant (the unrolled rows of a register tile) then share the
+// whole non-constant part as one value, and a compiler's alias analysis, which splits an
+// address into "variable part + constant offset" but does not distribute a multiplication over
+// a sum ((7 * x + 1) * 8 + z vs 56 * x + z), can tell them apart. Without that, LLVM cannot keep
+// a tile's accumulators in registers across the reduction loop when their address depends on
+// an outer loop.
+inline Expr canonical_index(const Expr& e) {
+  if (!e || !e->dtype.is_int()) return e;
+  detail::IndexSum sum;
+  if (!detail::collect_index_sum(e, 1, e->dtype, sum)) return e;
+  std::sort(sum.vars.begin(), sum.vars.end(),
+            [](const auto& a, const auto& b) { return a.first->var_id < b.first->var_id; });
+  Expr out;
+  auto append = [&](const Expr& term, int64_t c) {
+    if (c == 0) return;
+    Expr scaled = c == 1 ? term : term * int_imm(c, e->dtype);
+    out = out ? out + scaled : scaled;
+  };
+  for (const auto& [v, c] : sum.vars)
+    append(v, c);
+  for (const auto& [x, c] : sum.opaque)
+    append(x, c);
+  if (!out) return int_imm(sum.constant, e->dtype);
+  return sum.constant == 0 ? out : out + int_imm(sum.constant, e->dtype);
+}
+
+// The flat element index of buf[indices]: sum(indices[d] * stride[d]) in canonical_index form.
 inline Expr flat_index(const BufferNode& buf, const std::vector<Expr>& indices) {
   std::vector<int64_t> strides = row_major_strides(buf.shape);
   Expr flat;
@@ -249,7 +327,7 @@ inline Expr flat_index(const BufferNode& buf, const std::vector<Expr>& indices) 
     else if (!(is_const_int(term, &c) && c == 0))
       flat = term + flat;
   }
-  return flat ? flat : int_imm(0);
+  return flat ? canonical_index(flat) : int_imm(0);
 }
 
 } // namespace mt::sdk::program
