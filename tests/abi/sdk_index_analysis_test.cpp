@@ -162,7 +162,6 @@ TEST(SdkIndexAnalysis, FlatIndexIsRowMajor) {
   }
 }
 
-
 // canonical_index(e) == e everywhere, on random index expressions with non-affine parts too.
 TEST(SdkIndexAnalysis, CanonicalIndexEqualsTheExpression) {
   ExprGen gen(16);
