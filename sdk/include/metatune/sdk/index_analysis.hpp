@@ -286,7 +286,9 @@ inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& o
 } // namespace detail
 
 // e rebuilt as (c1 * v1 + c2 * v2 + ... [variables by ascending id]) + (non-affine terms) +
-// constant, zero terms dropped; e itself when its integer type is not uniform. Why: two
+// constant, zero terms dropped; e itself when its type is not one signed integer type
+// throughout (the reordered sum may pass through negative values, which unsigned arithmetic
+// with no-wrap flags would not allow). Why: two
 // accesses that differ by a constant (the unrolled rows of a register tile) then share the
 // whole non-constant part as one value, and a compiler's alias analysis, which splits an
 // address into "variable part + constant offset" but does not distribute a multiplication over
@@ -294,7 +296,7 @@ inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& o
 // a tile's accumulators in registers across the reduction loop when their address depends on
 // an outer loop.
 inline Expr canonical_index(const Expr& e) {
-  if (!e || !e->dtype.is_int()) return e;
+  if (!e || e->dtype.kind != DTypeKind::Int) return e;
   detail::IndexSum sum;
   if (!detail::collect_index_sum(e, 1, e->dtype, sum)) return e;
   std::sort(sum.vars.begin(), sum.vars.end(),
