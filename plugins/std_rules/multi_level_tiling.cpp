@@ -631,8 +631,9 @@ private:
   // two-vector budget: 2 x 2 output positions of a 14 x 14 plane by 2 vectors, 8
   // accumulators. The largest product, then the most rows along the row loop. Measured on
   // Zen 1 before it was a space (a conv3d 64 -> 64, 8 x 14 x 14 record edited from 7 x 1 to
-  // this, `metatune replay`): 64.9-71.5 GFLOPS against 61.0-69.4, alone on one core 35.1
-  // against 29.7-32.0; bench_register_tile: 4 x 2 at 96 % of the FMA peak, 7 x 1 at 81-85 %.
+  // this, `metatune replay`, alternating rounds): 64.9-68.1 GFLOPS against 63.3-69.3 on two
+  // cores, 35.1 against 29.7-32.0 alone on one; bench_register_tile: 4 x 2 at 96 % of the FMA
+  // peak, 7 x 1 at 81-85 %. The tuned results: README (operator suite).
   struct TwoAxisRows {
     size_t outer_loop = 0;
     int64_t rows = 0, outer_rows = 0;
