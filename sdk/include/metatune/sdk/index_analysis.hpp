@@ -240,22 +240,32 @@ namespace detail {
 
 // e as sum(scale * term) + constant, where a term is a variable or a subexpression that is not
 // affine (a division, a min, a load); false when e has a type other than `t` somewhere in its
-// affine part (the rebuilt sum would change its arithmetic).
+// affine part (the rebuilt sum would change its arithmetic). A walk of its own rather than
+// partial_affine's: rebuilding the sum needs the variables' nodes and each node's type, which
+// an Affine (coefficients by variable id) does not keep.
 struct IndexSum {
   std::vector<std::pair<Expr, int64_t>> vars;   // var, coefficient; ascending var id
   std::vector<std::pair<Expr, int64_t>> opaque; // subexpression, coefficient; first seen first
   int64_t constant = 0;
-};
 
-inline void add_term(std::vector<std::pair<Expr, int64_t>>& terms, const Expr& e, int64_t c,
-                     bool by_var_id) {
-  for (auto& [t, k] : terms)
-    if (t.get() == e.get() || (by_var_id && t->var_id == e->var_id)) {
-      k += c;
-      return;
-    }
-  terms.emplace_back(e, c);
-}
+  void add_var(const Expr& v, int64_t c) {
+    for (auto& [w, k] : vars)
+      if (w->var_id == v->var_id) {
+        k += c;
+        return;
+      }
+    vars.emplace_back(v, c);
+  }
+  // The same node met twice (a shared subexpression) is one term.
+  void add_opaque(const Expr& x, int64_t c) {
+    for (auto& [y, k] : opaque)
+      if (y.get() == x.get()) {
+        k += c;
+        return;
+      }
+    opaque.emplace_back(x, c);
+  }
+};
 
 inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& out) {
   if (!(e->dtype == t)) return false;
@@ -265,7 +275,7 @@ inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& o
     out.constant += scale * e->int_value;
     return true;
   case ExprKind::Var:
-    add_term(out.vars, e, scale, true);
+    out.add_var(e, scale);
     return true;
   case ExprKind::Add:
     return collect_index_sum(e->args[0], scale, t, out) &&
@@ -278,7 +288,7 @@ inline bool collect_index_sum(const Expr& e, int64_t scale, DType t, IndexSum& o
     if (is_const_int(e->args[0], &c)) return collect_index_sum(e->args[1], scale * c, t, out);
     [[fallthrough]];
   default:
-    add_term(out.opaque, e, scale, false);
+    out.add_opaque(e, scale);
     return true;
   }
 }
