@@ -423,6 +423,21 @@ int main(int argc, char** argv) {
        << fmt(ratio, "%.3f") << (r.side_by_side ? "*" : "") << " | " << reach_md(r.to_08) << " | "
        << reach_md(r.to_09) << " | " << (r.impl.empty() ? "-" : r.impl) << " |\n";
   }
+  // The two figures the suite is judged by, so that no one computes them by hand.
+  std::vector<std::pair<double, std::string>> ratios;
+  for (const Row& r : rows) {
+    double ratio = gflops(r, r.tuned) / gflops(r, r.onednn);
+    if (std::isfinite(ratio) && ratio > 0) ratios.emplace_back(ratio, r.label);
+  }
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    size_t n = ratios.size();
+    double median =
+        n % 2 ? ratios[n / 2].first : (ratios[n / 2 - 1].first + ratios[n / 2].first) / 2;
+    md << "\nOver the " << n << " operator(s) with both columns: median tuned/oneDNN "
+       << fmt(median, "%.3f") << ", lowest " << fmt(ratios.front().first, "%.3f") << " ("
+       << ratios.front().second << ").\n";
+  }
   std::cout << md.str();
   std::ofstream(dir / "operator_suite.md") << md.str();
   // SVG

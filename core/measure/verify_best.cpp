@@ -102,8 +102,17 @@ VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
       done.insert(r.id);
     remeasure(db, measurer, ref, workload, fresh, options.rounds, stopped, out.records);
   }
+  // Still a newcomer at the top after the passes (a long tail of near-equal records): it alone
+  // is measured again, a few times at most, so that the best named is never a single lucky time.
+  for (int extra = 0; extra < 4 && !stopped(); ++extra) {
+    std::vector<TuningRecord> top = db.top_k(workload_id, target, 1);
+    if (top.empty() || done.count(top[0].id)) break;
+    done.insert(top[0].id);
+    remeasure(db, measurer, ref, workload, top, options.rounds, stopped, out.records);
+  }
   out.interrupted = stopped();
-  // The best: the database's fastest, if it was measured again (it is, unless stopped).
+  // The best: the database's fastest, if it was measured again (it is, unless stopped or every
+  // re-measurement of it failed).
   std::vector<TuningRecord> best = db.top_k(workload_id, target, 1);
   for (const VerifiedRecord& v : out.records)
     if (!best.empty() && v.record_id == best[0].id && std::isfinite(v.mean_seconds)) {

@@ -43,7 +43,8 @@ struct VerifiedRecord {
 struct VerifyResult {
   std::vector<VerifiedRecord> records; // every record measured again, in the order measured
   // The database's fastest record afterwards, when it was one measured again (always, unless
-  // stopped or every re-measurement failed); 0 otherwise.
+  // stopped, every re-measurement of it failed, or unverified newcomers kept taking the top
+  // through every pass); 0 otherwise.
   int64_t best_record_id = 0;
   double best_seconds = std::numeric_limits<double>::infinity();
   bool interrupted = false;

@@ -447,7 +447,17 @@ private:
       if (!std::isfinite(t.result.best_seconds)) continue;
       VerifyResult v = verify_best(*db_, *measurer_, t.reference, t.workload, t.result.workload_id,
                                    target_.target_string, options_.verify, stop_);
-      if (v.interrupted || !v.best_record_id) continue;
+      if (v.interrupted) continue;
+      if (!v.best_record_id) {
+        // Said, not skipped: the best reported is then a single measurement.
+        size_t remeasured = 0;
+        for (const VerifiedRecord& r : v.records)
+          remeasured += std::isfinite(r.mean_seconds);
+        spdlog::warn("{}: the fastest record could not be measured again ({} record(s) tried, {} "
+                     "measured); the best stays its single measurement",
+                     t.result.spec, v.records.size(), remeasured);
+        continue;
+      }
       t.result.recorded_best_seconds = t.result.best_seconds;
       t.result.best_seconds = v.best_seconds;
       t.result.best_record_id = v.best_record_id;

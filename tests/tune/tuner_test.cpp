@@ -292,6 +292,49 @@ TEST(Tuner, FastestRecordsAreMeasuredAgainBeforeOneIsCalledBest) {
   EXPECT_DOUBLE_EQ(best->mean_secs(), t.best_seconds);
 }
 
+// Records whose single times are impossibly fast (lucky measurements, exaggerated) take the
+// top one after another as each is measured again and falls back. Six of them outlast the
+// ordinary passes; the best named must still be a record measured again, never a lone time.
+TEST(Tuner, TheBestNamedIsMeasuredAgainEvenWhenNewcomersKeepTakingTheTop) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 6);
+  TuneResult first = tune(host(), {{kSpec, {}, 1}}, o);
+  const int64_t wid = first.tasks.at(0).workload_id;
+  std::vector<TuningRecord> lucky;
+  size_t stored = 0;
+  {
+    auto d = Database::open(db.path);
+    for (const TuningRecord& rec : d->records(wid, first.target))
+      if (!rec.failed() && lucky.size() < 6) {
+        TuningRecord copy = rec;
+        copy.id = 0;
+        copy.created_at_ms = 0;
+        copy.run_secs = {1e-12 * static_cast<double>(lucky.size() + 1)};
+        copy.id = d->commit_record(copy);
+        lucky.push_back(copy);
+      }
+    stored = d->records(wid, first.target).size();
+  }
+  ASSERT_EQ(lucky.size(), 6u);
+  o.trials = stored + 1; // one trial more, then the re-measurement
+  o.verify.top = 1;
+  o.verify.rounds = 1;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
+  const TaskResult& t = r.tasks.at(0);
+  ASSERT_NE(t.best_record_id, 0);
+  EXPECT_GE(t.verified, lucky.size());
+  auto d = Database::open(db.path);
+  std::optional<TuningRecord> best = d->best(wid, r.target);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->id, t.best_record_id);
+  EXPECT_GT(best->run_secs.size(), 1u); // its lone time and the new one
+  for (const TuningRecord& l : lucky)
+    for (const TuningRecord& rec : d->records(wid, r.target))
+      if (rec.id == l.id) {
+        EXPECT_EQ(rec.run_secs.size(), 2u) << "record " << l.id;
+      }
+}
+
 TEST(Tuner, FailedTrialsAreCommittedWithTheirError) {
   TempDb db;
   TuneOptions o = quick_options(db.path, 4);
