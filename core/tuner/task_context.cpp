@@ -115,6 +115,7 @@ void TaskContext::build_search(const TaskSetup& setup) {
   const TuneOptions& options = setup.options;
   const TargetSetup& target = setup.target;
   this->target = &target;
+  cpu_reference = setup.cpu_reference;
   ctx.workload = workload;
   ctx.seed = mix_seed(options.seed, index, result.prior_records);
   std::vector<std::unique_ptr<PluginScheduleRule>> rules;
@@ -192,18 +193,20 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
   if (has_reference) return {};
   ReferenceCacheInfo info;
   std::optional<Reference::Evaluator> by_target;
-  // Not on GPUs: the parent process must not initialise a GPU driver before it forks its
-  // measurement workers (CUDA and PoCL do not survive fork), and a parallel loop nest is no
-  // GPU program.
+  // Not by a GPU target: the parent process must not initialise a GPU driver before it forks
+  // its measurement workers (CUDA and PoCL do not survive fork), and a parallel loop nest is
+  // no GPU program. A GPU run's large references come from the CPU target instead (the
+  // interpreter would take minutes for a 4096^3 matmul), under the key a CPU run uses.
   auto kind = target ? target->attrs.find("kind") : TuneAttributes::const_iterator{};
   bool gpu = target && kind != target->attrs.end() &&
              std::holds_alternative<std::string>(kind->second) &&
              is_gpu_kind(std::get<std::string>(kind->second));
-  if (target && !gpu && result.flops >= options.reference_by_target_flops) {
-    const PluginTarget& t = *target->target;
+  const TargetSetup* evaluator = gpu ? cpu_reference : target;
+  if (evaluator && result.flops >= options.reference_by_target_flops) {
+    const PluginTarget& t = *evaluator->target;
     // With the outer loops parallel: half the time on 2 cores and the same arithmetic per
     // element.
-    by_target = Reference::Evaluator{target->component + "+parallel",
+    by_target = Reference::Evaluator{evaluator->component + "+parallel",
                                      [&t](const Function& f, std::vector<NDArray>& args) {
                                        std::vector<NDArray*> ptrs;
                                        for (NDArray& a : args)
@@ -215,10 +218,11 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
   reference = load_or_compute_reference(workload, options.seed, options.reference_cache_dir, 0,
                                         &info, by_target ? &*by_target : nullptr);
   has_reference = true;
-  if (by_target && reference.compute_seconds >= options.reference_run_as_trial_seconds)
+  if (by_target && evaluator == target &&
+      reference.compute_seconds >= options.reference_run_as_trial_seconds)
     unscheduled_seconds = reference.compute_seconds;
   std::string by =
-      by_target ? " by " + target->component + " (unscheduled, outer loops parallel)" : "";
+      by_target ? " by " + evaluator->component + " (unscheduled, outer loops parallel)" : "";
   if (info.from_cache)
     return fmt::format("reference{} loaded from cache ({}) in {:.2f} s", by, info.file,
                        info.seconds);

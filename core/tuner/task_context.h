@@ -34,6 +34,9 @@ struct TaskSetup {
   std::string strategy_name;
   std::string strategy_config;
   size_t task_count = 1; // with several tasks each saves its model to its own file
+  // GPU runs: the CPU target ("llvm.cpu", when registered) that computes the reference of a
+  // large task instead of the interpreter (ensure_reference); null otherwise.
+  const TargetSetup* cpu_reference = nullptr;
 };
 
 class TaskContext {
@@ -50,7 +53,8 @@ public:
   void build_search(const TaskSetup& setup);
   // Loads or computes the reference result (once); says which, for the log ("" when it was
   // there already). A task of at least options.reference_by_target_flops has it computed by
-  // the tuning target's build of the unscheduled workload, the smaller ones by the
+  // the tuning target's build of the unscheduled workload (for a GPU target: by the CPU
+  // target of TaskSetup::cpu_reference, where there is one), the smaller ones by the
   // interpreter.
   std::string ensure_reference(const TuneOptions& options);
   // The library implementations not yet in the database: measured like any candidate (own
@@ -85,7 +89,8 @@ public:
   std::unique_ptr<SearchStrategy> strategy;
   Reference reference;
   bool has_reference = false;
-  const TargetSetup* target = nullptr; // the tuning target (build_search)
+  const TargetSetup* target = nullptr;        // the tuning target (build_search)
+  const TargetSetup* cpu_reference = nullptr; // TaskSetup::cpu_reference (build_search)
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
   bool unscheduled_offered = false; // measured before (its record is in the database) or taken

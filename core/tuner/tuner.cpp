@@ -254,6 +254,14 @@ private:
       it = libs_.erase(it);
     }
     lib_measurers_.resize(libs_.size());
+    if (gpu && host_.find(ComponentKind::Target, "llvm.cpu")) {
+      try {
+        cpu_reference_ = std::make_unique<TargetSetup>(setup_target(host_, "llvm.cpu"));
+      } catch (const std::exception& e) {
+        spdlog::debug("llvm.cpu unavailable for references ({}): the interpreter computes them",
+                      e.what());
+      }
+    }
     db_ = Database::open(options_.db_path);
     result_.target = target_.target_string;
     result_.target_component = target_.component;
@@ -272,8 +280,15 @@ private:
 
   // Phase 2: components, design spaces, warm start, reference, library implementations.
   void build_searches() {
-    TaskSetup setup{host_,       options_,       target_,          space_,
-                    model_name_, strategy_name_, strategy_config_, tasks_.size()};
+    TaskSetup setup{host_,
+                    options_,
+                    target_,
+                    space_,
+                    model_name_,
+                    strategy_name_,
+                    strategy_config_,
+                    tasks_.size(),
+                    cpu_reference_.get()};
     for (const auto& tp : tasks_) {
       TaskContext& t = *tp;
       t.build_search(setup);
@@ -525,6 +540,7 @@ private:
 
   std::string strategy_name_, strategy_config_;
   TargetSetup target_;
+  std::unique_ptr<TargetSetup> cpu_reference_; // GPU runs: large references (task_context.h)
   SearchSpace space_;
   std::string model_name_; // empty = no cost model
   std::vector<PluginInfo> plugins_;

@@ -118,6 +118,30 @@ TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
   EXPECT_NE(replayed.find("correct;"), std::string::npos) << replayed;
 }
 
+// A large GPU task's reference comes from the CPU target (llvm.cpu), not from the GPU target
+// (the parent must not touch the GPU before it forks its workers) nor from the interpreter
+// (minutes for a 4096^3 matmul); the kernels are checked against it like any reference.
+TEST(GpuCli, LargeGpuTaskReferenceComesFromTheCpuTarget) {
+  std::filesystem::path db = std::filesystem::temp_directory_path() / "mt_cli_opencl_ref.db";
+  std::filesystem::remove(db);
+  auto [status, text] = capture(cli() + "tune --target opencl -w 'matmul(M=64,N=48,K=32)' " +
+                                "--trials 2 --reference-by-target-flops 0 --reference-cache none " +
+                                "--no-library --verify-top 0 --db '" + db.string() + "' 2>&1");
+  std::filesystem::remove(db);
+  if (text.find("OpenCL not available") != std::string::npos ||
+      text.find("no OpenCL") != std::string::npos) {
+    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
+    GTEST_SKIP() << text;
+  }
+  ASSERT_EQ(status, 0) << text;
+  if (text.find("loaded plugin 'llvm_cpu'") == std::string::npos)
+    GTEST_SKIP() << "llvm_cpu is not built here";
+  EXPECT_NE(text.find("reference computed by llvm.cpu (unscheduled, outer loops parallel)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(0 failed)"), std::string::npos) << text;
+}
+
 TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {
   expect_tune_refused("cuda", "no CUDA device (");
 }
