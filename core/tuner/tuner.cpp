@@ -240,17 +240,25 @@ private:
     plugins_ = plugins_used(host_, used);
 
     libs_ = open_library_targets(host_, options_.library_targets, target_.component);
-    bool gpu = is_gpu_kind(kind_of(target_.device_json));
+    const std::string target_kind = kind_of(target_.device_json);
+    bool gpu = is_gpu_kind(target_kind);
     for (auto it = libs_.begin(); it != libs_.end();) {
       std::string kind = kind_of(it->target->describe_device());
-      if (is_gpu_kind(kind) == gpu) {
+      // A CPU library competes with any CPU target; a GPU library only on its own kind of GPU
+      // (cuBLAS, kind "cuda", not with kernels tuned for an OpenCL or ROCm device).
+      if (is_gpu_kind(kind) == gpu && (!gpu || kind == target_kind)) {
         ++it;
         continue;
       }
-      spdlog::info("library target '{}' ({}) runs on another kind of device than {} ({}): it "
-                   "does not compete",
-                   it->component, gpu ? "a CPU library" : "a GPU library", target_.component,
-                   gpu ? "a GPU" : "a CPU");
+      if (gpu && is_gpu_kind(kind))
+        spdlog::info("library target '{}' ({}) runs on another kind of GPU than {} ({}): it does "
+                     "not compete",
+                     it->component, kind, target_.component, target_kind);
+      else
+        spdlog::info("library target '{}' ({}) runs on another kind of device than {} ({}): it "
+                     "does not compete",
+                     it->component, gpu ? "a CPU library" : "a GPU library", target_.component,
+                     gpu ? "a GPU" : "a CPU");
       it = libs_.erase(it);
     }
     lib_measurers_.resize(libs_.size());

@@ -142,6 +142,28 @@ TEST(GpuCli, LargeGpuTaskReferenceComesFromTheCpuTarget) {
   EXPECT_NE(text.find("(0 failed)"), std::string::npos) << text;
 }
 
+// cuBLAS (kind "cuda") competes with kernels tuned for a CUDA device only, not for OpenCL.
+TEST(GpuCli, TuneForOpenClLeavesCublasOut) {
+  std::filesystem::path db = std::filesystem::temp_directory_path() / "mt_cli_opencl_cublas.db";
+  std::filesystem::remove(db);
+  auto [status, text] =
+      capture(cli() + "tune --target opencl -w 'matmul(M=16,N=16,K=16)' " +
+              "--trials 1 --library cublas --verify-top 0 --db '" + db.string() + "' 2>&1");
+  std::filesystem::remove(db);
+  if (text.find("OpenCL not available") != std::string::npos ||
+      text.find("no OpenCL") != std::string::npos) {
+    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
+    GTEST_SKIP() << text;
+  }
+  ASSERT_EQ(status, 0) << text;
+  if (text.find("loaded plugin 'cublas'") == std::string::npos)
+    GTEST_SKIP() << "cublas is not built here";
+  EXPECT_NE(text.find("library target 'cublas' (cuda) runs on another kind of GPU than opencl"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("cublas implementation"), std::string::npos) << text;
+}
+
 TEST(GpuCli, TuneForCudaWithoutADeviceFailsWithTheReason) {
   expect_tune_refused("cuda", "no CUDA device (");
 }
