@@ -43,6 +43,15 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Each repeat calls the kernel for at least this long")
       ->capture_default_str();
   cmd->add_flag("--flush-cache", t.measure.flush_cache, "Evict the caches before each repeat");
+  // The f32 rounding of a sum grows with its length and the partial sums' size: a 4096-long
+  // dot product of [-1, 1) inputs is off by a few 1e-5 in any order, so a matmul of K = 4096
+  // needs a larger atol than the default.
+  cmd->add_option("--rtol", t.measure.rtol,
+                  "Relative tolerance of the output check against the reference")
+      ->capture_default_str();
+  cmd->add_option("--atol", t.measure.atol,
+                  "Absolute tolerance of the output check against the reference")
+      ->capture_default_str();
   cmd->add_option("--build-timeout", t.measure.build_timeout_s, "Seconds per build")
       ->capture_default_str();
   cmd->add_option("--run-timeout", t.measure.run_timeout_s, "Seconds per measurement")

@@ -2,12 +2,13 @@
 // which it refuses (cublas.Supported and build(), status MT_ERROR_UNSUPPORTED with the reason),
 // the plan it makes of each (operand roles, transposes, batch strides), that structure and not
 // names decides, and that without a device it says "no CUDA device (...)" -- in describe(),
-// in build() and in `metatune plugins`. With a GPU (skipped here): cuBLAS's results against the
-// reference interpreter.
+// in build(), in `metatune plugins` and in bench/gpu/run.sh. With a GPU (skipped here): cuBLAS's
+// results against the reference interpreter.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <string>
@@ -338,6 +339,18 @@ TEST(CublasDevice, PluginsListsTheTargetWithItsDeviceLine) {
     EXPECT_NE(device_line.find("no CUDA device ("), std::string::npos) << device_line;
   }
   EXPECT_NE(out.find("    postproc  cublas.Supported"), std::string::npos) << out;
+}
+
+// bench/gpu/run.sh stops at once without a device, with the reason and exit status 2.
+TEST(CublasDevice, GpuBenchmarkStopsWithoutADevice) {
+  if (has_device()) GTEST_SKIP() << "this machine has a CUDA device (the benchmark would run)";
+  std::filesystem::path build = std::filesystem::path(MT_TEST_CLI).parent_path().parent_path();
+  std::filesystem::path out = std::filesystem::temp_directory_path() / "mt_bench_gpu_test";
+  auto [status, text] = capture("BUILD='" + build.string() + "' OUT='" + out.string() + "' bash '" +
+                                METATUNE_SOURCE_DIR + "/bench/gpu/run.sh' 2>&1");
+  EXPECT_EQ(status, 2) << text;
+  EXPECT_EQ(text.rfind("bench/gpu: no CUDA device (", 0), 0u) << text;
+  EXPECT_FALSE(std::filesystem::exists(out / "gpu.db"));
 }
 
 // ---- on a GPU: cuBLAS against the interpreter --------------------------------------------------

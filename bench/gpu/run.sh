@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# bench/gpu: metatune's kernels for one NVIDIA GPU against cuBLAS, measured in the same run.
+#   bash bench/gpu/run.sh                       # about 8 minutes on an H200
+#   TRIALS=32 OUT=/tmp/gpu bash bench/gpu/run.sh
+#   BUILD=build-x DB=gpu.db bash bench/gpu/run.sh
+# Each operator is tuned by `metatune tune --target cuda --library cublas`: the cublas target
+# is measured once per workload through the same measurer as the tuned candidates (own worker,
+# CUDA events, L2 flushed before each repeat, output checked against the reference), and at
+# the end the best tuned kernel and cuBLAS are timed again side by side (alternating rounds in
+# fresh workers). The table gives those figures: tuned TFLOPS, cuBLAS TFLOPS, their ratio and
+# whether both passed the reference check. Without a CUDA device it stops at once (exit 2).
+# Environment: TRIALS (records per operator, default 64), OP_SECONDS (wall-clock cap per
+# operator, default 170: the tuner is interrupted then and reports what it has), OUT (results
+# folder, default bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${BUILD:-$root/build}"
+out="${OUT:-$root/bench/results/gpu}"
+db="${DB:-$out/gpu.db}"
+trials="${TRIALS:-64}"
+op_seconds="${OP_SECONDS:-170}"
+mt="$build/bin/metatune"
+
+command -v python3 >/dev/null || { echo "bench/gpu: python3 is needed for the table" >&2; exit 2; }
+if [[ ! -x "$mt" || ! -e "$build/lib/metatune/plugins/cublas.so" ]]; then
+  cmake --build "$build" --target metatune_cli cuda cublas llvm_cpu std_rules cost_models \
+    search_strategies
+fi
+
+# The device, or why there is none: what `metatune plugins` says of the cuda and cublas targets.
+devices="$("$mt" plugins --json 2>/dev/null)"
+status="$(python3 -c '
+import json, sys
+found = {}
+for p in json.loads(sys.argv[1])["plugins"]:
+    for c in p.get("components", []):
+        if c.get("kind") == "target" and c["name"] in ("cuda", "cublas"):
+            found[c["name"]] = c.get("device", {})
+cuda, cublas = found.get("cuda"), found.get("cublas")
+if cuda is None:
+    print("no CUDA device: the cuda target is not built"); sys.exit(1)
+if "unavailable" in cuda:
+    why = cuda["unavailable"]
+    print(why if why.startswith("no CUDA device") else "no CUDA device: " + why); sys.exit(1)
+if cublas is None:
+    print("the cublas target is not built"); sys.exit(1)
+if "unavailable" in cublas:
+    print(cublas["unavailable"]); sys.exit(1)
+print(cuda.get("device", "?") + " (" + cuda.get("target", "cuda") + ")")
+' "$devices")" || { echo "bench/gpu: $status" >&2; exit 2; }
+
+# label | workload | extra tune flags. A K = 4096 sum in f32 is off by a few 1e-5 in any
+# order (rounding of partial sums of size ~20), so those two are checked with atol 1e-3 (a
+# wrong kernel is off by O(1)). The BERT dense layer's GEMM: cuBLAS's GELU epilogue is the tanh
+# form and the workload's is erf, so the bias + GELU layer is not offered by cublas.
+ops=(
+  "GMM 4096 f16->f32|matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)|--atol 1e-3"
+  "GMM 4096 f32|matmul(M=4096,N=4096,K=4096)|--atol 1e-3"
+  "dense bert (GEMM)|dense(M=128,N=3072,K=768,bias=0,act=none)|"
+)
+
+mkdir -p "$out"
+echo "bench/gpu on $status: ${#ops[@]} operators, $trials trials each (at most ${op_seconds} s)," \
+  "database $db" >&2
+start=$(date +%s)
+n=0
+for op in "${ops[@]}"; do
+  IFS='|' read -r label spec extra <<<"$op"
+  n=$((n + 1))
+  echo "[$n/${#ops[@]}] $label: $spec" >&2
+  # shellcheck disable=SC2086 # $extra is a list of flags
+  timeout -s INT -k 60 "$op_seconds" "$mt" tune --target cuda -w "$spec" --trials "$trials" \
+    --db "$db" --library cublas --json -q $extra >"$out/op$n.json" 2>"$out/op$n.log" ||
+    echo "  (tune exited with status $?; see $out/op$n.log)" >&2
+done
+elapsed=$(($(date +%s) - start))
+
+python3 - "$out" "$status" "$trials" "$elapsed" "${ops[@]}" <<'EOF'
+import csv, datetime, json, os, re, sys
+
+out, device, trials, elapsed, ops = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+
+
+def last_json(path):
+    try:
+        lines = [l for l in open(path) if l.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def tflops(g):
+    return g / 1e3 if isinstance(g, (int, float)) and g > 0 else None
+
+
+rows = []
+for n, op in enumerate(ops, 1):
+    label, spec, _ = op.split("|")
+    j = last_json(os.path.join(out, f"op{n}.json"))
+    log = open(os.path.join(out, f"op{n}.log"), errors="replace").read()
+    row = {"operator": label, "workload": spec, "tuned": None, "cublas": None, "ratio": None,
+           "side_by_side": False, "check": "", "trials": 0, "failed": 0}
+    t = j["tasks"][0] if j and j.get("tasks") else None
+    if t:
+        row["trials"], row["failed"] = t.get("prior_records", 0) + t.get("trials", 0), t.get("failed", 0)
+        c = t.get("compare")
+        if c:
+            row["tuned"], row["cublas"] = tflops(c["metatune_gflops"]), tflops(c["library_gflops"])
+            row["side_by_side"] = True
+        else:
+            row["tuned"] = tflops(t.get("tuned_gflops") or t.get("best_gflops"))
+            if t.get("library_target", "").startswith("cublas"):
+                row["cublas"] = tflops(t.get("library_gflops"))
+    if row["tuned"] and row["cublas"]:
+        row["ratio"] = row["tuned"] / row["cublas"]
+    # Every time in a record passed the output check against the reference; what failed says
+    # why in the log.
+    checks = []
+    checks.append("tuned ok" if row["tuned"] else "tuned: no kernel passed the check" if t else
+                  "tuned: no result")
+    failed = re.search(r"the cublas implementation failed \(record \d+\): (\S+)", log)
+    if row["cublas"]:
+        checks.append("cuBLAS ok")
+    elif failed:
+        checks.append("cuBLAS " + failed.group(1).rstrip(":"))
+    elif "not offered by cublas" in log or (t and not t.get("library_measured")):
+        checks.append("cuBLAS not offered")
+    else:
+        checks.append("cuBLAS: no result")
+    row["check"] = ", ".join(checks)
+    if not j:
+        m = re.findall(r"(?:error|Error)[^\n]*", log)
+        row["check"] += " (" + (m[-1] if m else "see op%d.log" % n) + ")"
+    rows.append(row)
+
+fmt = lambda v, f="%.1f": f % v if v is not None else "-"
+date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+md = [f"bench/gpu, {date}, {device}, {trials} trials per operator, {elapsed} s. "
+      "Tuned and cuBLAS timed side by side at the end of each run (alternating rounds in "
+      "fresh workers; marked *), else the records' own times.", "",
+      "| operator | workload | tuned TFLOPS | cuBLAS TFLOPS | tuned/cuBLAS | checked against the reference | records (failed) |",
+      "|---|---|---:|---:|---:|---|---:|"]
+for r in rows:
+    md.append(f"| {r['operator']} | `{r['workload']}` | {fmt(r['tuned'])} | {fmt(r['cublas'])} | "
+              f"{fmt(r['ratio'], '%.2f')}{'*' if r['side_by_side'] else ''} | {r['check']} | "
+              f"{r['trials']} ({r['failed']}) |")
+text = "\n".join(md) + "\n"
+print(text)
+open(os.path.join(out, "gpu.md"), "w").write(text)
+with open(os.path.join(out, "gpu.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["operator", "workload", "tuned_tflops", "cublas_tflops", "ratio", "side_by_side",
+                "check", "records", "failed"])
+    for r in rows:
+        w.writerow([r["operator"], r["workload"], r["tuned"] or "", r["cublas"] or "",
+                    r["ratio"] or "", int(r["side_by_side"]), r["check"], r["trials"], r["failed"]])
+print(f"wrote {out}/gpu.md, gpu.csv, op*.json, op*.log", file=sys.stderr)
+EOF
