@@ -47,13 +47,19 @@ GemmPlan plan_of(const P::Program& tree) {
 // survive fork()).
 struct Session {
   std::unique_ptr<cuda::Context> context;
-  std::unique_ptr<Handle> handle; // declared after the context: destroyed before it
+  std::unique_ptr<Handle> handle;
 };
 
 Session& process_session(int ordinal) {
   static std::mutex m;
-  static Session session;
+  // Never destroyed: cuBLAS's runtime registers its exit-time teardown when the handle is
+  // made, after this object, so it would run first and cublasDestroy would then call into a
+  // torn-down runtime while the process exits.
+  static Session& session = *new Session();
   static std::string failure;
+  // No device or no library: nothing is offered here. A device that fails to give a context
+  // or a handle is an error of this build, which the tuner records.
+  static mt_status failure_status = MT_ERROR_UNSUPPORTED;
   std::lock_guard<std::mutex> lock(m);
   if (!session.handle && failure.empty()) {
     std::string why;
@@ -70,10 +76,10 @@ Session& process_session(int ordinal) {
         session.handle = std::make_unique<Handle>(*lib);
       } catch (const std::exception& e) {
         failure = e.what();
-        session.context.reset();
+        failure_status = MT_ERROR_UNKNOWN;
       }
   }
-  if (!session.handle) throw sdk::Error(MT_ERROR_UNSUPPORTED, "cublas: " + failure);
+  if (!session.handle) throw sdk::Error(failure_status, "cublas: " + failure);
   return session;
 }
 
