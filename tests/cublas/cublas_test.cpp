@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -291,6 +292,33 @@ TEST(CublasRefusesText, MaxReducedProduct) {
       {4, 5}, [&](const std::vector<Expr>& v) { return max_reduce(A(v[0], k) * B(k, v[1]), {k}); },
       "c");
   expect_not_offered(build("maxprod", {A, B}, {C}), "reduction");
+}
+
+// ---- the library, opened with dlopen (no device needed) -----------------------------------------
+
+TEST(CublasLibrary, OpensAndReportsItsVersionWhereInstalled) {
+  std::string why;
+  cublas::Cublas* lib = cublas::Cublas::get(&why);
+  if (!lib) GTEST_SKIP() << "cuBLAS is not installed here: " << why;
+  EXPECT_EQ(lib->version().rfind("1", 0), 0u) << lib->version(); // 12.x, 13.x
+  EXPECT_EQ(lib->version().find("-1"), std::string::npos) << lib->version();
+  std::printf("  %s: cuBLAS %s\n", lib->library().c_str(), lib->version().c_str());
+}
+
+TEST(CublasLibrary, AMissingLibraryIsNamedWithTheReason) {
+  // A process of its own (re-executed, not forked from this one, which may have opened the
+  // library already: it is opened once per process).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("METATUNE_CUBLAS_LIBRARY", "libcublas_missing_for_test.so.13", 1);
+        std::string why;
+        bool ok = cublas::Cublas::get(&why) == nullptr &&
+                  why.rfind("libcublas_missing_for_test.so.13 not found: ", 0) == 0;
+        std::fprintf(stderr, "%s\n", why.c_str());
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "not found");
 }
 
 // ---- the device, or why there is none ---------------------------------------------------------
