@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -249,6 +250,10 @@ struct Refused {
   const char* spec;
   const char* reason;
 };
+// The test's name in ctest: the workload, not the struct's bytes.
+void PrintTo(const Refused& r, std::ostream* os) {
+  *os << '"' << r.spec << '"';
+}
 
 class CublasRefuses : public ::testing::TestWithParam<Refused> {};
 
