@@ -33,7 +33,8 @@ Stmt copy_nest(const std::string& name, const Buffer& src, const Buffer& dst) {
   }
   b.body = make_store(dst, idx, make_load(src, idx));
   Stmt s = make_block_realize(loop_vars, Expr(), std::move(b));
-  for (size_t d = src->shape.size(); d-- > 0;) s = make_for(loop_vars[d], src->shape[d], s);
+  for (size_t d = src->shape.size(); d-- > 0;)
+    s = make_for(loop_vars[d], src->shape[d], s);
   return s;
 }
 
@@ -71,7 +72,10 @@ Stmt retarget(const BlockRealizeNode* br, const Buffer& from, const Buffer& to, 
 }
 
 void check_scope(const char* prim, const std::string& subject, const std::string& scope) {
-  static const char* ok[] = {"global", "shared", "local", "cache"};
+  // "wmma.*": tensor-core fragments (per warp; lowered like "local", see
+  // kTensorIntrinsicAnnotation).
+  static const char* ok[] = {"global",        "shared",        "local",           "cache",
+                             "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
   if (std::find(std::begin(ok), std::end(ok), scope) == std::end(ok))
     schedule_error(prim, subject, "unknown storage scope '" + scope + "'");
 }
@@ -87,9 +91,10 @@ BlockRV Schedule::cache_read(BlockRV block, int read_buffer_index, const std::st
     check_scope(prim, subject, scope);
     auto reads = block_reads(*br->block);
     if (read_buffer_index < 0 || read_buffer_index >= static_cast<int>(reads.size()))
-      schedule_error(prim, subject, "read buffer index " + std::to_string(read_buffer_index) +
-                                        " out of range (the block reads " +
-                                        std::to_string(reads.size()) + " buffers)");
+      schedule_error(prim, subject,
+                     "read buffer index " + std::to_string(read_buffer_index) +
+                         " out of range (the block reads " + std::to_string(reads.size()) +
+                         " buffers)");
     Buffer x = reads[read_buffer_index];
     std::string name = impl_->fresh_name(x->name + "_" + scope);
     Buffer xs = make_buffer(name, x->dtype, x->shape, scope);
@@ -97,14 +102,19 @@ BlockRV Schedule::cache_read(BlockRV block, int read_buffer_index, const std::st
     size_t pos = item_of(items, br->block->name);
     for (auto* other : collect_blocks(items[pos]))
       if (block_writes_buffer(*other->block, x.get()))
-        schedule_error(prim, subject, "'" + x->name + "' is produced in the same loop nest as the block");
+        schedule_error(prim, subject,
+                       "'" + x->name + "' is produced in the same loop nest as the block");
     Stmt root = replace_at(bp, retarget(br, x, xs, false));
     items = root_items(root);
     items.insert(items.begin() + static_cast<long>(pos), copy_nest(name, x, xs));
     impl_->root() = make_seq(items);
     func_.buffers.push_back(xs);
     BlockRV out = impl_->new_block_rv(name);
-    impl_->record({prim, {Impl::ref(block)}, {int64_t(read_buffer_index), scope}, {Impl::ref(out)}, std::nullopt});
+    impl_->record({prim,
+                   {Impl::ref(block)},
+                   {int64_t(read_buffer_index), scope},
+                   {Impl::ref(out)},
+                   std::nullopt});
     return out;
   });
 }
@@ -118,18 +128,19 @@ BlockRV Schedule::cache_write(BlockRV block, int write_buffer_index, const std::
     check_scope(prim, subject, scope);
     auto writes = block_writes(*br->block);
     if (write_buffer_index < 0 || write_buffer_index >= static_cast<int>(writes.size()))
-      schedule_error(prim, subject, "write buffer index " + std::to_string(write_buffer_index) +
-                                        " out of range");
+      schedule_error(prim, subject,
+                     "write buffer index " + std::to_string(write_buffer_index) + " out of range");
     Buffer y = writes[write_buffer_index];
     for (auto* other : collect_blocks(func_.body))
       if (other->block->name != br->block->name && block_writes_buffer(*other->block, y.get()))
-        schedule_error(prim, subject, "'" + y->name + "' is also written by block '" +
-                                          other->block->name + "'");
+        schedule_error(prim, subject,
+                       "'" + y->name + "' is also written by block '" + other->block->name + "'");
     std::vector<Stmt> items = root_items(func_.body);
     size_t pos = item_of(items, br->block->name);
     for (auto* other : collect_blocks(items[pos]))
       if (other->block->name != br->block->name && block_reads_buffer(*other->block, y.get()))
-        schedule_error(prim, subject, "'" + y->name + "' is read in the same loop nest as the block");
+        schedule_error(prim, subject,
+                       "'" + y->name + "' is read in the same loop nest as the block");
     std::string name = impl_->fresh_name(y->name + "_" + scope);
     Buffer ys = make_buffer(name, y->dtype, y->shape, scope);
     Stmt root = replace_at(bp, retarget(br, y, ys, true));
@@ -138,7 +149,11 @@ BlockRV Schedule::cache_write(BlockRV block, int write_buffer_index, const std::
     impl_->root() = make_seq(items);
     func_.buffers.push_back(ys);
     BlockRV out = impl_->new_block_rv(name);
-    impl_->record({prim, {Impl::ref(block)}, {int64_t(write_buffer_index), scope}, {Impl::ref(out)}, std::nullopt});
+    impl_->record({prim,
+                   {Impl::ref(block)},
+                   {int64_t(write_buffer_index), scope},
+                   {Impl::ref(out)},
+                   std::nullopt});
     return out;
   });
 }
@@ -152,9 +167,11 @@ void Schedule::set_scope(BlockRV block, int write_buffer_index, const std::strin
     check_scope(prim, subject, scope);
     Buffer y = written_buffer(prim, subject, *br->block, write_buffer_index);
     if (is_param(func_, y))
-      schedule_error(prim, subject, "cannot change the scope of function argument '" + y->name + "'");
+      schedule_error(prim, subject,
+                     "cannot change the scope of function argument '" + y->name + "'");
     if (y->scope != scope) impl_->replace_buffer(y, with_scope(y, scope));
-    impl_->record({prim, {Impl::ref(block)}, {int64_t(write_buffer_index), scope}, {}, std::nullopt});
+    impl_->record(
+        {prim, {Impl::ref(block)}, {int64_t(write_buffer_index), scope}, {}, std::nullopt});
     return 0;
   });
 }
@@ -176,10 +193,13 @@ void Schedule::storage_align(BlockRV block, int write_buffer_index, int axis, in
     Block b = *br->block;
     std::string key = "storage_align." + y->name + "." + std::to_string(axis);
     b.annotations[key] = std::to_string(factor) + ":" + std::to_string(offset);
-    impl_->root() = replace_at(bp, make_block_realize(br->iter_values, br->predicate, std::move(b)));
-    impl_->record({prim, {Impl::ref(block)},
+    impl_->root() =
+        replace_at(bp, make_block_realize(br->iter_values, br->predicate, std::move(b)));
+    impl_->record({prim,
+                   {Impl::ref(block)},
                    {int64_t(write_buffer_index), int64_t(axis), int64_t(factor), int64_t(offset)},
-                   {}, std::nullopt});
+                   {},
+                   std::nullopt});
     return 0;
   });
 }
@@ -215,15 +235,17 @@ void Schedule::transform_layout(BlockRV block, int write_buffer_index,
                      "the permutation must list each of the " + std::to_string(n) +
                          " dimensions of '" + y->name + "' once");
     std::vector<int64_t> shape(n);
-    for (size_t d = 0; d < n; ++d) shape[d] = y->shape[permutation[d]];
+    for (size_t d = 0; d < n; ++d)
+      shape[d] = y->shape[permutation[d]];
     Buffer ny = make_buffer(y->name, y->dtype, shape, y->scope);
     impl_->replace_buffer(y, ny, [&](const std::vector<Expr>& idx) {
       std::vector<Expr> out(n);
-      for (size_t d = 0; d < n; ++d) out[d] = idx[permutation[d]];
+      for (size_t d = 0; d < n; ++d)
+        out[d] = idx[permutation[d]];
       return out;
     });
-    impl_->record({prim, {Impl::ref(block)}, {int64_t(write_buffer_index), permutation}, {},
-                   std::nullopt});
+    impl_->record(
+        {prim, {Impl::ref(block)}, {int64_t(write_buffer_index), permutation}, {}, std::nullopt});
     return 0;
   });
 }

@@ -31,8 +31,8 @@ struct StandardSet {
 
 StandardSet standard_set(const std::string& kind) {
   if (is_gpu_kind(kind))
-    return {{"std.AutoInline", "std.MultiLevelTiling", "std.CrossThreadReduction",
-             "std.ParallelVectorizeUnroll", "std.AutoBind"},
+    return {{"std.AutoInline", "std.MultiLevelTilingTensorCore", "std.MultiLevelTiling",
+             "std.CrossThreadReduction", "std.ParallelVectorizeUnroll", "std.AutoBind"},
             {"std.DisallowDynamicLoop", "std.RewriteCooperativeFetch", "std.RewriteUnboundBlock",
              "std.RewriteParallelVectorizeUnroll", "std.RewriteReductionBlock",
              "std.VerifyGPUCode"},

@@ -11,14 +11,24 @@ namespace {
 
 using namespace mt::te;
 
+// An operand as the product reads it: itself, or widened to the result type when the result is
+// wider than the inputs (out_dtype=f32 on f16 inputs: the products are exact in f32 and summed
+// there, as a tensor core's f16 -> f32 multiply-accumulate does).
+Expr widened(Expr e, DType out) {
+  return e->dtype == out ? e : make_cast(out, e);
+}
+
 Function build_matmul(const WorkloadParams& p) {
   int64_t M = p.get_int("M"), N = p.get_int("N"), K = p.get_int("K");
   Tensor A = placeholder({M, K}, p.dtype(), "A");
   Tensor B = placeholder({K, N}, p.dtype(), "B");
   Var k = reduce_axis(K, "k");
-  Tensor C =
-      compute({M, N}, [&](const std::vector<Expr>& v) { return sum(A(v[0], k) * B(k, v[1]), {k}); },
-              "matmul", {"i", "j"});
+  DType out = out_dtype(p);
+  Tensor C = compute({M, N},
+                     [&](const std::vector<Expr>& v) {
+                       return sum(widened(A(v[0], k), out) * widened(B(k, v[1]), out), {k});
+                     },
+                     "matmul", {"i", "j"});
   return build("matmul", {A, B}, {C});
 }
 
@@ -27,10 +37,13 @@ Function build_batch_matmul(const WorkloadParams& p) {
   Tensor A = placeholder({Bn, M, K}, p.dtype(), "A");
   Tensor B = placeholder({Bn, K, N}, p.dtype(), "B");
   Var k = reduce_axis(K, "k");
-  Tensor C = compute(
-      {Bn, M, N},
-      [&](const std::vector<Expr>& v) { return sum(A(v[0], v[1], k) * B(v[0], k, v[2]), {k}); },
-      "batch_matmul", {"b", "i", "j"});
+  DType out = out_dtype(p);
+  Tensor C =
+      compute({Bn, M, N},
+              [&](const std::vector<Expr>& v) {
+                return sum(widened(A(v[0], v[1], k), out) * widened(B(v[0], k, v[2]), out), {k});
+              },
+              "batch_matmul", {"b", "i", "j"});
   return build("batch_matmul", {A, B}, {C});
 }
 
@@ -55,12 +68,15 @@ Function build_dense(const WorkloadParams& p) {
   Tensor X = placeholder({M, K}, t, "data");
   Tensor W = placeholder({N, K}, t, "weight");
   Var k = reduce_axis(K, "k");
-  Tensor out =
-      compute({M, N}, [&](const std::vector<Expr>& v) { return sum(X(v[0], k) * W(v[1], k), {k}); },
-              "dense", {"i", "j"});
+  DType acc = out_dtype(p);
+  Tensor out = compute({M, N},
+                       [&](const std::vector<Expr>& v) {
+                         return sum(widened(X(v[0], k), acc) * widened(W(v[1], k), acc), {k});
+                       },
+                       "dense", {"i", "j"});
   std::vector<Tensor> inputs = {X, W};
   if (p.get_bool("bias")) {
-    Tensor bias = placeholder({N}, t, "bias");
+    Tensor bias = placeholder({N}, acc, "bias");
     inputs.push_back(bias);
     Tensor prev = out;
     out = compute({M, N}, [&](const std::vector<Expr>& v) { return prev(v[0], v[1]) + bias(v[1]); },
@@ -87,16 +103,17 @@ void add_gemm_workloads(std::vector<WorkloadDef>* defs) {
                     "GMM: matmul[M,N] = sum_k A[M,K] * B[K,N]; args: A, B, matmul",
                     {int_param("M", 1024, "rows of A and of the result"),
                      int_param("N", 1024, "columns of B and of the result"),
-                     int_param("K", 1024, "reduction length"), dtype_param()}},
+                     int_param("K", 1024, "reduction length"), dtype_param(), out_dtype_param()}},
                    build_matmul,
-                   {"matmul(M=32,N=24,K=16)", "matmul(M=17,N=13,K=9)"}});
-  defs->push_back(
-      {{"batch_matmul",
-        "batch_matmul[B,M,N] = sum_k A[B,M,K] * B[B,K,N]; args: A, B, batch_matmul",
-        {int_param("B", 16, "batch size"), int_param("M", 128, "rows"),
-         int_param("N", 128, "columns"), int_param("K", 64, "reduction length"), dtype_param()}},
-       build_batch_matmul,
-       {"batch_matmul(B=3,M=16,N=12,K=8)"}});
+                   {"matmul(M=32,N=24,K=16)", "matmul(M=17,N=13,K=9)",
+                    "matmul(M=32,N=32,K=32,dtype=f16,out_dtype=f32)"}});
+  defs->push_back({{"batch_matmul",
+                    "batch_matmul[B,M,N] = sum_k A[B,M,K] * B[B,K,N]; args: A, B, batch_matmul",
+                    {int_param("B", 16, "batch size"), int_param("M", 128, "rows"),
+                     int_param("N", 128, "columns"), int_param("K", 64, "reduction length"),
+                     dtype_param(), out_dtype_param()}},
+                   build_batch_matmul,
+                   {"batch_matmul(B=3,M=16,N=12,K=8)"}});
   defs->push_back(
       {{"transpose_batch_matmul",
         "TBG: attention scores out[B,H,S,S] = sum_d query[B,S,H,D] * key[B,S,H,D] (both "
@@ -113,10 +130,10 @@ void add_gemm_workloads(std::vector<WorkloadDef>* defs) {
         {int_param("M", 128, "rows (tokens)"), int_param("N", 3072, "output features"),
          int_param("K", 768, "input features"), bool_param("bias", true, "add a bias[N] block"),
          string_param("act", "gelu", "activation block after the bias", {"none", "relu", "gelu"}),
-         dtype_param()}},
+         dtype_param(), out_dtype_param()}},
        build_dense,
-       {"dense(M=8,N=32,K=16)", "dense(M=5,N=12,K=20,bias=0,act=relu)",
-        "dense(M=4,N=8,K=8,act=none)"}});
+       {"dense(M=8,N=32,K=16)", "dense(M=16,N=32,K=16,dtype=f16,out_dtype=f32)",
+        "dense(M=5,N=12,K=20,bias=0,act=relu)", "dense(M=4,N=8,K=8,act=none)"}});
 }
 
 } // namespace mt::workload_detail

@@ -44,6 +44,23 @@ ParamInfo dtype_param() {
   return string_param("dtype", "f32", "element type", {"f32", "f64", "f16", "bf16"});
 }
 
+ParamInfo out_dtype_param() {
+  ParamInfo p = string_param("out_dtype", "same",
+                             "result type: the inputs' (same), or f32 with the products of f16 "
+                             "or bf16 inputs summed in f32 (as tensor cores and cuBLAS do)",
+                             {"same", "f32"});
+  p.written_at_default = false;
+  return p;
+}
+
+DType out_dtype(const WorkloadParams& p) {
+  if (p.get_string("out_dtype") == "same") return p.dtype();
+  if (p.dtype().bits > 32)
+    workload_error(p, "out_dtype=f32 would narrow the " + std::string(to_string(p.dtype())) +
+                          " inputs; it widens f16 and bf16 ones");
+  return DType::f32();
+}
+
 void workload_error(const WorkloadParams& p, const std::string& msg) {
   throw std::invalid_argument("workload '" + p.workload() + "': " + msg);
 }
@@ -210,7 +227,9 @@ std::string canonical(const WorkloadInfo& info, const WorkloadParams& params) {
   std::string out = info.name + "(";
   for (size_t i = 0; i < info.params.size(); ++i) {
     const ParamInfo& p = info.params[i];
-    out += (i ? "," : "") + p.name + "=" + value_text(params.values().at(p.name));
+    std::string value = value_text(params.values().at(p.name));
+    if (!p.written_at_default && value == p.default_value) continue;
+    out += (out.back() == '(' ? "" : ",") + p.name + "=" + value;
   }
   return out + ")";
 }

@@ -27,6 +27,10 @@ struct ParamInfo {
   int64_t min = 0;
   int64_t max = INT64_MAX;
   std::vector<std::string> choices;
+  // False for a parameter added after specs were in use (databases key tasks by the
+  // canonical spec): at its default value it is left out of the canonical spec, so the old
+  // spelling and its records stay valid.
+  bool written_at_default = true;
 };
 
 struct WorkloadInfo {

@@ -25,6 +25,10 @@ ParamInfo string_param(std::string name, std::string def, std::string doc,
 ParamInfo bool_param(std::string name, bool def, std::string doc);
 // "dtype": a floating-point element type, f32 by default.
 ParamInfo dtype_param();
+// "out_dtype": "same" (the result in dtype, the default) or "f32" (mixed precision: f16/bf16
+// inputs, products summed in f32). Left out of canonical specs at its default.
+ParamInfo out_dtype_param();
+DType out_dtype(const WorkloadParams& p);
 
 using mt::did_you_mean; // core/support/did_you_mean.h
 // Throws std::invalid_argument("workload 'w': msg").

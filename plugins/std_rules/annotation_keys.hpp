@@ -14,6 +14,10 @@ inline constexpr const char* kUnrollImplicit = "meta_schedule.unroll_implicit";
 // Block: a cache_read copy that RewriteCooperativeFetch spreads over the thread block; the value
 // is the vector length of each thread's fetch.
 inline constexpr const char* kCooperativeFetch = "meta_schedule.cooperative_fetch";
+// Block, with kCooperativeFetch: the copy sits in a kernel whose threads run as whole warps
+// (tensor cores): threadIdx.x is the warp's 32 lanes even where no loop above binds it, and the
+// warps are the enclosing threadIdx.y loop.
+inline constexpr const char* kWarpExecution = "meta_schedule.warp_execution";
 // Block: RandomComputeLocation moves this block's producer (the rfactor block AddRFactor made)
 // instead of the block itself.
 inline constexpr const char* kRandomComputeProducer = "meta_schedule.random_compute_producer";

@@ -2,7 +2,9 @@
 // thread block (annotated meta_schedule.cooperative_fetch = vector length) is spread over the
 // block's threads: its own loops are fused, split by the threadIdx.x extent of the enclosing
 // binding (and the vector length), the thread part bound to threadIdx.x and the vector part
-// vectorised. The annotation is removed. A copy outside any threadIdx.x loop is left as is.
+// vectorised. The annotation is removed. A copy outside any threadIdx.x loop is left as is,
+// unless it runs in whole warps (meta_schedule.warp_execution, the tensor-core tiling): then it
+// is split over the enclosing threadIdx.y loop's warps and their 32 lanes.
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
 #include "config.hpp"
@@ -39,8 +41,10 @@ public:
       if (!trace) trace.emplace(sch.trace());
       int64_t lanes = resolve_sampled(anns, keys::kCooperativeFetch, *trace).value_or(1);
       unannotate_sampled(sch, block, anns, keys::kCooperativeFetch);
+      bool warps = anns.count(keys::kWarpExecution) > 0;
+      if (warps) sch.unannotate(block, keys::kWarpExecution);
       try {
-        spread(sch, block, name, lanes);
+        spread(sch, block, name, lanes, warps);
       } catch (const sdk::ScheduleError&) {
         // The copy stays serial inside each thread: slower, still correct.
       }
@@ -49,13 +53,20 @@ public:
   }
 
 private:
-  static void spread(Schedule& sch, BlockRV block, const std::string& name, int64_t lanes) {
+  // `warps`: the copy runs in whole warps (kWarpExecution): threadIdx.x is 32 lanes and the
+  // enclosing threadIdx.y loop counts the warps; both are bound.
+  static void spread(Schedule& sch, BlockRV block, const std::string& name, int64_t lanes,
+                     bool warps) {
     LoopTree tree(sch);
     std::vector<sdk::StmtRef> nest = tree.loops_of(name);
-    int64_t threads = 0;
-    for (const sdk::StmtRef& l : nest)
-      if (l.for_kind() == sdk::ForKind::ThreadBinding && l.thread_tag() == "threadIdx.x")
-        threads = l.extent();
+    int64_t threads = 0, warp_count = 0;
+    for (const sdk::StmtRef& l : nest) {
+      if (l.for_kind() != sdk::ForKind::ThreadBinding) continue;
+      if (l.thread_tag() == "threadIdx.x") threads = l.extent();
+      if (l.thread_tag() == "threadIdx.y") warp_count = l.extent();
+    }
+    if (warps && threads == 0) threads = 32;
+    if (!warps) warp_count = 0;
     if (threads <= 0) return;
     // The copy's own loops: the innermost ones that enclose nothing but this block.
     size_t first = nest.size();
@@ -71,7 +82,14 @@ private:
     std::vector<LoopRV> loops = sch.get_loops(block);
     std::vector<LoopRV> own(loops.begin() + static_cast<long>(first), loops.end());
     LoopRV fused = own.size() > 1 ? sch.fuse(own) : own[0];
-    if (lanes > 1) {
+    if (warp_count > 0) {
+      std::vector<sdk::Factor> f = {sdk::Factor(-1), sdk::Factor(warp_count), sdk::Factor(threads)};
+      if (lanes > 1) f.push_back(sdk::Factor(lanes));
+      std::vector<LoopRV> parts = sch.split(fused, f);
+      sch.bind(parts[1], "threadIdx.y");
+      sch.bind(parts[2], "threadIdx.x");
+      if (lanes > 1) sch.vectorize(parts[3]);
+    } else if (lanes > 1) {
       std::vector<LoopRV> parts = sch.split(fused, {-1, threads, lanes});
       sch.bind(parts[1], "threadIdx.x");
       sch.vectorize(parts[2]);

@@ -5,6 +5,7 @@ namespace mt::std_rules {
 void register_all(sdk::Registry& r) {
   register_auto_inline(r);
   register_multi_level_tiling(r);
+  register_multi_level_tiling_tensor_core(r);
   register_parallel_vectorize_unroll(r);
   register_add_rfactor(r);
   register_cross_thread_reduction(r);

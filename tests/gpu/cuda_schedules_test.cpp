@@ -9,11 +9,28 @@
 #include "gpu_schedule_samples.h"
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 #include "nvrtc_compiler.h"
+#include "tensor_core_samples.h"
 
 namespace mt {
 namespace {
 
 namespace G = mt::gpu_codegen;
+
+// Compiles `src` for sm_80 and sm_90, expecting no error and no warning; returns how many
+// compiled.
+int compile_for_sm80_and_sm90(cuda::Nvrtc& nvrtc, const std::string& src, const std::string& name,
+                              const std::string& spec) {
+  int compiled = 0;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    cuda::NvrtcResult r = nvrtc.compile(src, name + ".cu", arch);
+    EXPECT_TRUE(r.ok) << spec << " " << arch << ":\n" << r.log << "\n" << src;
+    EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << spec << " " << arch << " warns:\n"
+                                                  << r.log << "\n"
+                                                  << src;
+    if (r.ok) ++compiled;
+  }
+  return compiled;
+}
 
 TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) {
   std::string why;
@@ -30,14 +47,7 @@ TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) 
       ++unsupported;
       return;
     }
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      cuda::NvrtcResult r = nvrtc->compile(src.code, p.name + ".cu", arch);
-      EXPECT_TRUE(r.ok) << s.spec << " " << arch << ":\n" << r.log << "\n" << src.code;
-      EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << s.spec << " " << arch << " warns:\n"
-                                                    << r.log << "\n"
-                                                    << src.code;
-      if (r.ok) ++compiled;
-    }
+    compiled += compile_for_sm80_and_sm90(*nvrtc, src.code, p.name, s.spec);
   };
   gpu_test::for_each_gpu_sample(attrs, 3, compile);
   gpu_test::for_each_gpu_sample(attrs, 2, compile, {}, 1, gpu_test::half_workload_specs());
@@ -45,6 +55,39 @@ TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) 
               compiled, unsupported);
   EXPECT_GT(compiled, 100);
   EXPECT_LE(unsupported * 4, compiled);
+}
+
+// The tensor-core schedules become wmma calls (fill, loads, mma_sync, store) and compile for
+// sm_80 and sm_90; their arithmetic is checked by the opencl tests, which emulate the same
+// recognised operations with loops (tensor_core_test.cpp).
+TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  int compiled = 0;
+  int n = gpu_test::for_each_tensor_core_sample(
+      std_rules_test::gpu_set().attrs, 3, [&](const gpu_test::TensorCoreSample& s) {
+        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+        G::GpuSource src;
+        try {
+          src = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect());
+        } catch (const G::UnsupportedError& e) {
+          ADD_FAILURE() << s.spec << ": refused: " << e.what() << "\ntrace " << s.trace_json;
+          return;
+        }
+        G::maybe_dump_source(p.name + "_tc", src.code, "cu"); // METATUNE_DUMP_GPU_SOURCE
+        for (const char* call : {"nvcuda::wmma::fill_fragment", "nvcuda::wmma::load_matrix_sync",
+                                 "nvcuda::wmma::mma_sync", "nvcuda::wmma::store_matrix_sync"})
+          EXPECT_NE(src.code.find(call), std::string::npos) << s.spec << ": no " << call << "\n"
+                                                            << src.code;
+        // The operands' tiles come from shared memory held in f16 and aligned for the loads.
+        EXPECT_NE(src.code.find("__shared__ __align__(32) __half"), std::string::npos) << src.code;
+        compiled += compile_for_sm80_and_sm90(*nvrtc, src.code, p.name, s.spec);
+      });
+  std::printf("[ cuda ] %d tensor-core schedules, %d compiled (sm_80 + sm_90 counted apart)\n", n,
+              compiled);
+  EXPECT_GE(n, 9);
+  EXPECT_EQ(compiled, 2 * n);
 }
 
 } // namespace

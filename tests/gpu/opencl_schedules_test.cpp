@@ -39,18 +39,9 @@ std::string run_on_device(const Function& scheduled, const std::vector<NDArray>&
     return std::string("build failed: ") + e.what();
   }
   ++t.built;
-  std::vector<NDArray> args = make_args(scheduled);
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args)
-    ptrs.push_back(&a);
-  m->run(ptrs);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string why;
-    if (!allclose(args[i], reference[i], rtol, atol, &why))
-      return "param " + std::to_string(i) + ": " + why;
-  }
-  ++t.ok;
-  return {};
+  std::string diff = gpu_test::run_and_compare(*m, scheduled, reference, rtol, atol);
+  if (diff.empty()) ++t.ok;
+  return diff;
 }
 
 TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {

@@ -37,13 +37,16 @@ inline ComponentSet cpu_set() {
       {{"kind", std::string("llvm")}, {"num_cores", int64_t{4}}, {"vector_bytes", int64_t{32}}}};
 }
 
+// The standard GPU set (core/tuner/target_setup.cpp) for an sm_80-class device, so that the
+// tensor-core tiling is in the spaces of f16 matmuls with f32 results.
 inline ComponentSet gpu_set() {
-  return {{"std.AutoInline", "std.MultiLevelTiling", "std.CrossThreadReduction",
-           "std.ParallelVectorizeUnroll", "std.AutoBind"},
+  return {{"std.AutoInline", "std.MultiLevelTilingTensorCore", "std.MultiLevelTiling",
+           "std.CrossThreadReduction", "std.ParallelVectorizeUnroll", "std.AutoBind"},
           {"std.DisallowDynamicLoop", "std.RewriteCooperativeFetch", "std.RewriteUnboundBlock",
            "std.RewriteParallelVectorizeUnroll", "std.RewriteReductionBlock", "std.VerifyGPUCode"},
           {"std.MutateTileSize", "std.MutateUnroll", "std.MutateThreadBinding"},
           {{"kind", std::string("cuda")},
+           {"arch", std::string("sm_80")},
            {"max_threads_per_block", int64_t{1024}},
            {"max_shared_memory_per_block", int64_t{49152}}}};
 }

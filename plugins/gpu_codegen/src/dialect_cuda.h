@@ -117,6 +117,42 @@ public:
     return "__uint_as_float(" + u + ")";
   }
   std::string f16_prologue() const override { return "#include <cuda_fp16.h>\n"; }
+
+  bool has_tensor_cores() const override { return true; }
+  std::string tensor_core_prologue() const override { return "#include <mma.h>\n"; }
+  std::string fragment_array(FragmentRole role, bool col_major, const std::string& name,
+                             int64_t count) const override {
+    const std::string w = "nvcuda::wmma::";
+    std::string t =
+        role == FragmentRole::Accumulator
+            ? w + "fragment<" + w + "accumulator, 16, 16, 16, float>"
+            : w + "fragment<" + w + (role == FragmentRole::MatrixA ? "matrix_a" : "matrix_b") +
+                  ", 16, 16, 16, __half, " + w + (col_major ? "col_major" : "row_major") + ">";
+    return t + " " + name + "[" + std::to_string(count) + "];";
+  }
+  std::string fill_fragment(const std::string& frag, const std::string& value) const override {
+    return "nvcuda::wmma::fill_fragment(" + frag + ", " + value + ");";
+  }
+  std::string load_fragment(const std::string& frag, const std::string& pointer,
+                            int64_t ld) const override {
+    return "nvcuda::wmma::load_matrix_sync(" + frag + ", " + pointer + ", " + std::to_string(ld) +
+           ");";
+  }
+  std::string mma(const std::string& acc, const std::string& a,
+                  const std::string& b) const override {
+    return "nvcuda::wmma::mma_sync(" + acc + ", " + a + ", " + b + ", " + acc + ");";
+  }
+  std::string store_fragment(const std::string& pointer, const std::string& frag, int64_t ld,
+                             bool col_major) const override {
+    return "nvcuda::wmma::store_matrix_sync(" + pointer + ", " + frag + ", " + std::to_string(ld) +
+           ", nvcuda::wmma::" + (col_major ? "mem_col_major" : "mem_row_major") + ");";
+  }
+  // load_matrix_sync wants 256-bit aligned addresses; every tile starts at a multiple of 16
+  // elements of an f16 array, so aligning the array is enough.
+  std::string fragment_source_array(const std::string& type, const std::string& name,
+                                    int64_t elements) const override {
+    return "__shared__ __align__(32) " + type + " " + name + "[" + std::to_string(elements) + "];";
+  }
 };
 
 } // namespace mt::gpu_codegen

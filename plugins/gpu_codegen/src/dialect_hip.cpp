@@ -20,6 +20,9 @@ public:
            "#define MT_NAN64 __builtin_nan(\"\")\n";
   }
   std::string f16_prologue() const override { return "#include <hip/hip_fp16.h>\n"; }
+  // CUDA's WMMA header has no HIP counterpart here (rocWMMA is not in Debian's ROCm 5.2): the
+  // marked nests run as loops, as in OpenCL, until matrix cores (MFMA) are generated.
+  bool has_tensor_cores() const override { return false; }
 };
 
 } // namespace

@@ -15,13 +15,16 @@
 
 #include "cross_thread_reduction.h"
 #include "shared_access.h"
+#include "tensor_op.h"
 
 namespace mt::gpu_codegen {
 
 namespace {
 
-// In the used-helpers set: the source uses f16 (the dialect's f16 prologue is emitted).
+// In the used-helpers set: the source uses f16 (the dialect's f16 prologue is emitted), tensor
+// cores (their header).
 constexpr const char* kF16 = "<f16>";
+constexpr const char* kTensorCores = "<tensor cores>";
 
 using P::ExprKind;
 using P::StmtKind;
@@ -72,6 +75,7 @@ public:
       return true;
     });
     preregister_reductions();
+    find_tensor_ops();
     Accesses pending;
     indent_ = 1;
     stmt(kernel_.body, pending, true);
@@ -86,7 +90,11 @@ public:
     std::ostringstream os;
     os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
     for (const auto& b : shared_)
-      os << "  " << d_.shared_array(type_of(b->dtype), buffer_name(b), b->num_elements()) << "\n";
+      os << "  "
+         << (fragment_memory_.count(b->id)
+                 ? d_.fragment_source_array(storage_type(b), buffer_name(b), b->num_elements())
+                 : d_.shared_array(type_of(b->dtype), buffer_name(b), b->num_elements()))
+         << "\n";
     for (const auto& [name, type] : scratch_)
       os << "  " << d_.shared_array(type, name, kernel_.dims.threads_per_block()) << "\n";
     os << body_.str() << "}\n";
@@ -136,7 +144,13 @@ private:
     return d_.type_name(t);
   }
   static bool is_half(P::DType t) { return t.is_float() && t.bits == 16; }
-  bool in_device_memory(const P::Buffer& b) const { return global_ids_.count(b->id) > 0; }
+  // Device memory, and the shared arrays tensor cores load from: f16 held as such.
+  bool in_device_memory(const P::Buffer& b) const {
+    return global_ids_.count(b->id) > 0 || fragment_memory_.count(b->id) > 0;
+  }
+  std::string storage_type(const P::Buffer& b) const {
+    return is_half(b->dtype) ? d_.type_name(b->dtype) : type_of(b->dtype);
+  }
 
   // Element `index` of `b` as a value of type_of(dtype), and the statement writing `value` there
   // (without its semicolon): device memory holds f16/bf16 in their own format.
@@ -437,8 +451,13 @@ private:
   // Whether an index uses a variable of every thread dimension the block has (more than one
   // thread along it): only then is the same index the same thread.
   bool tells_threads_apart(const std::vector<P::Expr>& indices) const {
+    // A tensor-core operation's access is the warp's: its 32 lanes are one agent, in order,
+    // so threadIdx.x need not tell them apart (every lane of the emulation writes the same).
+    bool warp_op = false;
+    for (const auto& i : indices)
+      warp_op = warp_op || uses_any(i, tensor_nest_vars_);
     for (int d = 0; d < 3; ++d) {
-      if (kernel_.dims.block[d] <= 1) continue;
+      if (kernel_.dims.block[d] <= 1 || (d == 0 && warp_op)) continue;
       bool uses = false;
       for (const auto& i : indices)
         uses = uses || uses_any(i, thread_vars_by_dim_[static_cast<size_t>(d)]);
@@ -536,6 +555,10 @@ private:
         stmt(s->body, pending, uniform);
         return;
       }
+      if (is_fragment_scope(b->scope) && d_.has_tensor_cores()) {
+        fragments(s, pending, uniform);
+        return;
+      }
       if (b->size_bytes() > 64 * 1024)
         throw UnsupportedError("a per-thread array of " + std::to_string(b->size_bytes()) +
                                " bytes ('" + b->name + "', scope " + b->scope + ")");
@@ -556,6 +579,10 @@ private:
       return;
     }
     case StmtKind::For:
+      if (s->annotations.count(P::kTensorIntrinsicAnnotation)) {
+        tensor_op(s, pending, uniform);
+        return;
+      }
       if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) == 0 &&
           !vt_ && s->extent > 1) {
         vthread_loop(s, pending, uniform);
@@ -908,6 +935,9 @@ private:
   // threads, where the serial program runs it once: harmless when they all write the same value
   // (it reads neither its own buffer nor a thread's private array), wrong otherwise.
   void check_runs_once_per_element(const P::Stmt& s) {
+    // A warp-wide operation emulated: every lane computes the whole tile into its own copy of
+    // the fragment, and the lanes store the same values.
+    if (in_tensor_op_) return;
     static const char* tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
     for (int d = 0; d < 3; ++d) {
       if (kernel_.dims.block[d] <= 1 || active_tags_.count(tags[d])) continue;
@@ -941,6 +971,133 @@ private:
     check_runs_once_per_element(s);
     line(write_element(s->buffer, flat_index(s->buffer, s->indices), bare(s->value)) + ";");
     pending.merge(accesses(s));
+  }
+
+  // ---- tensor cores (tensor_op.h) --------------------------------------------------------------
+  // Every marked nest of the kernel recognised up front (the fragments' declarations need
+  // their roles and layouts), with what the hardware requires of the kernel checked whether
+  // or not the dialect has tensor cores: the emulation accepts exactly the programs the
+  // instructions would run.
+  void find_tensor_ops() {
+    std::vector<P::Stmt> loops;
+    std::unordered_set<const P::StmtNode*> inside;
+    P::visit_stmts(kernel_.body, [&](const P::Stmt& x) {
+      if (x->kind == StmtKind::For && x->annotations.count(P::kTensorIntrinsicAnnotation)) {
+        loops.push_back(x);
+        P::visit_stmts(x, [&](const P::Stmt& y) {
+          inside.insert(y.get());
+          return true;
+        });
+        return false;
+      }
+      return true;
+    });
+    for (const auto& l : loops) {
+      tensor_ops_.push_back(match_tensor_op(l));
+      P::visit_stmts(l, [&](const P::Stmt& y) {
+        if (y->kind == StmtKind::For) tensor_nest_vars_.insert(y->loop_var->var_id);
+        return true;
+      });
+    }
+    frag_info_ = fragment_infos(tensor_ops_);
+    for (size_t i = 0; i < loops.size(); ++i)
+      op_of_loop_[loops[i].get()] = i;
+    // A fragment is opaque to the threads that hold it: only the operations touch it.
+    auto loads_fragment = [](const P::Expr& e) {
+      bool found = false;
+      if (e)
+        P::post_order_visit(e, [&](const P::Expr& x) {
+          if (x->kind == ExprKind::Load && is_fragment_scope(x->buffer->scope)) found = true;
+        });
+      return found;
+    };
+    P::visit_stmts(kernel_.body, [&](const P::Stmt& x) {
+      bool touches = loads_fragment(x->condition) || loads_fragment(x->value);
+      for (const auto& i : x->indices)
+        touches = touches || loads_fragment(i);
+      if (x->kind == StmtKind::Store && is_fragment_scope(x->buffer->scope)) touches = true;
+      if (touches && !inside.count(x.get()))
+        throw UnsupportedError("`" + describe(x) +
+                               "` touches a tensor-core fragment outside the fragment operations");
+      return true;
+    });
+    if (tensor_ops_.empty()) return;
+    if (kernel_.dims.block[0] != 32)
+      throw UnsupportedError("tensor-core operations need one warp along threadIdx.x (32 "
+                             "threads), not " +
+                             std::to_string(kernel_.dims.block[0]));
+    for (const TensorOp& op : tensor_ops_) {
+      if (!op.mem.buffer) continue;
+      const P::Buffer& m = op.mem.buffer;
+      if (!global_ids_.count(m->id) && m->scope != "shared")
+        throw UnsupportedError("a tensor-core fragment loaded from or stored to '" + m->name +
+                               "' (scope " + m->scope + "), not device or shared memory");
+      if (!memory_tile_aligned(op.mem))
+        throw UnsupportedError("a tensor-core tile of '" + m->name +
+                               "' that is not aligned to 16 elements");
+      if (d_.has_tensor_cores() && m->scope == "shared") fragment_memory_.insert(m->id);
+    }
+  }
+
+  // The fragments of an Allocate, declared as the dialect's fragment array.
+  void fragments(const P::Stmt& alloc, Accesses& pending, bool uniform) {
+    const P::Buffer& b = alloc->buffer;
+    auto info = frag_info_.find(b->id);
+    if (info == frag_info_.end())
+      throw UnsupportedError("the fragment '" + b->name + "' is not used by any operation");
+    if (vt_) throw UnsupportedError("tensor-core fragments under a vthread loop");
+    line("{");
+    ++indent_;
+    line(d_.fragment_array(info->second.role, info->second.col_major, buffer_name(b),
+                           info->second.count));
+    stmt(alloc->body, pending, uniform);
+    --indent_;
+    line("}");
+  }
+
+  void tensor_op(const P::Stmt& loop, Accesses& pending, bool uniform) {
+    const TensorOp& op = tensor_ops_.at(op_of_loop_.at(loop.get()));
+    std::string what =
+        loop->annotations.count(P::kTensorIntrinsicAnnotation)
+            ? std::get<std::string>(loop->annotations.at(P::kTensorIntrinsicAnnotation))
+            : "";
+    // The warp's 32 lanes execute the operation together, with the same operands.
+    if (!uniform || active_tags_.count("threadIdx.x") || vt_ || active_xr_)
+      throw UnsupportedError(what + " under thread-dependent control flow, inside a loop "
+                                    "bound to threadIdx.x, a vthread or a cross-thread reduction: "
+                                    "a warp must execute it together");
+    if (!d_.has_tensor_cores()) {
+      in_tensor_op_ = true;
+      serial_loop(loop, pending, uniform);
+      in_tensor_op_ = false;
+      return;
+    }
+    used_helpers_.insert(kTensorCores);
+    used_helpers_.insert(kF16);
+    auto frag = [&](const Tile& t) {
+      return buffer_name(t.buffer) + "[" + bare(fragment_index(t)) + "]";
+    };
+    auto pointer = [&](const Tile& t) {
+      return "&" + buffer_name(t.buffer) + "[" + row_major_index(t.buffer, t.base) + "]";
+    };
+    switch (op.kind) {
+    case TensorOpKind::Fill:
+      line(d_.fill_fragment(frag(op.frag), float_literal(op.fill, P::DType::f32())));
+      break;
+    case TensorOpKind::LoadA:
+    case TensorOpKind::LoadB:
+      line(d_.load_fragment(frag(op.frag), pointer(op.mem), memory_layout(op.mem).ld));
+      break;
+    case TensorOpKind::Mma:
+      line(d_.mma(frag(op.frag), frag(op.a), frag(op.b)));
+      break;
+    case TensorOpKind::Store: {
+      MemoryLayout l = memory_layout(op.mem);
+      line(d_.store_fragment(pointer(op.mem), frag(op.frag), l.ld, l.col_major));
+      break;
+    }
+    }
+    pending.merge(accesses(loop));
   }
 
   void reduction_epilogue(const CrossThreadReduction& xr, const std::string& t, int dim) {
@@ -1032,6 +1189,12 @@ private:
   std::vector<P::Stmt> synthetic_;
   std::unordered_map<const P::StmtNode*, bool> vdepends_;
   std::unordered_map<int64_t, int64_t> expanded_; // buffer id -> elements per virtual thread
+  std::vector<TensorOp> tensor_ops_;
+  std::unordered_map<const P::StmtNode*, size_t> op_of_loop_;
+  std::map<int64_t, FragmentInfo> frag_info_;
+  std::unordered_set<int64_t> fragment_memory_;  // shared arrays fragments are loaded from
+  std::unordered_set<int64_t> tensor_nest_vars_; // loop variables of the operations' nests
+  bool in_tensor_op_ = false;
 };
 
 // Helpers a kernel may call, spelled for the dialect, by name (only those used are emitted:
@@ -1108,6 +1271,7 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
   std::ostringstream os;
   os << dialect.prologue();
   if (used.count(kF16)) os << dialect.f16_prologue();
+  if (used.count(kTensorCores)) os << dialect.tensor_core_prologue();
   if (used.count("mt_round_bf16")) used.insert({"mt_bf16_to_f32", "mt_f32_to_bf16"});
   std::map<std::string, std::string> all = helpers(dialect, plan.index32);
   // Conversions first: mt_round_bf16 calls them.

@@ -21,6 +21,9 @@ struct KernelParam {
   bool read_only = false;
 };
 
+// What a tensor-core fragment holds (tensor_op.h).
+enum class FragmentRole { MatrixA, MatrixB, Accumulator };
+
 class Dialect {
 public:
   virtual ~Dialect() = default;
@@ -67,6 +70,41 @@ public:
   virtual std::string bits_float(const std::string& u) const = 0;
   // What a source using f16 needs first (a header).
   virtual std::string f16_prologue() const { return ""; }
+
+  // Tensor cores: WMMA's warp-wide 16x16x16 operations, f16 operands, f32 accumulator
+  // (tensor_op.h). A dialect without them (the default) gets the marked nests written as the
+  // loops they are -- the operations' tile semantics, emulated per thread -- which is how
+  // tensor-core schedules are checked against the interpreter on a machine without the
+  // hardware. The spellings below are called only when has_tensor_cores().
+  virtual bool has_tensor_cores() const { return false; }
+  virtual std::string tensor_core_prologue() const { return ""; }
+  // `count` fragments of a role, as one array; matrix_a/b are loaded row- or column-major.
+  virtual std::string fragment_array(FragmentRole, bool /*col_major*/, const std::string& name,
+                                     int64_t /*count*/) const {
+    return name;
+  }
+  virtual std::string fill_fragment(const std::string& frag, const std::string& value) const {
+    return frag + value;
+  }
+  // `ld`: elements between rows (row-major) or columns (column-major) of the memory tile.
+  virtual std::string load_fragment(const std::string& frag, const std::string& pointer,
+                                    int64_t /*ld*/) const {
+    return frag + pointer;
+  }
+  virtual std::string mma(const std::string& acc, const std::string& a,
+                          const std::string& b) const {
+    return acc + a + b;
+  }
+  virtual std::string store_fragment(const std::string& pointer, const std::string& frag,
+                                     int64_t /*ld*/, bool /*col_major*/) const {
+    return pointer + frag;
+  }
+  // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
+  // aligned as the loads require.
+  virtual std::string fragment_source_array(const std::string& type, const std::string& name,
+                                            int64_t elements) const {
+    return shared_array(type, name, elements);
+  }
 };
 
 std::unique_ptr<Dialect> opencl_dialect();

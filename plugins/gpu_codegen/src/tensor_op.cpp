@@ -1,0 +1,348 @@
+// Recognising tensor-core operations in marked loop nests (tensor_op.h).
+#include "tensor_op.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "metatune/sdk/expr_equal.hpp"
+
+namespace mt::gpu_codegen {
+
+namespace {
+
+using P::ExprKind;
+using P::StmtKind;
+
+[[noreturn]] void refuse(const std::string& intrinsic, const std::string& why) {
+  throw UnsupportedError("the nest marked " + intrinsic + " " + why);
+}
+
+// An index split into a part that does not use the nest's variables and at most one of them
+// added with coefficient 1 (`base + v`): the only form a tile's index may take.
+struct SplitIndex {
+  P::Expr base;
+  int var = -1; // position in the nest's variables, -1 when none is used
+};
+
+std::optional<SplitIndex> split_index(const P::Expr& e, const std::vector<int64_t>& vars) {
+  auto uses_nest = [&](const P::Expr& x) {
+    for (int64_t v : vars)
+      if (P::uses_var(x, v)) return true;
+    return false;
+  };
+  if (!uses_nest(e)) return SplitIndex{e, -1};
+  if (e->kind == ExprKind::Var)
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (e->var_id == vars[i]) return SplitIndex{P::int_imm(0), static_cast<int>(i)};
+  if (e->kind == ExprKind::Add || e->kind == ExprKind::Sub) {
+    auto a = split_index(e->args[0], vars);
+    if (!a) return std::nullopt;
+    if (e->kind == ExprKind::Sub) {
+      if (uses_nest(e->args[1])) return std::nullopt;
+      return SplitIndex{a->base - e->args[1], a->var};
+    }
+    auto b = split_index(e->args[1], vars);
+    if (!b || (a->var >= 0 && b->var >= 0)) return std::nullopt;
+    return SplitIndex{a->base + b->base, a->var >= 0 ? a->var : b->var};
+  }
+  return std::nullopt;
+}
+
+// The tile a load or store touches: `rows` and `cols` are the positions of the nest variables
+// that run along the tile's rows and columns.
+std::optional<Tile> tile_of(const P::Buffer& buffer, const std::vector<P::Expr>& indices,
+                            const std::vector<int64_t>& vars, int rows, int cols) {
+  Tile t;
+  t.buffer = buffer;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    auto s = split_index(indices[d], vars);
+    if (!s) return std::nullopt;
+    t.base.push_back(s->base);
+    if (s->var < 0) continue;
+    if (s->var != rows && s->var != cols) return std::nullopt; // a variable it must not use
+    int& slot = s->var == rows ? t.row_dim : t.col_dim;
+    if (slot >= 0) return std::nullopt; // one variable on two dimensions
+    slot = static_cast<int>(d);
+  }
+  if (t.row_dim < 0 || t.col_dim < 0) return std::nullopt;
+  // The whole 16x16 tile lies inside the buffer along the two dimensions it runs on (fragments
+  // are whole; a partial tile would need a guard the instruction does not have).
+  if (buffer->shape[static_cast<size_t>(t.row_dim)] < kTensorTile ||
+      buffer->shape[static_cast<size_t>(t.col_dim)] < kTensorTile)
+    return std::nullopt;
+  return t;
+}
+
+bool is_half(P::DType t) {
+  return t.kind == P::DTypeKind::Float && t.bits == 16;
+}
+bool is_f32(P::DType t) {
+  return t.kind == P::DTypeKind::Float && t.bits == 32;
+}
+
+// `x` itself, or x under a cast to f32 (the operands' widening).
+P::Expr under_cast(const P::Expr& e) {
+  if (e->kind == ExprKind::Cast && is_f32(e->dtype)) return e->args[0];
+  return e;
+}
+
+// The loop nest under an annotated loop: `depth` perfectly nested loops of extent 16 (serial or
+// unrolled) around one store.
+struct Nest {
+  std::vector<int64_t> vars;
+  P::Stmt store;
+};
+
+Nest nest_of(const P::Stmt& loop, size_t depth, const std::string& name) {
+  Nest n;
+  P::Stmt s = loop;
+  for (size_t i = 0; i < depth; ++i) {
+    if (!s || s->kind != StmtKind::For || s->extent != kTensorTile ||
+        (s->for_kind != P::ForKind::Serial && s->for_kind != P::ForKind::Unrolled))
+      refuse(name, "is not " + std::to_string(depth) + " serial loops of 16 around one store");
+    n.vars.push_back(s->loop_var->var_id);
+    s = s->body;
+  }
+  if (!s || s->kind != StmtKind::Store)
+    refuse(name, "is not " + std::to_string(depth) + " serial loops of 16 around one store");
+  n.store = s;
+  return n;
+}
+
+TensorOp match_fill(const P::Stmt& loop, const std::string& name) {
+  Nest n = nest_of(loop, 2, name);
+  const P::Stmt& st = n.store;
+  if (st->buffer->scope != "wmma.accumulator" || !is_f32(st->buffer->dtype))
+    refuse(name, "does not write an f32 wmma.accumulator buffer");
+  if (st->value->kind != ExprKind::FloatImm) refuse(name, "does not store a constant");
+  auto t = tile_of(st->buffer, st->indices, n.vars, 0, 1);
+  if (!t) refuse(name, "does not write a 16x16 tile");
+  TensorOp op;
+  op.kind = TensorOpKind::Fill;
+  op.frag = *t;
+  op.fill = st->value->float_value;
+  return op;
+}
+
+TensorOp match_load(const P::Stmt& loop, const std::string& name, bool a) {
+  Nest n = nest_of(loop, 2, name);
+  const P::Stmt& st = n.store;
+  const char* scope = a ? "wmma.matrix_a" : "wmma.matrix_b";
+  if (st->buffer->scope != scope || !is_half(st->buffer->dtype))
+    refuse(name, std::string("does not write an f16 ") + scope + " buffer");
+  const P::Expr& v = st->value;
+  if (v->kind != ExprKind::Load || !is_half(v->buffer->dtype) ||
+      is_fragment_scope(v->buffer->scope))
+    refuse(name, "does not copy f16 memory into the fragment");
+  // Rows along the first variable for now: which variable runs along the matrix's rows is the
+  // multiply-accumulate's to say (fragment_infos turns the tiles round to match it).
+  auto frag = tile_of(st->buffer, st->indices, n.vars, 0, 1);
+  auto mem = tile_of(v->buffer, v->args, n.vars, 0, 1);
+  if (!frag) refuse(name, "does not write a 16x16 tile");
+  if (!mem) refuse(name, "does not read a 16x16 tile of memory");
+  TensorOp op;
+  op.kind = a ? TensorOpKind::LoadA : TensorOpKind::LoadB;
+  op.frag = *frag;
+  op.mem = *mem;
+  return op;
+}
+
+TensorOp match_store(const P::Stmt& loop, const std::string& name) {
+  Nest n = nest_of(loop, 2, name);
+  const P::Stmt& st = n.store;
+  const P::Expr& v = st->value;
+  if (v->kind != ExprKind::Load || v->buffer->scope != "wmma.accumulator" ||
+      !is_f32(v->buffer->dtype))
+    refuse(name, "does not read an f32 wmma.accumulator buffer");
+  if (!is_f32(st->buffer->dtype) || is_fragment_scope(st->buffer->scope))
+    refuse(name, "does not write f32 memory");
+  auto frag = tile_of(v->buffer, v->args, n.vars, 0, 1); // turned round as for loads
+  auto mem = tile_of(st->buffer, st->indices, n.vars, 0, 1);
+  if (!frag) refuse(name, "does not read a 16x16 tile");
+  if (!mem) refuse(name, "does not write a 16x16 tile of memory");
+  TensorOp op;
+  op.kind = TensorOpKind::Store;
+  op.frag = *frag;
+  op.mem = *mem;
+  return op;
+}
+
+TensorOp match_mma(const P::Stmt& loop, const std::string& name) {
+  Nest n = nest_of(loop, 3, name);
+  const P::Stmt& st = n.store;
+  const P::Expr& v = st->value;
+  if (st->buffer->scope != "wmma.accumulator" || !is_f32(st->buffer->dtype))
+    refuse(name, "does not update an f32 wmma.accumulator buffer");
+  // acc[i, j] = acc[i, j] + f32(a[i, k]) * f32(b[k, j]), the product on either side.
+  if (v->kind != ExprKind::Add) refuse(name, "is not acc = acc + a * b");
+  P::Expr acc = v->args[0], prod = v->args[1];
+  if (prod->kind == ExprKind::Load) std::swap(acc, prod);
+  if (acc->kind != ExprKind::Load || acc->buffer->id != st->buffer->id ||
+      prod->kind != ExprKind::Mul)
+    refuse(name, "is not acc = acc + a * b");
+  P::Expr a = under_cast(prod->args[0]), b = under_cast(prod->args[1]);
+  if (a->kind != ExprKind::Load || b->kind != ExprKind::Load) refuse(name, "is not a * b");
+  if (b->buffer->scope == "wmma.matrix_a") std::swap(a, b);
+  if (a->buffer->scope != "wmma.matrix_a" || b->buffer->scope != "wmma.matrix_b")
+    refuse(name, "does not multiply a wmma.matrix_a by a wmma.matrix_b fragment");
+  // Which of the three loops is i, j and k: i indexes acc and a, j acc and b, k a and b.
+  auto uses = [&](const P::Expr& load, size_t var) {
+    for (const auto& x : load->args)
+      if (P::uses_var(x, n.vars[var])) return true;
+    return false;
+  };
+  int i = -1, j = -1, k = -1;
+  for (size_t x = 0; x < 3; ++x) {
+    const bool c = uses(acc, x), ua = uses(a, x), ub = uses(b, x);
+    int* slot = (c && ua && !ub) ? &i : (c && ub && !ua) ? &j : (ua && ub && !c) ? &k : nullptr;
+    if (!slot || *slot >= 0)
+      refuse(name, "is not a 16x16x16 multiply-accumulate (each loop must be one of i, j, k)");
+    *slot = static_cast<int>(x);
+  }
+  // The accumulator's index must be the store's (acc[i, j] += ...).
+  bool same = st->indices.size() == acc->args.size();
+  for (size_t d = 0; same && d < st->indices.size(); ++d)
+    same = P::expr_equal(st->indices[d], acc->args[d]);
+  if (!same) refuse(name, "reads another element of the accumulator than it writes");
+  auto tc = tile_of(st->buffer, st->indices, n.vars, i, j);
+  auto ta = tile_of(a->buffer, a->args, n.vars, i, k);
+  auto tb = tile_of(b->buffer, b->args, n.vars, k, j);
+  if (!tc || !ta || !tb) refuse(name, "does not access 16x16 tiles of its fragments");
+  TensorOp op;
+  op.kind = TensorOpKind::Mma;
+  op.frag = *tc;
+  op.a = *ta;
+  op.b = *tb;
+  return op;
+}
+
+// Whether an index expression is a multiple of 16 for every value of its variables.
+bool multiple_of_tile(const P::Expr& e) {
+  switch (e->kind) {
+  case ExprKind::IntImm:
+    return e->int_value % kTensorTile == 0;
+  case ExprKind::Add:
+  case ExprKind::Sub:
+    return multiple_of_tile(e->args[0]) && multiple_of_tile(e->args[1]);
+  case ExprKind::Mul:
+    return multiple_of_tile(e->args[0]) || multiple_of_tile(e->args[1]);
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+bool is_fragment_scope(const std::string& scope) {
+  return scope.rfind("wmma.", 0) == 0;
+}
+
+TensorOp match_tensor_op(const P::Stmt& loop) {
+  auto it = loop->annotations.find(P::kTensorIntrinsicAnnotation);
+  const auto* name =
+      it == loop->annotations.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (!name) throw UnsupportedError("a tensor intrinsic annotation that is not a name");
+  if (*name == "wmma.fill") return match_fill(loop, *name);
+  if (*name == "wmma.load_a") return match_load(loop, *name, true);
+  if (*name == "wmma.load_b") return match_load(loop, *name, false);
+  if (*name == "wmma.mma") return match_mma(loop, *name);
+  if (*name == "wmma.store") return match_store(loop, *name);
+  throw UnsupportedError("unknown tensor intrinsic '" + *name + "'");
+}
+
+std::map<int64_t, FragmentInfo> fragment_infos(std::vector<TensorOp>& ops) {
+  std::map<int64_t, FragmentInfo> out;
+  std::map<int64_t, int> rows_along; // buffer id -> the dimension the matrix's rows run along
+  auto claim = [&](const Tile& t, FragmentRole role) {
+    FragmentInfo info;
+    info.role = role;
+    info.count = t.buffer->num_elements() / (kTensorTile * kTensorTile);
+    auto [at, fresh] = out.emplace(t.buffer->id, info);
+    if (!fresh && at->second.role != role)
+      throw UnsupportedError("the fragment '" + t.buffer->name + "' plays two roles");
+    auto [r, first] = rows_along.emplace(t.buffer->id, t.row_dim);
+    if (!first && r->second != t.row_dim)
+      throw UnsupportedError("the fragment '" + t.buffer->name +
+                             "' is multiplied along different dimensions");
+  };
+  for (const TensorOp& op : ops)
+    if (op.kind == TensorOpKind::Mma) {
+      claim(op.a, FragmentRole::MatrixA);
+      claim(op.b, FragmentRole::MatrixB);
+      claim(op.frag, FragmentRole::Accumulator);
+    }
+  // A copy's tiles turned round, together, so that the fragment's rows are the matrix's.
+  auto orient = [&](TensorOp& op) {
+    auto r = rows_along.find(op.frag.buffer->id);
+    int rows = r != rows_along.end() ? r->second : std::min(op.frag.row_dim, op.frag.col_dim);
+    if (op.frag.row_dim == rows) return;
+    std::swap(op.frag.row_dim, op.frag.col_dim);
+    if (op.mem.buffer) std::swap(op.mem.row_dim, op.mem.col_dim);
+  };
+  std::map<int64_t, int> layout; // buffer id -> 0 row-major, 1 column-major
+  for (TensorOp& op : ops) {
+    if (op.kind == TensorOpKind::Mma) continue;
+    orient(op);
+    if (op.kind == TensorOpKind::Fill || op.kind == TensorOpKind::Store) {
+      claim(op.frag, FragmentRole::Accumulator);
+      continue;
+    }
+    FragmentRole role =
+        op.kind == TensorOpKind::LoadA ? FragmentRole::MatrixA : FragmentRole::MatrixB;
+    auto at = out.find(op.frag.buffer->id);
+    if (at == out.end())
+      throw UnsupportedError("the fragment '" + op.frag.buffer->name +
+                             "' is loaded but no multiply-accumulate reads it");
+    if (at->second.role != role)
+      throw UnsupportedError("the fragment '" + op.frag.buffer->name +
+                             "' is loaded as the other operand than its mma reads");
+    int col_major = memory_layout(op.mem).col_major ? 1 : 0;
+    auto [l, fresh] = layout.emplace(op.frag.buffer->id, col_major);
+    if (!fresh && l->second != col_major)
+      throw UnsupportedError("the fragment '" + op.frag.buffer->name +
+                             "' is loaded row-major and column-major");
+    at->second.col_major = col_major != 0;
+  }
+  return out;
+}
+
+MemoryLayout memory_layout(const Tile& mem) {
+  const auto& shape = mem.buffer->shape;
+  const int last = static_cast<int>(shape.size()) - 1;
+  auto stride = [&](int d) {
+    int64_t s = 1;
+    for (int x = d + 1; x <= last; ++x)
+      s *= shape[static_cast<size_t>(x)];
+    return s;
+  };
+  if (mem.col_dim == last) return {false, stride(mem.row_dim)};
+  if (mem.row_dim == last) return {true, stride(mem.col_dim)};
+  throw UnsupportedError("the tile of '" + mem.buffer->name +
+                         "' runs along neither its innermost dimension");
+}
+
+bool memory_tile_aligned(const Tile& mem) {
+  const auto& shape = mem.buffer->shape;
+  P::Expr flat = P::int_imm(0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * P::int_imm(shape[d]) + mem.base[d];
+  int64_t ld = memory_layout(mem).ld;
+  return multiple_of_tile(flat) && (ld * mem.buffer->dtype.bytes()) % 16 == 0;
+}
+
+P::Expr fragment_index(const Tile& frag) {
+  const auto& shape = frag.buffer->shape;
+  P::Expr flat = P::int_imm(0);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool matrix = static_cast<int>(d) == frag.row_dim || static_cast<int>(d) == frag.col_dim;
+    if (matrix && (shape[d] % kTensorTile != 0 || !multiple_of_tile(frag.base[d])))
+      throw UnsupportedError("the fragment '" + frag.buffer->name +
+                             "' is not accessed at whole 16x16 tiles");
+    int64_t extent = matrix ? shape[d] / kTensorTile : shape[d];
+    P::Expr at = matrix ? frag.base[d] / P::int_imm(kTensorTile) : frag.base[d];
+    flat = flat * P::int_imm(extent) + at;
+  }
+  return flat;
+}
+
+} // namespace mt::gpu_codegen

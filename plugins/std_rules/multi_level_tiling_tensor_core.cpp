@@ -1,0 +1,311 @@
+// MultiLevelTilingTensorCore (GPU with tensor cores): a block that computes
+//   C[..., i, j] += f32(A[..., i, k]) * f32(B[..., k, j])
+// on f16 operands (either operand in either layout: A[i, k] or A[k, i], B[k, j] or B[j, k];
+// leading batch dimensions allowed) with i, j and k multiples of 16, tiled for WMMA's warp-wide
+// 16x16x16 operations, as MetaSchedule's tensor-core tiling does:
+//
+//   blockIdx.x   batch x i0 x j0                  block tile (16*wi*fi) x (16*wj*fj)
+//     threadIdx.y  i1 x j1                        one warp per (i1, j1): fi x fj fragments
+//       acc = 0                                   wmma.fill  (decompose_reduction)
+//       k0:  A, B tiles -> shared                 spread over the block's warps and lanes
+//                                                 (RewriteCooperativeFetch, warp execution)
+//         k1:  a, b fragments <- shared           wmma.load_a / wmma.load_b
+//              acc += a * b                       wmma.mma, fi x fj of them
+//       C <- acc                                  wmma.store (cache_write + reverse_compute_at)
+//
+// Every 16x16(x16) nest is marked with the program annotation kTensorIntrinsicAnnotation; the
+// loops stay, so the interpreter still runs the schedule as written and checks it, and the GPU
+// generator emits the instruction after recognising the nest. The tile sizes are sampled
+// (sample_perfect_tile), so the search and MutateTileSize explore them like any other.
+// The space without tensor cores is returned too: MultiLevelTiling tiles it as usual.
+//
+// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 4,
+// "max_fragments_per_axis": 4, "max_k_tiles": 4}. "auto" (the default) applies it where the
+// tune context says the target has tensor cores (an "arch" of sm_70 or newer); "always"
+// applies it on any GPU target, e.g. OpenCL, where the operations are emulated by loops -- how
+// the schedules are checked on a machine without an NVIDIA GPU.
+#include <optional>
+
+#include "annotation_keys.hpp"
+#include "block_analysis.hpp"
+#include "config.hpp"
+#include "std_components.hpp"
+#include "target_info.hpp"
+
+namespace mt::std_rules {
+
+namespace {
+
+using sdk::BlockRV;
+using sdk::LoopRV;
+using sdk::Schedule;
+
+constexpr int64_t kTile = 16;
+constexpr int64_t kWarp = 32;
+
+// The roles of a matmul-like block's iteration variables and reads.
+struct MatmulRoles {
+  size_t i = 0, j = 0, k = 0; // positions in iter_vars
+  std::vector<size_t> batch;  // the other spatial ones, outermost first
+  std::string a, b;           // the f16 operands' buffer names
+};
+
+bool is_f16(sdk::DType t) {
+  return t.kind == sdk::DTypeKind::Float && t.bits == 16;
+}
+bool is_f32(sdk::DType t) {
+  return t.kind == sdk::DTypeKind::Float && t.bits == 32;
+}
+
+bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
+  for (const auto& tuple : a.indices)
+    for (const sdk::ExprRef& e : tuple)
+      if (e.uses(var)) return true;
+  return false;
+}
+
+// The value of the block's store: C + f32(A) * f32(B) (either order of the sum and product).
+bool is_widened_multiply_add(const sdk::ExprRef& v) {
+  if (!v || v.kind() != sdk::ExprKind::Add) return false;
+  sdk::ExprRef prod = v.arg(1).kind() == sdk::ExprKind::Mul ? v.arg(1) : v.arg(0);
+  if (prod.kind() != sdk::ExprKind::Mul) return false;
+  for (size_t x = 0; x < 2; ++x) {
+    sdk::ExprRef o = prod.arg(x);
+    if (o.kind() != sdk::ExprKind::Cast || !is_f32(o.dtype())) return false;
+    sdk::ExprRef l = o.arg(0);
+    if (l.kind() != sdk::ExprKind::Load || !is_f16(l.dtype())) return false;
+  }
+  return true;
+}
+
+std::optional<MatmulRoles> recognise(const Schedule& sch, BlockRV block) {
+  if (!sch.valid(block) || block_annotation(sch, block, keys::kTilingStructure)) return {};
+  std::vector<sdk::BufferAccess> writes = sch.writes(block);
+  if (writes.size() != 1 || !is_f32(writes[0].buffer.dtype())) return {};
+  auto [body, init] = sch.block_body(block);
+  if (!body || body.kind() != sdk::StmtKind::Store || !is_widened_multiply_add(body.value()))
+    return {};
+  std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+  std::vector<sdk::BufferAccess> ops;
+  for (const sdk::BufferAccess& r : sch.reads(block))
+    if (r.buffer != writes[0].buffer) {
+      if (!is_f16(r.buffer.dtype()) || r.indices.size() != 1) return {};
+      ops.push_back(r);
+    }
+  if (ops.size() != 2) return {};
+  MatmulRoles m;
+  int found_i = -1, found_j = -1, found_k = -1;
+  for (size_t x = 0; x < ivs.size(); ++x) {
+    const sdk::IterVarInfo& iv = ivs[x];
+    bool in_a = access_uses(ops[0], iv.var), in_b = access_uses(ops[1], iv.var);
+    if (iv.kind == sdk::IterKind::Reduce) {
+      if (found_k >= 0 || !in_a || !in_b || iv.extent % kTile) return {};
+      found_k = static_cast<int>(x);
+    } else if (in_a && !in_b) {
+      if (found_i >= 0 || iv.extent % kTile) return {};
+      found_i = static_cast<int>(x);
+    } else if (in_b && !in_a) {
+      if (found_j >= 0 || iv.extent % kTile) return {};
+      found_j = static_cast<int>(x);
+    } else {
+      m.batch.push_back(x);
+    }
+  }
+  if (found_i < 0 || found_j < 0 || found_k < 0) return {};
+  m.i = static_cast<size_t>(found_i);
+  m.j = static_cast<size_t>(found_j);
+  m.k = static_cast<size_t>(found_k);
+  m.a = ops[0].buffer.name();
+  m.b = ops[1].buffer.name();
+  // Plain nest: each iteration variable bound to one of the loops around the block.
+  if (!has_trivial_binding(sch, block, const_cast<Schedule&>(sch).get_loops(block))) return {};
+  return m;
+}
+
+// The read index of buffer `name` in the block's reads.
+int read_index(const Schedule& sch, BlockRV block, const std::string& name) {
+  std::vector<sdk::BufferAccess> reads = sch.reads(block);
+  for (size_t i = 0; i < reads.size(); ++i)
+    if (reads[i].buffer.name() == name) return static_cast<int>(i);
+  throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + name +
+                                                  ": no longer read by the block");
+}
+
+class MultiLevelTilingTensorCore : public sdk::ScheduleRule {
+public:
+  explicit MultiLevelTilingTensorCore(std::string_view text)
+      : config_("std.MultiLevelTilingTensorCore", text) {
+    config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles"});
+    enabled_ = config_.get_string("enabled", "auto");
+    if (enabled_ != "auto" && enabled_ != "always")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTilingTensorCore: 'enabled' must be \"auto\" or \"always\"");
+    max_warps_ = static_cast<int>(config_.get_int("max_warps_per_axis", 4));
+    max_frags_ = static_cast<int>(config_.get_int("max_fragments_per_axis", 4));
+    max_k_ = static_cast<int>(config_.get_int("max_k_tiles", 4));
+    if (max_warps_ < 1 || max_frags_ < 1 || max_k_ < 1)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTilingTensorCore: the maxima must be at least 1");
+  }
+
+  void initialize(const sdk::TuneContext& ctx) override {
+    TargetInfo info = TargetInfo::from(ctx);
+    active_ = info.gpu && (enabled_ == "always" || has_tensor_cores(ctx));
+  }
+
+  std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
+    if (!active_) return {sch};
+    std::optional<MatmulRoles> roles = recognise(sch, block);
+    if (!roles) return {sch};
+    Schedule tc = sch.copy();
+    try {
+      tile(tc, block, *roles);
+    } catch (const sdk::ScheduleError&) {
+      return {sch};
+    }
+    return {tc, sch};
+  }
+
+private:
+  // sm_70 (Volta) and later have WMMA's f16 16x16x16 shape.
+  static bool has_tensor_cores(const sdk::TuneContext& ctx) {
+    std::optional<std::string> arch = ctx.get_string("arch");
+    if (!arch || arch->rfind("sm_", 0) != 0) return false;
+    try {
+      return std::stoi(arch->substr(3)) >= 70;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  // A loop of extent 16 * n split into [n, 16]; the tile loop is returned second.
+  static std::vector<LoopRV> split_tile(Schedule& sch, LoopRV loop) {
+    return sch.split(loop, {sdk::Factor(-1), sdk::Factor(kTile)});
+  }
+
+  // The loops of a block copied under `at` (after compute_at / reverse_compute_at / decompose):
+  // those with more than 16 iterations split into [n, 16], the 16s moved innermost in their
+  // order, the fragment loops unrolled (a fragment array is indexed by constants once they
+  // are), and the outermost 16 marked with the operation.
+  static void mark_tiles(Schedule& sch, BlockRV block, size_t first_own,
+                         const std::string& intrinsic) {
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<LoopRV> outer, tiles;
+    for (size_t x = first_own; x < loops.size(); ++x) {
+      // Every multiple of 16 split, 16 itself too ([1, 16]): the trace then stays valid when a
+      // mutation changes how many fragments the loop covers. A batch dimension here is 1.
+      int64_t e = sch.extent(loops[x]);
+      if (e % kTile == 0) {
+        std::vector<LoopRV> parts = split_tile(sch, loops[x]);
+        outer.push_back(parts[0]);
+        tiles.push_back(parts[1]);
+      } else {
+        outer.push_back(loops[x]);
+      }
+    }
+    std::vector<LoopRV> order = outer;
+    order.insert(order.end(), tiles.begin(), tiles.end());
+    if (order.size() > 1) sch.reorder(order);
+    for (LoopRV l : outer)
+      sch.unroll(l);
+    if (tiles.empty())
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                               "std.MultiLevelTilingTensorCore: " + sch.name_of(block) +
+                                   ": no 16x16 tile to mark");
+    sch.annotate(tiles[0], sdk::program::kTensorIntrinsicAnnotation, intrinsic);
+  }
+
+  void tile(Schedule& sch, BlockRV block, const MatmulRoles& m) const {
+    const std::string block_name = sch.name_of(block);
+    auto written = [&](BlockRV b) { return sch.writes(b).at(0).buffer.name(); };
+    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
+    BlockRV a_frag =
+        sch.cache_read(block, read_index(sch, block, written(a_shared)), "wmma.matrix_a");
+    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
+    BlockRV b_frag =
+        sch.cache_read(block, read_index(sch, block, written(b_shared)), "wmma.matrix_b");
+    BlockRV store = sch.cache_write(block, 0, "wmma.accumulator");
+
+    // Loops of the block by iteration variable (the binding is trivial).
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    auto loop_of = [&](size_t iv) {
+      for (LoopRV l : loops)
+        if (sch.loop_var(l) == ivs[iv].value) return l;
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
+                                                      ": binding not trivial");
+    };
+    LoopRV li = loop_of(m.i), lj = loop_of(m.j), lk = loop_of(m.k);
+    std::vector<LoopRV> batch;
+    for (size_t x : m.batch)
+      batch.push_back(loop_of(x));
+
+    // i, j -> [block, warp, fragment, 16]; k -> [k0, k1, 16].
+    auto spatial = [&](LoopRV l) {
+      std::vector<LoopRV> t = split_tile(sch, l);
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(t[0], 3, max_frags_);
+      std::vector<LoopRV> p = sch.split(t[0], {f[0], f[1], f[2]});
+      p.push_back(t[1]);
+      return p;
+    };
+    std::vector<LoopRV> ti = spatial(li), tj = spatial(lj);
+    std::vector<LoopRV> tk = split_tile(sch, lk);
+    std::vector<sdk::ExprRV> fk = sch.sample_perfect_tile(tk[0], 2, max_k_);
+    std::vector<LoopRV> k01 = sch.split(tk[0], {fk[0], fk[1]});
+    std::vector<LoopRV> order = batch;
+    for (LoopRV l : {ti[0], tj[0], ti[1], tj[1], k01[0], k01[1], ti[2], tj[2], ti[3], tj[3], tk[1]})
+      order.push_back(l);
+    sch.reorder(order);
+    if (sch.extent(ti[1]) > max_warps_ || sch.extent(tj[1]) > max_warps_)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
+                                                      ": too many warps");
+    std::vector<LoopRV> grid = batch;
+    grid.push_back(ti[0]);
+    grid.push_back(tj[0]);
+    LoopRV bx = grid.size() > 1 ? sch.fuse(grid) : grid[0];
+    sch.bind(bx, "blockIdx.x");
+    LoopRV ty = sch.fuse({ti[1], tj[1]});
+    sch.bind(ty, "threadIdx.y");
+    sch.unroll(ti[2]);
+    sch.unroll(tj[2]);
+
+    // Where each copy goes: the write-back under the warp, the operand tiles under k0 (shared)
+    // and k1 (fragments). Depths are counted from the loops above them afterwards.
+    sch.reverse_compute_at(store, ty);
+    // (A copy goes under a loop only once its consumer is there: fragments first.)
+    sch.compute_at(a_frag, k01[1]);
+    sch.compute_at(b_frag, k01[1]);
+    sch.compute_at(a_shared, k01[0]);
+    sch.compute_at(b_shared, k01[0]);
+    BlockRV init = sch.decompose_reduction(block, k01[0]);
+    // Marked after decompose_reduction, whose init copies the loops with their annotations.
+    sch.annotate(ti[3], sdk::program::kTensorIntrinsicAnnotation, std::string("wmma.mma"));
+
+    const size_t under_warp = 2, under_k0 = 3, under_k1 = 4; // bx, ty, k0, k1
+    mark_tiles(sch, store, under_warp, "wmma.store");
+    mark_tiles(sch, init, under_warp, "wmma.fill");
+    mark_tiles(sch, a_frag, under_k1, "wmma.load_a");
+    mark_tiles(sch, b_frag, under_k1, "wmma.load_b");
+    for (BlockRV cache : {a_shared, b_shared}) {
+      sch.annotate(cache, keys::kCooperativeFetch, int64_t{1});
+      sch.annotate(cache, keys::kWarpExecution, int64_t{1});
+    }
+    (void)under_k0;
+    sch.annotate(block, keys::kTilingStructure, std::string("tensor_core"));
+  }
+
+  Config config_;
+  std::string enabled_;
+  int max_warps_ = 4, max_frags_ = 4, max_k_ = 4;
+  bool active_ = false;
+};
+
+} // namespace
+
+void register_multi_level_tiling_tensor_core(sdk::Registry& r) {
+  r.add<MultiLevelTilingTensorCore>(
+      "std.MultiLevelTilingTensorCore",
+      "GPU: tile f16 matmul-like blocks for tensor cores (WMMA 16x16x16, f32 accumulator)");
+}
+
+} // namespace mt::std_rules

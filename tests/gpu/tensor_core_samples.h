@@ -1,0 +1,76 @@
+// Shared by the tensor-core tests: mixed-precision matmul-like workloads (f16 operands, f32
+// results) and random samples of the design spaces std.MultiLevelTilingTensorCore makes for
+// them (enabled on any GPU kind, so that PoCL runs them), handed over with the interpreter's
+// result.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/workload/library.h"
+#include "std_rules_test_util.h"
+
+namespace mt::gpu_test {
+
+using namespace std_rules_test;
+
+// matmul (row-major B), dense (weight [N, K]: B read column-major, with a bias and gelu after
+// it) and batch_matmul (a batch dimension on the block index).
+inline std::vector<std::string> tensor_core_specs() {
+  return {"matmul(M=64,N=48,K=32,dtype=f16,out_dtype=f32)",
+          "dense(M=32,N=64,K=48,dtype=f16,out_dtype=f32)",
+          "batch_matmul(B=2,M=32,N=32,K=32,dtype=f16,out_dtype=f32)"};
+}
+
+struct TensorCoreSample {
+  const std::string& spec;
+  const Function& scheduled;
+  const std::vector<NDArray>& reference;
+  std::string trace_json;
+};
+
+// Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
+// how many were handed over. `attrs`: the device's limits.
+inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,
+                                       const std::function<void(const TensorCoreSample&)>& f) {
+  PluginHost& h = host();
+  std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+  rules.push_back(h.create_schedule_rule("std.AutoInline"));
+  rules.push_back(
+      h.create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"enabled": "always"})"));
+  for (const char* n : {"std.ParallelVectorizeUnroll", "std.AutoBind"})
+    rules.push_back(h.create_schedule_rule(n));
+  ComponentSet set = gpu_set();
+  for (auto& r : rules)
+    r->initialize(attrs);
+  std::vector<std::unique_ptr<PluginPostproc>> postprocs;
+  for (const auto& n : set.postprocs) {
+    postprocs.push_back(h.create_postproc(n));
+    postprocs.back()->initialize(attrs);
+  }
+  int n = 0;
+  for (const std::string& spec : tensor_core_specs()) {
+    SCOPED_TRACE(spec);
+    Function func = make_workload(spec);
+    std::vector<NDArray> reference = run(func);
+    int found = 0;
+    for (const auto& space : generate_design_spaces(func, rules, 1)) {
+      if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+      ++found;
+      for (int k = 0, got = 0; k < 8 * samples && got < samples; ++k) {
+        std::shared_ptr<Schedule> s;
+        if (sample(func, space->trace(), 700 + 37 * static_cast<uint64_t>(k), false, postprocs,
+                   &s) != SampleOutcome::Ok)
+          continue;
+        ++got;
+        ++n;
+        f(TensorCoreSample{spec, s->func(), reference, s->trace().to_json()});
+      }
+    }
+    EXPECT_EQ(found, 1) << "std.MultiLevelTilingTensorCore made no tensor-core space";
+  }
+  return n;
+}
+
+} // namespace mt::gpu_test

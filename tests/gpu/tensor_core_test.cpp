@@ -1,0 +1,103 @@
+// Tensor-core schedules (std.MultiLevelTilingTensorCore) checked without an NVIDIA GPU: the
+// OpenCL dialect has no tensor cores, so the generator writes each marked 16x16(x16) nest as
+// the loops they are -- WMMA's tile semantics, emulated by every lane of the warp -- after the
+// same recognition and the same warp, alignment and fragment checks the CUDA dialect applies
+// before it emits wmma calls. PoCL runs them and the interpreter checks the result. Marked
+// nests that are not the operation they claim are refused with the reason.
+#include <nlohmann/json.hpp>
+
+#include "core/plugin/plugin_error.h"
+#include "core_to_program.h"
+#include "metatune/gpu_codegen/kernel_writer.hpp"
+#include "opencl_target.h"
+#include "tensor_core_samples.h"
+
+namespace mt {
+namespace {
+
+namespace G = mt::gpu_codegen;
+using namespace std_rules_test;
+
+TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  int compared = 0, refused = 0;
+  std::string last_refusal;
+  int n = gpu_test::for_each_tensor_core_sample(
+      gpu_test::opencl().attrs, 4, [&](const gpu_test::TensorCoreSample& s) {
+        std::unique_ptr<PluginModule> m;
+        try {
+          m = target.build(lower(s.scheduled));
+        } catch (const PluginError& e) {
+          ++refused;
+          last_refusal = e.what();
+          return;
+        }
+        // f16 products are exact in f32; only the order of the f32 sums differs.
+        std::string diff = gpu_test::run_and_compare(*m, s.scheduled, s.reference, 1e-4, 1e-4);
+        EXPECT_EQ(diff, "") << s.spec << "\ntrace " << s.trace_json;
+        ++compared;
+      });
+  std::printf("[ tensor cores on opencl ] %d samples: %d ran and were compared, %d refused%s%s\n",
+              n, compared, refused,
+              last_refusal.empty() ? "" : "; last: ", last_refusal.substr(0, 400).c_str());
+  EXPECT_GE(n, 9);
+  EXPECT_EQ(refused, 0) << last_refusal;
+}
+
+// The generated source of one schedule, or the generator's refusal.
+std::string opencl_source(const Function& scheduled) {
+  sdk::program::Program p = llvm_cpu::test::core_to_program(lower(scheduled));
+  try {
+    return G::write_kernels(G::plan_kernels(p), *G::opencl_dialect()).code;
+  } catch (const G::UnsupportedError& e) {
+    return std::string("refused: ") + e.what();
+  }
+}
+
+// The first tensor-core sample of matmul, as a schedule to alter.
+std::shared_ptr<Schedule> first_matmul_sample() {
+  std::shared_ptr<Schedule> out;
+  gpu_test::for_each_tensor_core_sample(gpu_test::opencl().attrs, 1,
+                                        [&](const gpu_test::TensorCoreSample& s) {
+                                          if (!out && s.spec.rfind("matmul", 0) == 0) {
+                                            Trace t = Trace::from_json(s.trace_json);
+                                            out = std::make_shared<Schedule>(make_workload(s.spec));
+                                            t.apply_to(*out);
+                                          }
+                                        });
+  return out;
+}
+
+TEST(TensorCoreSchedules, ANestMarkedAsAnOperationItIsNotIsRefusedWithTheReason) {
+  std::shared_ptr<Schedule> sch = first_matmul_sample();
+  ASSERT_TRUE(sch);
+  ASSERT_EQ(opencl_source(sch->func()).rfind("refused", 0), std::string::npos)
+      << opencl_source(sch->func());
+  // Mark the write-back as a multiply-accumulate: two loops, not three, and no product.
+  BlockRV store = sch->get_block("matmul_wmma.accumulator");
+  std::vector<LoopRV> loops = sch->get_loops(store);
+  sch->annotate(loops[loops.size() - 2], sdk::program::kTensorIntrinsicAnnotation,
+                std::string("wmma.mma"));
+  std::string src = opencl_source(sch->func());
+  EXPECT_NE(src.find("refused: the nest marked wmma.mma is not 3 serial loops of 16"),
+            std::string::npos)
+      << src.substr(0, 300);
+}
+
+TEST(TensorCoreSchedules, AFragmentTouchedOutsideTheOperationsIsRefused) {
+  std::shared_ptr<Schedule> sch = first_matmul_sample();
+  ASSERT_TRUE(sch);
+  // Without its mark the write-back is an element-wise read of the accumulator fragment,
+  // whose layout in the warp's registers is the hardware's secret.
+  BlockRV store = sch->get_block("matmul_wmma.accumulator");
+  std::vector<LoopRV> loops = sch->get_loops(store);
+  sch->unannotate(loops[loops.size() - 2], sdk::program::kTensorIntrinsicAnnotation);
+  std::string src = opencl_source(sch->func());
+  EXPECT_NE(src.find("touches a tensor-core fragment outside the fragment operations"),
+            std::string::npos)
+      << src.substr(0, 300);
+}
+
+} // namespace
+} // namespace mt
