@@ -64,7 +64,7 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
-  int compiled = 0;
+  int compiled = 0, n_seen = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       std_rules_test::gpu_set().attrs, 3, [&](const gpu_test::TensorCoreSample& s) {
         sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
@@ -75,7 +75,8 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
           ADD_FAILURE() << s.spec << ": refused: " << e.what() << "\ntrace " << s.trace_json;
           return;
         }
-        G::maybe_dump_source(p.name + "_tc", src.code, "cu"); // METATUNE_DUMP_GPU_SOURCE
+        G::maybe_dump_source(p.name + "_tc" + std::to_string(n_seen++), src.code,
+                             "cu"); // METATUNE_DUMP_GPU_SOURCE
         for (const char* call : {"nvcuda::wmma::fill_fragment", "nvcuda::wmma::load_matrix_sync",
                                  "nvcuda::wmma::mma_sync", "nvcuda::wmma::store_matrix_sync"})
           EXPECT_NE(src.code.find(call), std::string::npos) << s.spec << ": no " << call << "\n"

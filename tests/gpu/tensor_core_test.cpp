@@ -4,6 +4,8 @@
 // same recognition and the same warp, alignment and fragment checks the CUDA dialect applies
 // before it emits wmma calls. PoCL runs them and the interpreter checks the result. Marked
 // nests that are not the operation they claim are refused with the reason.
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "core/plugin/plugin_error.h"
@@ -18,13 +20,30 @@ namespace {
 namespace G = mt::gpu_codegen;
 using namespace std_rules_test;
 
+// The generated source of one schedule, or the generator's refusal.
+std::string opencl_source(const Function& scheduled) {
+  sdk::program::Program p = llvm_cpu::test::core_to_program(lower(scheduled));
+  try {
+    return G::write_kernels(G::plan_kernels(p), *G::opencl_dialect()).code;
+  } catch (const G::UnsupportedError& e) {
+    return std::string("refused: ") + e.what();
+  }
+}
+
+// Warps per block of the (first) kernel: the work-group's second dimension.
+int64_t warps_of(const std::string& src) {
+  size_t at = src.find("reqd_work_group_size(32, ");
+  return at == std::string::npos ? 0 : std::atoll(src.c_str() + at + 25);
+}
+
 TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) {
   REQUIRE_OPENCL();
   PluginTarget& target = *gpu_test::opencl().target;
-  int compared = 0, refused = 0;
+  int compared = 0, refused = 0, several_warps = 0;
   std::string last_refusal;
   int n = gpu_test::for_each_tensor_core_sample(
       gpu_test::opencl().attrs, 4, [&](const gpu_test::TensorCoreSample& s) {
+        if (warps_of(opencl_source(s.scheduled)) > 1) ++several_warps;
         std::unique_ptr<PluginModule> m;
         try {
           m = target.build(lower(s.scheduled));
@@ -43,16 +62,10 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
               last_refusal.empty() ? "" : "; last: ", last_refusal.substr(0, 400).c_str());
   EXPECT_GE(n, 9);
   EXPECT_EQ(refused, 0) << last_refusal;
-}
-
-// The generated source of one schedule, or the generator's refusal.
-std::string opencl_source(const Function& scheduled) {
-  sdk::program::Program p = llvm_cpu::test::core_to_program(lower(scheduled));
-  try {
-    return G::write_kernels(G::plan_kernels(p), *G::opencl_dialect()).code;
-  } catch (const G::UnsupportedError& e) {
-    return std::string("refused: ") + e.what();
-  }
+  // Warps that share the block's shared tiles and write their own accumulator tiles.
+  std::printf("[ tensor cores on opencl ] %d of them with several warps per block\n",
+              several_warps);
+  EXPECT_GE(several_warps, 3);
 }
 
 // The first tensor-core sample of matmul, as a schedule to alter.
