@@ -64,7 +64,7 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
-  int compiled = 0, n_seen = 0;
+  int compiled = 0, n_seen = 0, wide = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       std_rules_test::gpu_set().attrs, 3, [&](const gpu_test::TensorCoreSample& s) {
         sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
@@ -75,8 +75,9 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
           ADD_FAILURE() << s.spec << ": refused: " << e.what() << "\ntrace " << s.trace_json;
           return;
         }
-        G::maybe_dump_source(p.name + "_tc" + std::to_string(n_seen++), src.code,
-                             "cu"); // METATUNE_DUMP_GPU_SOURCE
+        // METATUNE_DUMP_GPU_SOURCE=DIR keeps each sample's source.
+        G::maybe_dump_source(p.name + "_tc" + std::to_string(n_seen++), src.code, "cu");
+        if (src.code.find("lanes in one move") != std::string::npos) ++wide;
         for (const char* call : {"nvcuda::wmma::fill_fragment", "nvcuda::wmma::load_matrix_sync",
                                  "nvcuda::wmma::mma_sync", "nvcuda::wmma::store_matrix_sync"})
           EXPECT_NE(src.code.find(call), std::string::npos) << s.spec << ": no " << call << "\n"
@@ -89,6 +90,9 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
               compiled);
   EXPECT_GE(n, 9);
   EXPECT_EQ(compiled, 2 * n);
+  // f16 tiles fetched 2 to 8 per lane in one move (their index logic is PoCL-checked on f32
+  // tiles: WideFetches.*).
+  EXPECT_GE(wide, 3);
 }
 
 } // namespace

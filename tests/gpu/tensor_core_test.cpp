@@ -2,7 +2,9 @@
 // OpenCL dialect has no tensor cores, so the generator writes each marked 16x16(x16) nest as
 // the loops they are -- WMMA's tile semantics, emulated by every lane of the warp -- after the
 // same recognition and the same warp, alignment and fragment checks the CUDA dialect applies
-// before it emits wmma calls. PoCL runs them and the interpreter checks the result. Marked
+// before it emits wmma calls. PoCL runs them and the interpreter checks the result. Wide
+// (vectorised) fetches: f32 tiles run here (OpenCL holds f16 shared tiles in float, so the
+// tensor-core fetches stay loops on PoCL and become wide moves in CUDA only). Marked
 // nests that are not the operation they claim are refused with the reason.
 #include <cstdlib>
 
@@ -10,6 +12,7 @@
 
 #include "core/plugin/plugin_error.h"
 #include "core_to_program.h"
+#include "gpu_schedule_samples.h"
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 #include "opencl_target.h"
 #include "tensor_core_samples.h"
@@ -66,6 +69,25 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
   std::printf("[ tensor cores on opencl ] %d of them with several warps per block\n",
               several_warps);
   EXPECT_GE(several_warps, 3);
+}
+
+TEST(WideFetches, CooperativeFetchesOfConsecutiveElementsBecomeOneMoveAndMatchTheInterpreter) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  int wide = 0, n = 0;
+  gpu_test::for_each_gpu_sample(
+      gpu_test::opencl().attrs, 4,
+      [&](const gpu_test::Sampled& s) {
+        ++n;
+        if (opencl_source(s.scheduled).find("lanes in one move") == std::string::npos) return;
+        ++wide;
+        std::unique_ptr<PluginModule> m = target.build(lower(s.scheduled));
+        EXPECT_EQ(gpu_test::run_and_compare(*m, s.scheduled, s.reference, 1e-4, 1e-5), "")
+            << s.spec << " trace " << s.trace_json;
+      },
+      {}, 6, {"matmul(M=64,N=48,K=32)", "dense(M=32,N=64,K=48,bias=0,act=none)"});
+  std::printf("[ opencl ] %d of %d sampled schedules fetch with wide moves\n", wide, n);
+  EXPECT_GE(wide, 3);
 }
 
 // The first tensor-core sample of matmul, as a schedule to alter.

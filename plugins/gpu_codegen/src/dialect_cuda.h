@@ -36,9 +36,16 @@ public:
     return std::string("threadIdx.") + static_cast<char>('x' + dim);
   }
   std::string barrier() const override { return "__syncthreads();"; }
+  // Aligned for vector_move's widest access.
   std::string shared_array(const std::string& type, const std::string& name,
                            int64_t elements) const override {
-    return "__shared__ " + type + " " + name + "[" + std::to_string(elements) + "];";
+    return "__shared__ __align__(16) " + type + " " + name + "[" + std::to_string(elements) + "];";
+  }
+  std::string vector_move(int64_t bytes, const std::string& dst, bool, const std::string& src,
+                          bool) const override {
+    const char* t = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+    return std::string("*reinterpret_cast<") + t + "*>(" + dst + ") = *reinterpret_cast<const " +
+           t + "*>(" + src + ")";
   }
   std::string type_name(P::DType t) const override {
     switch (t.kind) {

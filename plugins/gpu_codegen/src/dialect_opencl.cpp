@@ -41,7 +41,17 @@ public:
   }
   std::string shared_array(const std::string& type, const std::string& name,
                            int64_t elements) const override {
-    return "__local " + type + " " + name + "[" + std::to_string(elements) + "];";
+    return "__local " + type + " " + name + "[" + std::to_string(elements) +
+           "] __attribute__((aligned(16)));";
+  }
+  // The same wide moves as CUDA's, so that PoCL checks which copies become one and at which
+  // index (vector_copy.h).
+  std::string vector_move(int64_t bytes, const std::string& dst, bool dst_shared,
+                          const std::string& src, bool src_shared) const override {
+    const std::string t = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "uint";
+    auto space = [](bool shared) { return std::string(shared ? "__local " : "__global "); };
+    return "*((" + space(dst_shared) + t + "*)(" + dst + ")) = *((" + space(src_shared) + "const " +
+           t + "*)(" + src + "))";
   }
   std::string type_name(P::DType t) const override {
     switch (t.kind) {

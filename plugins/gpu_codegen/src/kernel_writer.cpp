@@ -16,6 +16,7 @@
 #include "cross_thread_reduction.h"
 #include "shared_access.h"
 #include "tensor_op.h"
+#include "vector_copy.h"
 
 namespace mt::gpu_codegen {
 
@@ -605,7 +606,38 @@ private:
     return r;
   }
 
+  // A vectorised loop that copies consecutive elements (vector_copy.h) as one wide move, where
+  // the dialect has them and both arrays hold the elements in their own type.
+  bool vector_copy(const P::Stmt& loop, Accesses& pending) {
+    auto vc = match_vector_copy(loop);
+    if (!vc || active_xr_ || in_tensor_op_) return false;
+    const P::Buffer& dst = vc->store->buffer;
+    const P::Buffer& src = vc->store->value->buffer;
+    for (const P::Buffer& b : {dst, src}) {
+      if (!visible(b) || expanded_.count(b->id)) return false;
+      // f16 and bf16 outside device memory are held in float (type_of): not a plain copy.
+      if (is_half(b->dtype) && !in_device_memory(b)) return false;
+    }
+    std::string move = d_.vector_move(
+        vc->bytes, "&" + buffer_name(dst) + "[" + flat_index(dst, vc->store->indices) + "]",
+        dst->scope == "shared",
+        "&" + buffer_name(src) + "[" + flat_index(src, vc->store->value->args) + "]",
+        src->scope == "shared");
+    if (move.empty()) return false;
+    check_runs_once_per_element(vc->store);
+    line("{");
+    ++indent_;
+    line("const " + idx_ + " " + var_name(loop->loop_var) + " = 0; // " +
+         std::to_string(vc->lanes) + " lanes in one move");
+    line(move + ";");
+    --indent_;
+    line("}");
+    pending.merge(accesses(loop));
+    return true;
+  }
+
   void serial_loop(const P::Stmt& s, Accesses& pending, bool uniform) {
+    if (s->for_kind == P::ForKind::Vectorized && vector_copy(s, pending)) return;
     if (uniform && reduces_across_threads_inside(s)) {
       thread_loop(s->body, pending, uniform, s);
       return;

@@ -99,6 +99,14 @@ public:
                                      int64_t /*ld*/, bool /*col_major*/) const {
     return pointer + frag;
   }
+  // One aligned move of `bytes` (4, 8 or 16) from address `src` to address `dst` (a
+  // statement without its semicolon; `*_shared`: the address is in block-shared memory, else in
+  // device memory), or "" where the dialect writes such copies as loops.
+  virtual std::string vector_move(int64_t /*bytes*/, const std::string& /*dst*/,
+                                  bool /*dst_shared*/, const std::string& /*src*/,
+                                  bool /*src_shared*/) const {
+    return "";
+  }
   // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
   // aligned as the loads require.
   virtual std::string fragment_source_array(const std::string& type, const std::string& name,
