@@ -239,9 +239,17 @@ private:
     used.push_back({ComponentKind::SearchStrategy, strategy_name_});
     plugins_ = plugins_used(host_, used);
 
-    libs_ = open_library_targets(host_, options_.library_targets, target_.component);
     const std::string target_kind = kind_of(target_.device_json);
     bool gpu = is_gpu_kind(target_kind);
+    std::vector<std::string> lib_names;
+    for (const std::string& n : options_.library_targets)
+      if (n != kAutoLibrary)
+        lib_names.push_back(n);
+      else if (!gpu)
+        lib_names.push_back("onednn.cpu");
+      else if (target_kind == "cuda")
+        lib_names.push_back("cublas");
+    libs_ = open_library_targets(host_, lib_names, target_.component);
     for (auto it = libs_.begin(); it != libs_.end();) {
       std::string kind = kind_of(it->target->describe_device());
       // A CPU library competes with any CPU target; a GPU library only on its own kind of GPU

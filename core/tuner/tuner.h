@@ -57,6 +57,8 @@ struct TuneTask {
   double weight = 1; // how often the task runs in its model (task scheduler)
 };
 
+inline constexpr const char* kAutoLibrary = "auto";
+
 struct TuneOptions {
   std::string target = "llvm"; // see setup_target (target_setup.h)
   size_t trials = 1000;        // records wanted in the database, all tasks together
@@ -84,7 +86,9 @@ struct TuneOptions {
   size_t sampling_threads = 0;
   // Library targets whose implementations compete with the tuned kernels
   // (library_candidate.h). Names not registered by a loaded plugin are skipped; empty = none.
-  std::vector<std::string> library_targets{"onednn.cpu"};
+  // kAutoLibrary stands for the tuning target's vendor library: onednn.cpu on a CPU, cublas on
+  // a cuda device, none on other GPUs.
+  std::vector<std::string> library_targets{kAutoLibrary};
   // Edits of the target's schedule rules, mutators and postprocessors (after the components
   // plugins declare for it), applied in order: add, drop, replace (space_config.h).
   std::vector<SpaceEdit> space;

@@ -67,7 +67,8 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
       ->capture_default_str();
   cmd->add_option("--library", f.libraries,
                   "Library target whose implementations compete with the tuned kernels "
-                  "(repeatable; default onednn.cpu when registered)");
+                  "(repeatable; default: the target's vendor library when registered, onednn.cpu "
+                  "on a CPU, cublas on a cuda device)");
   cmd->add_flag("--no-library", f.no_library, "No library implementations");
   cmd->add_flag("--no-compare", f.no_compare,
                 "Skip the side-by-side re-measurement of tuned and library kernels at the end");
