@@ -15,7 +15,8 @@ namespace {
 
 struct Access {
   std::vector<Expr> indices;
-  RangeMap inner_loops; // loops between the Allocate and the access
+  RangeMap inner_loops;              // loops between the Allocate and the access
+  std::vector<const ForNode*> loops; // the same, outermost first
 };
 
 class AccessCollector {
@@ -28,13 +29,15 @@ public:
     case StmtKind::For: {
       auto* f = as<ForNode>(s);
       inner_[f->loop_var.get()] = IntBound::range(0, f->extent);
+      stack_.push_back(f);
       visit(f->body);
+      stack_.pop_back();
       inner_.erase(f->loop_var.get());
       return;
     }
     case StmtKind::Store: {
       auto* n = as<StoreNode>(s);
-      if (n->buffer.get() == buf_) accesses.push_back({n->indices, inner_});
+      if (n->buffer.get() == buf_) accesses.push_back({n->indices, inner_, stack_});
       for (const Expr& i : n->indices)
         visit_expr(i);
       visit_expr(n->value);
@@ -56,12 +59,13 @@ private:
   void visit_expr(const Expr& e) {
     post_order_visit(e, [&](const Expr& x) {
       if (x->kind == ExprKind::Load && x->buffer.get() == buf_)
-        accesses.push_back({x->args, inner_});
+        accesses.push_back({x->args, inner_, stack_});
     });
   }
 
   const BufferNode* buf_;
   RangeMap inner_;
+  std::vector<const ForNode*> stack_;
 };
 
 struct DimRegion {
@@ -95,6 +99,83 @@ std::optional<DimRegion> accessed_region(const std::vector<Access>& accesses, si
   }
   if (!base) return std::nullopt;
   return DimRegion{simplify(make_binary(ExprKind::Add, base, int_imm(lo)), outer), hi - lo};
+}
+
+// The compacted shape of a buffer and the start subtracted from each index.
+struct Region {
+  std::vector<int64_t> shape;
+  std::vector<Expr> mins;
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t e : shape)
+      n *= e;
+    return n;
+  }
+};
+
+Region region_of(const BufferNode& buf, const std::vector<Access>& accesses,
+                 const RangeMap& outer) {
+  Region out{buf.shape, std::vector<Expr>(buf.shape.size(), int_imm(0))};
+  if (accesses.empty()) return out;
+  for (size_t d = 0; d < buf.shape.size(); ++d) {
+    std::optional<DimRegion> r = accessed_region(accesses, d, outer);
+    if (!r || r->extent >= buf.shape[d]) continue;
+    int64_t c;
+    if (is_const_int(r->min, &c)) {
+      // A constant region can be clipped to the buffer (relax over-approximates).
+      int64_t begin = std::max<int64_t>(c, 0), end = std::min(c + r->extent, buf.shape[d]);
+      if (begin >= end) continue;
+      out.mins[d] = int_imm(begin);
+      out.shape[d] = end - begin;
+    } else {
+      out.mins[d] = r->min;
+      out.shape[d] = r->extent;
+    }
+  }
+  return out;
+}
+
+// A shared buffer is allocated above the thread loops (lowering pass 2), so its region is
+// relaxed over every loop below them too -- a GPU tile fetched under a serial k loop would
+// span the whole k extent. When every access lies under the same serial loops, the region of
+// one iteration is enough, its start moving with them, provided no element is touched in two
+// iterations (then nothing is handed from one to the next): per loop, either the start does
+// not move with it, or it moves by at least the region's extent in some dimension.
+std::optional<Region> per_iteration_region(const BufferNode& buf,
+                                           const std::vector<Access>& accesses,
+                                           const RangeMap& outer) {
+  if (accesses.empty()) return std::nullopt;
+  std::vector<const ForNode*> common = accesses[0].loops;
+  for (const Access& a : accesses) {
+    size_t n = 0;
+    while (n < common.size() && n < a.loops.size() && common[n] == a.loops[n])
+      ++n;
+    common.resize(n);
+  }
+  std::vector<const ForNode*> fixed;
+  for (const ForNode* f : common)
+    if (f->for_kind != ForKind::ThreadBinding) fixed.push_back(f);
+  if (fixed.empty()) return std::nullopt;
+  RangeMap with_fixed = outer;
+  std::vector<Access> inner = accesses;
+  for (const ForNode* f : fixed) {
+    with_fixed[f->loop_var.get()] = IntBound::range(0, f->extent);
+    for (Access& a : inner)
+      a.inner_loops.erase(f->loop_var.get());
+  }
+  Region r = region_of(buf, inner, with_fixed);
+  for (const ForNode* f : fixed) {
+    bool moves = false, apart = false;
+    for (size_t d = 0; d < r.mins.size(); ++d) {
+      if (!uses_var(r.mins[d], f->loop_var.get())) continue;
+      moves = true;
+      std::optional<int64_t> c = linear_coefficient(r.mins[d], f->loop_var.get());
+      if (!c) return std::nullopt;
+      apart = apart || std::abs(*c) >= r.shape[d];
+    }
+    if (moves && !apart) return std::nullopt;
+  }
+  return r;
 }
 
 std::vector<Expr> shifted(const std::vector<Expr>& idx, const std::vector<Expr>& mins) {
@@ -146,25 +227,13 @@ Stmt compact(const Stmt& s, RangeMap& outer) {
     const Buffer& buf = a->buffer;
     AccessCollector collector(buf.get());
     collector.visit(a->body);
-    std::vector<int64_t> shape = buf->shape;
-    std::vector<Expr> mins(shape.size(), int_imm(0));
-    if (!collector.accesses.empty()) {
-      for (size_t d = 0; d < shape.size(); ++d) {
-        std::optional<DimRegion> r = accessed_region(collector.accesses, d, outer);
-        if (!r || r->extent >= buf->shape[d]) continue;
-        int64_t c;
-        if (is_const_int(r->min, &c)) {
-          // A constant region can be clipped to the buffer (relax over-approximates).
-          int64_t begin = std::max<int64_t>(c, 0), end = std::min(c + r->extent, buf->shape[d]);
-          if (begin >= end) continue;
-          mins[d] = int_imm(begin);
-          shape[d] = end - begin;
-        } else {
-          mins[d] = r->min;
-          shape[d] = r->extent;
-        }
-      }
+    Region region = region_of(*buf, collector.accesses, outer);
+    if (buf->scope == "shared") {
+      std::optional<Region> per_step = per_iteration_region(*buf, collector.accesses, outer);
+      if (per_step && per_step->elements() < region.elements()) region = *per_step;
     }
+    const std::vector<int64_t>& shape = region.shape;
+    const std::vector<Expr>& mins = region.mins;
     Stmt body = a->body;
     Buffer nbuf = buf;
     if (shape != buf->shape) {

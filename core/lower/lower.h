@@ -13,7 +13,10 @@
 //    accessed: per dimension, the accessed indices are relaxed over the loops inside the
 //    allocation point to [min, min + extent) with `min` an expression of the outer loop
 //    variables; the buffer gets that shape (a new Buffer with the same name, dtype and scope)
-//    and every index i becomes i - min. A dimension that cannot be bounded stays whole.
+//    and every index i becomes i - min. A dimension that cannot be bounded stays whole. A
+//    "shared" buffer (allocated above the thread loops by pass 2) whose every access lies under
+//    the same serial loops gets the region of one iteration instead, its min moving with them,
+//    when no element is touched in two iterations (a GPU k-tile holds one k step).
 // 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
 //    branches whose condition became a constant are resolved.
 // 5. auto_unroll (LowerOptions, on by default): under a loop annotated

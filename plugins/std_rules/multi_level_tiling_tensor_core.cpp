@@ -19,12 +19,14 @@
 // (sample_perfect_tile), so the search and MutateTileSize explore them like any other.
 // The space without tensor cores is returned too: MultiLevelTiling tiles it as usual.
 //
-// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 4,
-// "max_fragments_per_axis": 4, "max_k_tiles": 4}. "auto" (the default) applies it where the
+// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 4 (warps per block along
+// i and along j), "max_fragments_per_axis": 4 (fragments per warp along i and along j),
+// "max_k_tiles": 4 (16-wide k steps per shared tile)}. "auto" (the default) applies it where the
 // tune context says the target has tensor cores (an "arch" of sm_70 or newer); "always"
 // applies it on any GPU target, e.g. OpenCL, where the operations are emulated by loops -- how
 // the schedules are checked on a machine without an NVIDIA GPU.
 #include <optional>
+#include <set>
 
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
@@ -118,8 +120,19 @@ std::optional<MatmulRoles> recognise(const Schedule& sch, BlockRV block) {
   m.k = static_cast<size_t>(found_k);
   m.a = ops[0].buffer.name();
   m.b = ops[1].buffer.name();
-  // Plain nest: each iteration variable bound to one of the loops around the block.
-  if (!has_trivial_binding(sch, block, const_cast<Schedule&>(sch).get_loops(block))) return {};
+  // Plain nest: the iteration variables bound one-to-one to the serial loops around the block
+  // (read from the loop tree: get_loops would be recorded in the trace).
+  LoopTree tree(sch);
+  std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
+  if (loops.size() != ivs.size()) return {};
+  std::set<const mt_expr*> loop_vars, bound;
+  for (const sdk::StmtRef& l : loops) {
+    if (l.for_kind() != sdk::ForKind::Serial) return {};
+    loop_vars.insert(l.loop_var().get());
+  }
+  for (const auto& iv : ivs)
+    if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
+      return {};
   return m;
 }
 
@@ -241,11 +254,16 @@ private:
     for (size_t x : m.batch)
       batch.push_back(loop_of(x));
 
-    // i, j -> [block, warp, fragment, 16]; k -> [k0, k1, 16].
+    // i, j -> [block, warp, fragment, 16]; k -> [k0, k1, 16]. Fragments and warps each drawn
+    // with their own bound: one three-way draw over a 4096 extent gave the warps most of the
+    // factors (8192 threads per block), which VerifyGPUCode then refused in every sample.
     auto spatial = [&](LoopRV l) {
       std::vector<LoopRV> t = split_tile(sch, l);
-      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(t[0], 3, max_frags_);
-      std::vector<LoopRV> p = sch.split(t[0], {f[0], f[1], f[2]});
+      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(t[0], 2, max_frags_);
+      std::vector<LoopRV> rest_frag = sch.split(t[0], {f[0], f[1]});
+      std::vector<sdk::ExprRV> w = sch.sample_perfect_tile(rest_frag[0], 2, max_warps_);
+      std::vector<LoopRV> p = sch.split(rest_frag[0], {w[0], w[1]});
+      p.push_back(rest_frag[1]);
       p.push_back(t[1]);
       return p;
     };
@@ -257,9 +275,6 @@ private:
     for (LoopRV l : {ti[0], tj[0], ti[1], tj[1], k01[0], k01[1], ti[2], tj[2], ti[3], tj[3], tk[1]})
       order.push_back(l);
     sch.reorder(order);
-    if (sch.extent(ti[1]) > max_warps_ || sch.extent(tj[1]) > max_warps_)
-      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
-                                                      ": too many warps");
     std::vector<LoopRV> grid = batch;
     grid.push_back(ti[0]);
     grid.push_back(tj[0]);
@@ -282,7 +297,7 @@ private:
     // Marked after decompose_reduction, whose init copies the loops with their annotations.
     sch.annotate(ti[3], sdk::program::kTensorIntrinsicAnnotation, std::string("wmma.mma"));
 
-    const size_t under_warp = 2, under_k0 = 3, under_k1 = 4; // bx, ty, k0, k1
+    const size_t under_warp = 2, under_k1 = 4; // below bx, ty (and k0, k1)
     mark_tiles(sch, store, under_warp, "wmma.store");
     mark_tiles(sch, init, under_warp, "wmma.fill");
     mark_tiles(sch, a_frag, under_k1, "wmma.load_a");
@@ -293,7 +308,6 @@ private:
       annotate_sampled(sch, cache, keys::kCooperativeFetch, {1, 2, 4, 8}, {0.25, 0.25, 0.25, 0.25});
       sch.annotate(cache, keys::kWarpExecution, int64_t{1});
     }
-    (void)under_k0;
     sch.annotate(block, keys::kTilingStructure, std::string("tensor_core"));
   }
 

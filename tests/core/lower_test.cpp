@@ -336,6 +336,84 @@ TEST(LowerPlacement, SharedBufferStaysAboveThreadLoops) {
     EXPECT_EQ(c.data_as<float>()[x], (a.data_as<float>()[x] + 3.0f) * 0.5f);
 }
 
+// A GPU k-tile: a shared buffer filled and read under a serial k loop below the thread loop
+// holds one tile (the k loop's iterations touch disjoint parts), not the whole k extent, its
+// start moving with k; the result is unchanged.
+TEST(LowerCompaction, SharedTileUnderASerialLoopHoldsOneIteration) {
+  const int64_t n = 64, t = 8, tile = 16;
+  Buffer A = make_buffer("A", DType::f32(), {n});
+  Buffer S = make_buffer("S", DType::f32(), {n}, "shared");
+  Buffer C = make_buffer("C", DType::f32(), {t});
+  Expr tx = make_var("tx"), k = make_var("k"), f = make_var("f"), r = make_var("r");
+  Expr vs = make_var("vs"), vc = make_var("vc"), vr = make_var("vr");
+  // for tx (threadIdx.x): for k: { S[k*16 + f] = A[...] for f; C[tx] += S[k*16 + r] for r }
+  Stmt fetch = make_for(
+      f, tile, realize("S", {{vs, n}}, {k * tile + f}, make_store(S, {vs}, ld(A, {vs}) * 2.0)));
+  Stmt use = make_for(r, tile,
+                      realize("C", {{vc, t}, {vr, n, IterKind::Reduce}}, {tx, k * tile + r},
+                              make_store(C, {vc}, ld(C, {vc}) + ld(S, {vr}) * ld(S, {vr})),
+                              make_store(C, {vc}, 0.0)));
+  Function fn;
+  fn.name = "tile";
+  fn.params = {A, C};
+  fn.buffers = {S};
+  fn.body = make_for(tx, t, make_for(k, n / tile, make_seq({fetch, use})), ForKind::ThreadBinding,
+                     "threadIdx.x");
+  Function low = lower(fn);
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, std::vector<int64_t>{tile});
+
+  NDArray a(DType::f32(), {n}), c(DType::f32(), {t});
+  a.fill_random(11);
+  interpret(low, {&a, &c});
+  double want = 0;
+  for (int64_t x = 0; x < n; ++x)
+    want += 4.0 * a.data_as<float>()[x] * a.data_as<float>()[x];
+  for (int64_t x = 0; x < t; ++x)
+    EXPECT_NEAR(c.data_as<float>()[x], want, 1e-4 * std::abs(want));
+}
+
+// When iterations of the serial loop share elements (a sliding window: iteration k reads what
+// k - 1 wrote), one iteration's region would hand data to the next through other slots: the
+// buffer keeps the region of all iterations.
+TEST(LowerCompaction, SharedBufferWhoseIterationsOverlapKeepsTheWholeRegion) {
+  const int64_t n = 32, t = 4;
+  Buffer A = make_buffer("A", DType::f32(), {n + 1});
+  Buffer S = make_buffer("S", DType::f32(), {n + 1}, "shared");
+  Buffer C = make_buffer("C", DType::f32(), {n});
+  Expr tx = make_var("tx"), k = make_var("k"), vs = make_var("vs"), vc = make_var("vc");
+  // S[k + 1] = A[k + 1]; C[k] = S[k] + S[k + 1] (S[0] written before the loop)
+  Stmt first = realize("S0", {{vs, n + 1}}, {0}, make_store(S, {vs}, ld(A, {vs})));
+  Stmt body =
+      make_seq({realize("S", {{vs, n + 1}}, {k + 1}, make_store(S, {vs}, ld(A, {vs}))),
+                realize("C", {{vc, n}}, {k}, make_store(C, {vc}, ld(S, {vc}) + ld(S, {vc + 1})))});
+  Function fn;
+  fn.name = "window";
+  fn.params = {A, C};
+  fn.buffers = {S};
+  fn.body = make_for(tx, t, make_seq({first, make_for(k, n, body)}), ForKind::ThreadBinding,
+                     "threadIdx.x");
+  // Without `first` under the same loops, k is not common to every access; with it inside k
+  // instead (the overlapping case proper) the check must refuse the per-iteration region.
+  Stmt overlapping =
+      make_seq({realize("S", {{vs, n + 1}}, {k}, make_store(S, {vs}, ld(A, {vs}))),
+                realize("S1", {{vs, n + 1}}, {k + 1}, make_store(S, {vs}, ld(A, {vs}))),
+                realize("C", {{vc, n}}, {k}, make_store(C, {vc}, ld(S, {vc}) + ld(S, {vc + 1})))});
+  for (const Stmt& b : {make_seq({first, make_for(k, n, body)}), make_for(k, n, overlapping)}) {
+    fn.body = make_for(tx, t, b, ForKind::ThreadBinding, "threadIdx.x");
+    Function low = lower(fn);
+    auto allocs = allocations(low.body);
+    ASSERT_EQ(allocs.size(), 1u);
+    EXPECT_EQ(allocs[0]->buffer->shape, std::vector<int64_t>{n + 1});
+    NDArray a(DType::f32(), {n + 1}), c(DType::f32(), {n});
+    a.fill_random(12);
+    interpret(low, {&a, &c});
+    for (int64_t x = 0; x < n; ++x)
+      EXPECT_EQ(c.data_as<float>()[x], a.data_as<float>()[x] + a.data_as<float>()[x + 1]);
+  }
+}
+
 TEST(LowerPlacement, LocalBufferBecomesPerIteration) {
   // A reduction into an intermediate accumulator computed under the consumer's loop.
   const int64_t M = 6, K = 5;
@@ -432,13 +510,13 @@ TEST(LowerPasses, PartitionLoopsTakesTheGuardOutOfFullTiles) {
   f.params = {A, C};
   f.body = make_for(
       io, outer,
-      make_for(ii, factor,
-               make_for(j, m,
-                        realize("C", {{vi, n, IterKind::Spatial}, {vj, m, IterKind::Spatial}},
-                                {idx, j}, make_store(C, {vi, vj}, ld(A, {vi, vj}) * 3.0 + 1.0),
-                                nullptr, idx < n),
-                        ForKind::Vectorized),
-               ForKind::Unrolled),
+      make_for(
+          ii, factor,
+          make_for(j, m,
+                   realize("C", {{vi, n, IterKind::Spatial}, {vj, m, IterKind::Spatial}}, {idx, j},
+                           make_store(C, {vi, vj}, ld(A, {vi, vj}) * 3.0 + 1.0), nullptr, idx < n),
+                   ForKind::Vectorized),
+          ForKind::Unrolled),
       ForKind::Parallel);
   Function plain = lower(f, LowerOptions{.partition_loops = false});
   Function parted = lower(f, LowerOptions{.partition_loops = true});

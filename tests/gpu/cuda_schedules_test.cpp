@@ -95,5 +95,46 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   EXPECT_GE(wide, 3);
 }
 
+// bench/gpu's shape: the 4096^3 f16 matmul gets its tensor-core space on an sm_80-class
+// device, most of its samples pass the postprocessors (VerifyGPUCode bounds the warps), and
+// they compile. No interpreter here: the shape is too big for it, and the arithmetic of the
+// same space is checked on the small shapes (tensor_core_test.cpp).
+TEST(CudaSchedules, TheBenchSizedTensorCoreSpaceSamplesAndCompiles) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  TuneAttributes attrs = std_rules_test::gpu_set().attrs;
+  Function func = make_workload("matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)");
+  auto rules = gpu_test::tensor_core_rules(attrs);
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  int spaces = 0, accepted = 0, compiled = 0;
+  std::string last_refusal;
+  for (const auto& space : generate_design_spaces(func, rules, 1)) {
+    if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+    ++spaces;
+    for (uint64_t k = 0; k < 20; ++k) {
+      std::shared_ptr<Schedule> s;
+      std::string refused;
+      if (std_rules_test::sample(func, space->trace(), 900 + k, false, postprocs, &s, &refused) !=
+          SampleOutcome::Ok) {
+        last_refusal = refused;
+        continue;
+      }
+      ++accepted;
+      if (accepted > 3) continue; // compiling a few is enough
+      sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s->func()));
+      std::string src = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect()).code;
+      EXPECT_NE(src.find("nvcuda::wmma::mma_sync"), std::string::npos);
+      compiled += compile_for_sm80_and_sm90(*nvrtc, src, p.name, "matmul 4096 f16");
+    }
+  }
+  std::printf("[ cuda ] 4096^3 f16: %d tensor-core space(s), %d of 20 samples accepted, %d "
+              "compiled\n",
+              spaces, accepted, compiled);
+  EXPECT_EQ(spaces, 1);
+  EXPECT_GE(accepted, 10) << "last refusal: " << last_refusal;
+  EXPECT_EQ(compiled, 6);
+}
+
 } // namespace
 } // namespace mt

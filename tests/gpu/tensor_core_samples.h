@@ -32,8 +32,9 @@ struct TensorCoreSample {
 
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
 // how many were handed over. `attrs`: the device's limits.
-inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,
-                                       const std::function<void(const TensorCoreSample&)>& f) {
+// The rules of the tensor-core spaces, the tensor-core rule enabled on any GPU kind.
+inline std::vector<std::unique_ptr<PluginScheduleRule>>
+tensor_core_rules(const TuneAttributes& attrs) {
   PluginHost& h = host();
   std::vector<std::unique_ptr<PluginScheduleRule>> rules;
   rules.push_back(h.create_schedule_rule("std.AutoInline"));
@@ -41,14 +42,28 @@ inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,
       h.create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"enabled": "always"})"));
   for (const char* n : {"std.ParallelVectorizeUnroll", "std.AutoBind"})
     rules.push_back(h.create_schedule_rule(n));
-  ComponentSet set = gpu_set();
   for (auto& r : rules)
     r->initialize(attrs);
+  return rules;
+}
+
+inline std::vector<std::unique_ptr<PluginPostproc>> gpu_postprocs(const TuneAttributes& attrs) {
+  PluginHost& h = host();
+  ComponentSet set = gpu_set();
   std::vector<std::unique_ptr<PluginPostproc>> postprocs;
   for (const auto& n : set.postprocs) {
     postprocs.push_back(h.create_postproc(n));
     postprocs.back()->initialize(attrs);
   }
+  return postprocs;
+}
+
+// Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
+// how many were handed over. `attrs`: the device's limits.
+inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,
+                                       const std::function<void(const TensorCoreSample&)>& f) {
+  std::vector<std::unique_ptr<PluginScheduleRule>> rules = tensor_core_rules(attrs);
+  std::vector<std::unique_ptr<PluginPostproc>> postprocs = gpu_postprocs(attrs);
   int n = 0;
   for (const std::string& spec : tensor_core_specs()) {
     SCOPED_TRACE(spec);
