@@ -14,6 +14,7 @@ struct TraceView::Parsed {
     std::string kind;
     json inputs = json::array(); // variable names, integers or null
     json attrs = json::array();
+    std::vector<std::string> outputs; // variable names ("" where an output is not one)
     std::optional<std::vector<int64_t>> decision;
   };
   std::vector<Inst> insts;
@@ -41,6 +42,7 @@ TraceView::Parsed::Parsed(const sdk::Trace& trace) {
     for (const json& o : ji[3]) {
       std::string name = o.is_string() ? o.get<std::string>() : std::string();
       if (!name.empty() && name != "root" && name != "inline") defs[name] = insts.size();
+      in.outputs.push_back(name);
     }
     insts.push_back(std::move(in));
   }
@@ -162,6 +164,11 @@ std::optional<size_t> TraceView::defining(const std::string& var) const {
   auto it = p.defs.find(var);
   if (it == p.defs.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> TraceView::output_vars(size_t i) const {
+  const Parsed& p = parsed();
+  return i < p.insts.size() ? p.insts[i].outputs : std::vector<std::string>{};
 }
 
 std::vector<size_t> TraceView::users(const std::string& var) const {

@@ -44,8 +44,10 @@ public:
   std::optional<std::string> input_var(size_t i, size_t j) const;
   // the instruction defining a variable, or nullopt;
   std::optional<size_t> defining(const std::string& var) const;
-  // the instructions that take the variable as an input, in order.
+  // the instructions that take the variable as an input, in order;
   std::vector<size_t> users(const std::string& var) const;
+  // the names of instruction i's outputs, in order ("" where an output is not a variable).
+  std::vector<std::string> output_vars(size_t i) const;
 
 private:
   struct Parsed;

@@ -2,7 +2,9 @@
 // code generator, compiled by NVRTC for sm_80 (A100) and sm_90 (H100): no error and no warning.
 // Needs libnvrtc (the CUDA toolkit), not a GPU; the arithmetic of the same schedules is checked
 // by the opencl tests, which share the generator.
+#include <cctype>
 #include <cstdio>
+#include <map>
 
 #include "core/lower/lower.h"
 #include "core_to_program.h"
@@ -134,6 +136,34 @@ TEST(CudaSchedules, TheBenchSizedTensorCoreSpaceSamplesAndCompiles) {
   EXPECT_EQ(spaces, 1);
   EXPECT_GE(accepted, 10) << "last refusal: " << last_refusal;
   EXPECT_EQ(compiled, 6);
+}
+
+// The bench's f32 row: the standard GPU spaces of a 4096^3 f32 matmul have samples within the
+// device's limits (MultiLevelTiling's bounded thread levels, shared tiles of one k step).
+TEST(CudaSchedules, TheBenchSizedF32SpacesHaveSamplesWithinTheLimits) {
+  Function func = make_workload("matmul(M=4096,N=4096,K=4096)");
+  std_rules_test::Instances in = std_rules_test::instantiate(std_rules_test::gpu_set());
+  int accepted = 0, tried = 0;
+  std::map<std::string, int> refusals;
+  for (const auto& space : generate_design_spaces(func, in.rules, 1))
+    for (uint64_t k = 0; k < 50; ++k, ++tried) {
+      std::shared_ptr<Schedule> s;
+      std::string refused;
+      if (std_rules_test::sample(func, space->trace(), 950 + k, false, in.postprocs, &s,
+                                 &refused) == SampleOutcome::Ok) {
+        ++accepted;
+        continue;
+      }
+      // The reason without its numbers.
+      std::string kind;
+      for (char c : refused.substr(0, 120))
+        if (!std::isdigit(static_cast<unsigned char>(c))) kind += c;
+      ++refusals[kind];
+    }
+  std::printf("[ cuda ] 4096^3 f32: %d of %d samples accepted\n", accepted, tried);
+  for (const auto& [why, count] : refusals)
+    std::printf("[ cuda ]   %3d refused: %s\n", count, why.c_str());
+  EXPECT_GE(accepted * 4, tried);
 }
 
 } // namespace
