@@ -22,7 +22,6 @@ public:
       size_t index;
       std::vector<int64_t> factors;
       int64_t max_innermost;
-      std::vector<bool> pinned; // levels whose loop a later draw splits again
     };
     std::vector<Tile> tiles;
     std::optional<TraceView> view;
@@ -35,16 +34,18 @@ public:
         movable = movable || f > 1;
       if (!movable) continue;
       int64_t max_inner = trace.num_attrs(i) >= 2 ? trace.attr_int(i, 1) : 0;
-      if (!view) view.emplace(trace);
-      tiles.push_back({i, *d, max_inner, pinned_levels(*view, i, d->size())});
+      tiles.push_back({i, *d, max_inner});
     }
     if (tiles.empty()) return std::nullopt;
     // A draw can be infeasible (every move would break the innermost limit): draw again.
     for (int attempt = 0; attempt < 16; ++attempt) {
       const Tile& t = tiles[pick(rng, tiles.size())];
+      // The JSON view only once a draw is picked: most traces are mutated once per call.
+      if (!view) view.emplace(trace);
+      std::vector<bool> pinned = pinned_levels(*view, t.index, t.factors.size());
       std::vector<size_t> sources, free;
       for (size_t l = 0; l < t.factors.size(); ++l) {
-        if (t.pinned[l]) continue;
+        if (pinned[l]) continue;
         free.push_back(l);
         if (t.factors[l] > 1) sources.push_back(l);
       }

@@ -26,6 +26,17 @@ std::pair<int, std::string> capture(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Skips (or, with METATUNE_REQUIRE_OPENCL set, fails) a test whose run of the CLI found no
+// OpenCL device.
+#define SKIP_WITHOUT_OPENCL(text)                                                                  \
+  do {                                                                                             \
+    if ((text).find("OpenCL not available") != std::string::npos ||                                \
+        (text).find("no OpenCL") != std::string::npos) {                                           \
+      if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << (text);                                \
+      GTEST_SKIP() << (text);                                                                      \
+    }                                                                                              \
+  } while (0)
+
 std::string cli() {
   return std::string("'") + MT_TEST_CLI + "' ";
 }
@@ -100,11 +111,7 @@ TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
   auto [rstatus, replayed] =
       capture(cli() + "replay --db '" + db.string() + "' --record 1 --repeats 1 2>&1");
   std::filesystem::remove(db);
-  if (text.find("OpenCL not available") != std::string::npos ||
-      text.find("no OpenCL") != std::string::npos) {
-    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
-    GTEST_SKIP() << text;
-  }
+  SKIP_WITHOUT_OPENCL(text);
   ASSERT_EQ(status, 0) << text;
   EXPECT_EQ(text.find("library target"), std::string::npos) << text;
   EXPECT_EQ(text.find("of oneDNN"), std::string::npos) << text;
@@ -123,11 +130,7 @@ TEST(GpuCli, LargeGpuTaskReferenceComesFromTheCpuTarget) {
                                 "--trials 2 --reference-by-target-flops 0 --reference-cache none " +
                                 "--no-library --verify-top 0 --db '" + db.string() + "' 2>&1");
   std::filesystem::remove(db);
-  if (text.find("OpenCL not available") != std::string::npos ||
-      text.find("no OpenCL") != std::string::npos) {
-    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
-    GTEST_SKIP() << text;
-  }
+  SKIP_WITHOUT_OPENCL(text);
   ASSERT_EQ(status, 0) << text;
   if (text.find("loaded plugin 'llvm_cpu'") == std::string::npos)
     GTEST_SKIP() << "llvm_cpu is not built here";
@@ -147,11 +150,7 @@ TEST(GpuCli, TuneForOpenClLeavesCublasAndOneDnnOut) {
               "--trials 1 --library cublas --library onednn.cpu --verify-top 0 --db '" +
               db.string() + "' 2>&1");
   std::filesystem::remove(db);
-  if (text.find("OpenCL not available") != std::string::npos ||
-      text.find("no OpenCL") != std::string::npos) {
-    if (std::getenv("METATUNE_REQUIRE_OPENCL")) FAIL() << text;
-    GTEST_SKIP() << text;
-  }
+  SKIP_WITHOUT_OPENCL(text);
   ASSERT_EQ(status, 0) << text;
   if (text.find("loaded plugin 'cublas'") == std::string::npos)
     GTEST_SKIP() << "cublas is not built here";

@@ -1089,15 +1089,12 @@ private:
 
   void tensor_op(const P::Stmt& loop, Accesses& pending, bool uniform) {
     const TensorOp& op = tensor_ops_.at(op_of_loop_.at(loop.get()));
-    std::string what =
-        loop->annotations.count(P::kTensorIntrinsicAnnotation)
-            ? std::get<std::string>(loop->annotations.at(P::kTensorIntrinsicAnnotation))
-            : "";
     // The warp's 32 lanes execute the operation together, with the same operands.
     if (!uniform || active_tags_.count("threadIdx.x") || vt_ || active_xr_)
-      throw UnsupportedError(what + " under thread-dependent control flow, inside a loop "
-                                    "bound to threadIdx.x, a vthread or a cross-thread reduction: "
-                                    "a warp must execute it together");
+      throw UnsupportedError(op.name +
+                             " under thread-dependent control flow, inside a loop "
+                             "bound to threadIdx.x, a vthread or a cross-thread reduction: "
+                             "a warp must execute it together");
     if (!d_.has_tensor_cores()) {
       in_tensor_op_ = true;
       serial_loop(loop, pending, uniform);

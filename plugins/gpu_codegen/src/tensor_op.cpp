@@ -242,12 +242,21 @@ TensorOp match_tensor_op(const P::Stmt& loop) {
   const auto* name =
       it == loop->annotations.end() ? nullptr : std::get_if<std::string>(&it->second);
   if (!name) throw UnsupportedError("a tensor intrinsic annotation that is not a name");
-  if (*name == "wmma.fill") return match_fill(loop, *name);
-  if (*name == "wmma.load_a") return match_load(loop, *name, true);
-  if (*name == "wmma.load_b") return match_load(loop, *name, false);
-  if (*name == "wmma.mma") return match_mma(loop, *name);
-  if (*name == "wmma.store") return match_store(loop, *name);
-  throw UnsupportedError("unknown tensor intrinsic '" + *name + "'");
+  TensorOp op;
+  if (*name == "wmma.fill")
+    op = match_fill(loop, *name);
+  else if (*name == "wmma.load_a")
+    op = match_load(loop, *name, true);
+  else if (*name == "wmma.load_b")
+    op = match_load(loop, *name, false);
+  else if (*name == "wmma.mma")
+    op = match_mma(loop, *name);
+  else if (*name == "wmma.store")
+    op = match_store(loop, *name);
+  else
+    throw UnsupportedError("unknown tensor intrinsic '" + *name + "'");
+  op.name = *name;
+  return op;
 }
 
 std::map<int64_t, FragmentInfo> fragment_infos(std::vector<TensorOp>& ops) {

@@ -32,6 +32,7 @@ struct Tile {
 
 struct TensorOp {
   TensorOpKind kind = TensorOpKind::Fill;
+  std::string name; // the annotation's value ("wmma.mma"), for messages
   // Fill, loads, mma: the fragment written; store: the fragment read. Rows and columns are the
   // matrix's own (M x K for matrix_a, K x N for matrix_b, M x N for the accumulator).
   Tile frag;
