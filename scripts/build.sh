@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds metatune into ./build (Ninja, RelWithDebInfo).
+# Configures and builds metatune into ./build (Ninja; optimised without debug info unless
+# -DCMAKE_BUILD_TYPE=RelWithDebInfo is passed through).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WERROR=OFF
