@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/plugin/plugin_error.h"
 #include "core/tuner/target_setup.h"
 #include "gpu_schedule_samples.h"
 #include "opencl_target.h"
@@ -19,53 +18,34 @@ namespace {
 using namespace std_rules_test;
 using gpu_test::opencl;
 
-struct Tally {
-  int built = 0, ok = 0, unsupported = 0;
-};
+using gpu_test::Tally;
 
-// Runs `scheduled` through the target; "" when it matches the reference.
+// Runs `scheduled` through the opencl target; "" when it matches the reference.
 std::string run_on_device(const Function& scheduled, const std::vector<NDArray>& reference,
-                          Tally& t, std::string* unsupported, double rtol = 1e-4,
-                          double atol = 1e-5) {
-  std::unique_ptr<PluginModule> m;
-  try {
-    m = opencl().target->build(lower(scheduled));
-  } catch (const PluginError& e) {
-    if (e.status() == MT_ERROR_UNSUPPORTED) {
-      ++t.unsupported;
-      *unsupported = e.what();
-      return {};
-    }
-    return std::string("build failed: ") + e.what();
-  }
-  ++t.built;
-  std::string diff = gpu_test::run_and_compare(*m, scheduled, reference, rtol, atol);
-  if (diff.empty()) ++t.ok;
-  return diff;
+                          Tally& t, double rtol = 1e-4, double atol = 1e-5) {
+  return gpu_test::build_and_compare(*opencl().target, scheduled, reference, t, rtol, atol);
 }
 
 TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
   REQUIRE_OPENCL();
   Tally t, total;
-  std::string last_unsupported;
   gpu_test::for_each_gpu_sample(
       opencl().attrs, 4,
       [&](const gpu_test::Sampled& s) {
-        std::string diff = run_on_device(s.scheduled, s.reference, t, &last_unsupported);
+        std::string diff = run_on_device(s.scheduled, s.reference, t);
         EXPECT_EQ(diff, "") << "space " << s.space << " sample " << s.sample << " trace "
                             << s.trace_json;
       },
       [&](const std::string& spec) {
         std::printf("[ opencl ] %-70s built %2d  correct %2d  unsupported %2d%s%s\n", spec.c_str(),
-                    t.built, t.ok, t.unsupported, last_unsupported.empty() ? "" : "  last: ",
-                    last_unsupported.substr(0, 600).c_str());
+                    t.built, t.ok, t.unsupported, t.last_unsupported.empty() ? "" : "  last: ",
+                    t.last_unsupported.substr(0, 600).c_str());
         // Most sampled schedules must run, or GPU tuning would starve.
         EXPECT_GT(t.ok, 0) << spec;
         total.built += t.built;
         total.ok += t.ok;
         total.unsupported += t.unsupported;
         t = Tally{};
-        last_unsupported.clear();
       });
   std::printf("[ opencl ] total: built %d, correct %d, unsupported %d\n", total.built, total.ok,
               total.unsupported);
@@ -75,12 +55,11 @@ TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter)
 TEST(OpenClSchedules, HalfPrecisionWorkloadsMatchTheInterpreter) {
   REQUIRE_OPENCL();
   Tally t;
-  std::string last_unsupported;
   gpu_test::for_each_gpu_sample(
       opencl().attrs, 3,
       [&](const gpu_test::Sampled& s) {
-        std::string diff = run_on_device(s.scheduled, s.reference, t, &last_unsupported,
-                                         gpu_test::kHalfRtol, gpu_test::kHalfAtol);
+        std::string diff =
+            run_on_device(s.scheduled, s.reference, t, gpu_test::kHalfRtol, gpu_test::kHalfAtol);
         EXPECT_EQ(diff, "") << s.spec << " space " << s.space << " sample " << s.sample << " trace "
                             << s.trace_json;
       },

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "device_run.h"
 #include "std_rules_test_util.h"
 
 namespace mt::gpu_test {
@@ -37,24 +38,6 @@ inline OpenCl& opencl() {
     return r;
   }();
   return *o;
-}
-
-// Runs a built module on fresh arguments of `scheduled` (inputs random, outputs NaN) and
-// compares every parameter with the reference; "" when all match, else which and why.
-inline std::string run_and_compare(PluginModule& m, const Function& scheduled,
-                                   const std::vector<NDArray>& reference, double rtol,
-                                   double atol) {
-  std::vector<NDArray> args = make_args(scheduled);
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args)
-    ptrs.push_back(&a);
-  m.run(ptrs);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string why;
-    if (!allclose(args[i], reference[i], rtol, atol, &why))
-      return "param " + std::to_string(i) + ": " + why;
-  }
-  return {};
 }
 
 // Skips (or, with METATUNE_REQUIRE_OPENCL set, fails) a test where there is no device.
