@@ -7,6 +7,7 @@
 
 #include "core/ir/arith.h"
 #include "core/lower/lower.h"
+#include "core/lower/storage_align.h"
 #include "core/support/check.h"
 
 namespace mt {
@@ -212,13 +213,13 @@ Stmt retarget(const Stmt& body, const Buffer& from, const Buffer& to,
   });
 }
 
-Stmt compact(const Stmt& s, RangeMap& outer) {
+Stmt compact(const Stmt& s, RangeMap& outer, const StorageAligns& aligns) {
   if (!s) return s;
   switch (s->kind) {
   case StmtKind::For: {
     auto* f = as<ForNode>(s);
     outer[f->loop_var.get()] = IntBound::range(0, f->extent);
-    Stmt nb = compact(f->body, outer);
+    Stmt nb = compact(f->body, outer, aligns);
     outer.erase(f->loop_var.get());
     return nb == f->body ? s : with_body(s, nb);
   }
@@ -232,7 +233,9 @@ Stmt compact(const Stmt& s, RangeMap& outer) {
       std::optional<Region> per_step = per_iteration_region(*buf, collector.accesses, outer);
       if (per_step && per_step->elements() < region.elements()) region = *per_step;
     }
-    const std::vector<int64_t>& shape = region.shape;
+    auto align = aligns.find(buf->name);
+    const std::vector<int64_t> shape =
+        align == aligns.end() ? region.shape : aligned_shape(region.shape, align->second);
     const std::vector<Expr>& mins = region.mins;
     Stmt body = a->body;
     Buffer nbuf = buf;
@@ -240,21 +243,21 @@ Stmt compact(const Stmt& s, RangeMap& outer) {
       nbuf = make_buffer(buf->name, buf->dtype, shape, buf->scope);
       body = retarget(body, buf, nbuf, mins);
     }
-    Stmt nb = compact(body, outer);
+    Stmt nb = compact(body, outer, aligns);
     return nbuf == buf && nb == a->body ? s : make_allocate(nbuf, nb);
   }
   case StmtKind::Seq: {
     std::vector<Stmt> items;
     bool changed = false;
     for (const Stmt& c : as<SeqNode>(s)->stmts) {
-      items.push_back(compact(c, outer));
+      items.push_back(compact(c, outer, aligns));
       changed = changed || items.back() != c;
     }
     return changed ? make_seq(std::move(items)) : s;
   }
   case StmtKind::IfThenElse: {
     auto* n = as<IfThenElseNode>(s);
-    Stmt t = compact(n->then_case, outer), e = compact(n->else_case, outer);
+    Stmt t = compact(n->then_case, outer, aligns), e = compact(n->else_case, outer, aligns);
     return t == n->then_case && e == n->else_case ? s : make_if(n->condition, t, e);
   }
   case StmtKind::BlockRealize:
@@ -267,9 +270,13 @@ Stmt compact(const Stmt& s, RangeMap& outer) {
 
 } // namespace
 
-Stmt compact_buffers(const Stmt& body) {
+Stmt compact_buffers(const Stmt& body, const StorageAligns& aligns) {
   RangeMap outer;
-  return compact(body, outer);
+  return compact(body, outer, aligns);
+}
+
+Stmt compact_buffers(const Stmt& body) {
+  return compact_buffers(body, {});
 }
 
 } // namespace mt

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/ir/arith.h"
+#include "core/lower/storage_align.h"
 
 namespace mt {
 
@@ -74,6 +75,7 @@ Function lower(const Function& f, const LowerOptions& options) {
   Function out;
   out.name = f.name;
   out.params = f.params;
+  const StorageAligns aligns = collect_storage_aligns(f.body);
   Stmt body = lower_blocks(f.body);
   {
     Function blockless = f;
@@ -81,7 +83,7 @@ Function lower(const Function& f, const LowerOptions& options) {
     check_buffers_declared(blockless);
   }
   body = place_allocations(body, f.buffers);
-  body = compact_buffers(body);
+  body = compact_buffers(body, aligns);
   body = simplify(body);
   out.body = fold_constant_branches(body);
   if (options.auto_unroll && out.body && !auto_unroll_disabled_by_environment())

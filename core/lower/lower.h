@@ -16,7 +16,10 @@
 //    and every index i becomes i - min. A dimension that cannot be bounded stays whole. A
 //    "shared" buffer (allocated above the thread loops by pass 2) whose every access lies under
 //    the same serial loops gets the region of one iteration instead, its min moving with them,
-//    when no element is touched in two iterations (a GPU k-tile holds one k step).
+//    when no element is touched in two iterations (a GPU k-tile holds one k step). A buffer
+//    given storage_align (a block annotation, collected before pass 1) then gets the dimension
+//    after the aligned axis widened until that axis's stride meets the alignment (padding
+//    against shared-memory bank conflicts; see storage_align.h).
 // 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
 //    branches whose condition became a constant are resolved.
 // 5. auto_unroll (LowerOptions, on by default): under a loop annotated

@@ -21,7 +21,8 @@
 //
 // Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 4 (warps per block along
 // i and along j), "max_fragments_per_axis": 4 (fragments per warp along i and along j),
-// "max_k_tiles": 4 (16-wide k steps per shared tile)}. "auto" (the default) applies it where the
+// "max_k_tiles": 4 (16-wide k steps per shared tile), "pad_shared": true (storage_align the
+// shared operand tiles against bank conflicts)}. "auto" (the default) applies it where the
 // tune context says the target has tensor cores (an "arch" of sm_70 or newer); "always"
 // applies it on any GPU target, e.g. OpenCL, where the operations are emulated by loops -- how
 // the schedules are checked on a machine without an NVIDIA GPU.
@@ -149,7 +150,9 @@ class MultiLevelTilingTensorCore : public sdk::ScheduleRule {
 public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
-    config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles"});
+    config_.allow_only(
+        {"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles", "pad_shared"});
+    pad_shared_ = config_.get_bool("pad_shared", true);
     enabled_ = config_.get_string("enabled", "auto");
     if (enabled_ != "auto" && enabled_ != "always")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -239,6 +242,17 @@ private:
     BlockRV b_frag =
         sch.cache_read(block, read_index(sch, block, written(b_shared)), "wmma.matrix_b");
     BlockRV store = sch.cache_write(block, 0, "wmma.accumulator");
+    // Rows of the shared tiles padded so that a row's stride is an odd number of 16-byte units
+    // (8 f16 past a multiple of 16): the 8 rows of 16 bytes a warp's fragment load reads at
+    // once then fall in the 8 different 16-byte groups of the 128 bytes of banks (a stride of
+    // 64 f16 puts them all in one, an 8-way conflict; 16 f16, two ways). The least padding that
+    // does it (16 -> 24, 32 -> 40, 64 -> 72), and the stride stays a multiple of 8 elements, as
+    // wmma loads and 16-byte fetches need.
+    if (pad_shared_)
+      for (BlockRV shared : {a_shared, b_shared}) {
+        size_t ndim = sch.writes(shared).at(0).buffer.ndim();
+        if (ndim >= 2) sch.storage_align(shared, 0, static_cast<int>(ndim) - 2, 16, 8);
+      }
 
     // Loops of the block by iteration variable (the binding is trivial).
     std::vector<LoopRV> loops = sch.get_loops(block);
@@ -313,6 +327,7 @@ private:
 
   Config config_;
   std::string enabled_;
+  bool pad_shared_ = true;
   int max_warps_ = 4, max_frags_ = 4, max_k_ = 4;
   bool active_ = false;
 };

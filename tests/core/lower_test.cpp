@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/lower/interpreter.h"
+#include "core/lower/storage_align.h"
 #include "core/runtime/ndarray.h"
 
 namespace mt {
@@ -412,6 +413,66 @@ TEST(LowerCompaction, SharedBufferWhoseIterationsOverlapKeepsTheWholeRegion) {
     for (int64_t x = 0; x < n; ++x)
       EXPECT_EQ(c.data_as<float>()[x], a.data_as<float>()[x] + a.data_as<float>()[x + 1]);
   }
+}
+
+// storage_align (a block annotation left by the primitive): the staged buffer's rows get the
+// stride asked for -- 32 + 8 = 40 elements, not 32 -- by an inner dimension widened with
+// elements nothing touches; the result is unchanged.
+TEST(LowerStorageAlign, PadsTheRowStrideOfTheCompactedBuffer) {
+  const int64_t rows = 8, cols = 32;
+  Buffer A = make_buffer("A", DType::f32(), {cols, rows});
+  Buffer S = make_buffer("S", DType::f32(), {rows, cols}, "shared");
+  Buffer C = make_buffer("C", DType::f32(), {rows, cols});
+  Expr i = make_var("i"), j = make_var("j"), vi = make_var("vi"), vj = make_var("vj");
+  auto nest = [&](Stmt body) { return make_for(i, rows, make_for(j, cols, std::move(body))); };
+  Block stage;
+  stage.name = "S";
+  stage.iter_vars = {{vi, rows}, {vj, cols}};
+  stage.body = make_store(S, {vi, vj}, ld(A, {vj, vi}) + 1.0); // a transposing copy
+  stage.annotations["storage_align.S.0"] = std::string("32:8");
+  Function fn;
+  fn.name = "aligned";
+  fn.params = {A, C};
+  fn.buffers = {S};
+  fn.body = make_seq({nest(make_block_realize({i, j}, Expr(), stage)),
+                      nest(realize("C", {{vi, rows}, {vj, cols}}, {i, j},
+                                   make_store(C, {vi, vj}, ld(S, {vi, vj}) * 2.0)))});
+  Function low = lower(fn);
+  auto allocs = allocations(low.body);
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_EQ(allocs[0]->buffer->shape, (std::vector<int64_t>{rows, 40}));
+
+  NDArray a(DType::f32(), {cols, rows}), c(DType::f32(), {rows, cols});
+  a.fill_random(13);
+  interpret(low, {&a, &c});
+  for (int64_t x = 0; x < rows; ++x)
+    for (int64_t y = 0; y < cols; ++y)
+      EXPECT_EQ(c.data_as<float>()[x * cols + y], (a.data_as<float>()[y * rows + x] + 1.0f) * 2.0f);
+
+  // A malformed annotation (hand-written IR) is refused with the block and the key.
+  stage.annotations["storage_align.S.0"] = std::string("32");
+  fn.body = nest(make_block_realize({i, j}, Expr(), stage));
+  try {
+    lower(fn);
+    ADD_FAILURE() << "a malformed storage_align annotation was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("block 'S': annotation 'storage_align.S.0'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LowerStorageAlign, WidensTheNextDimensionOnlyWhereTheStrideCanMeetTheAlignment) {
+  // stride(0) = 16 * 4 = 64; 17 * 4 = 68 is the first with stride % 32 == 4.
+  EXPECT_EQ(aligned_shape({2, 16, 4}, {{0, 32, 4}}), (std::vector<int64_t>{2, 17, 4}));
+  // stride(1) = 4: the innermost dimension widened to 10, the first extent with 10 % 8 == 2.
+  EXPECT_EQ(aligned_shape({2, 16, 4}, {{1, 8, 2}}), (std::vector<int64_t>{2, 16, 10}));
+  // Strides of 2 never reach an odd remainder: left as it is.
+  EXPECT_EQ(aligned_shape({4, 8, 2}, {{0, 4, 1}}), (std::vector<int64_t>{4, 8, 2}));
+  // The innermost axis has stride 1 and nothing after it to widen.
+  EXPECT_EQ(aligned_shape({4, 8}, {{1, 4, 1}}), (std::vector<int64_t>{4, 8}));
+  // Already aligned: unchanged.
+  EXPECT_EQ(aligned_shape({4, 40}, {{0, 32, 8}}), (std::vector<int64_t>{4, 40}));
 }
 
 TEST(LowerPlacement, LocalBufferBecomesPerIteration) {
