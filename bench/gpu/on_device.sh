@@ -8,9 +8,12 @@
 #   3. bench/gpu/run.sh: tuned vs cuBLAS TFLOPS, same run.
 # Results go to $OUT (default bench/results/gpu-device): summary.md, tests.log and bench.tar.gz
 # (the bench's table, logs, JSON and tuning database) -- few files, as a device tool returns.
-# Environment: TESTS_SECONDS (cap on step 2, default 150), SKIP_TESTS=1, SKIP_BENCH=1, and
-# bench/gpu/run.sh's TRIALS and OP_SECONDS.
+# Environment: TOTAL_SECONDS (the whole run's budget, default 540: a device call is cut at 600 s
+# and what was not written by then is lost), TESTS_SECONDS (cap on step 2, default 120),
+# SKIP_TESTS=1, SKIP_BENCH=1, and bench/gpu/run.sh's TRIALS and OP_SECONDS (default: what is
+# left of the budget after the tests, shared by the three operators, at most 190 s each).
 set -uo pipefail
+began=$(date +%s)
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-$root/bench/results/gpu-device}"
 archive="${ARCHIVE:-$root/.devbundle/metatune-gpu.tar.xz}"
@@ -72,9 +75,9 @@ print("; ".join(out))
 
 if [[ -z "${SKIP_TESTS:-}" ]]; then
   say ""
-  say "## On-device tests (cap ${TESTS_SECONDS:-150} s)"
+  say "## On-device tests (cap ${TESTS_SECONDS:-120} s)"
   start=$(date +%s)
-  timeout -k 10 "${TESTS_SECONDS:-150}" bash -c '
+  timeout -k 10 "${TESTS_SECONDS:-120}" bash -c '
     "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no
     "$1/tests/cublas/cublas_tests" --gtest_color=no --gtest_filter="*OnDevice*"
   ' _ "$build" >"$out/tests.log" 2>&1
@@ -87,6 +90,14 @@ fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   say ""
   say "## bench/gpu"
+  if [[ -z "${OP_SECONDS:-}" ]]; then
+    # What is left, less a minute for the tables and the archive, over three operators, each
+    # less 15 s for the tuner to wind up once interrupted.
+    left=$((${TOTAL_SECONDS:-540} - ($(date +%s) - began) - 60))
+    export OP_SECONDS=$((left / 3 - 15 < 190 ? left / 3 - 15 : 190))
+    ((OP_SECONDS >= 60)) || { say "on_device: only ${left} s left for the benchmark"; exit 4; }
+  fi
+  say "- at most ${OP_SECONDS} s per operator"
   BUILD="$build" OUT="$out/bench" bash "$root/bench/gpu/run.sh" 2>"$out/bench.log" |
     tee -a "$summary"
   bench_rc=$?
