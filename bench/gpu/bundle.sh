@@ -10,6 +10,8 @@
 #   BUILD=build-x BUNDLE=/tmp/b bash bench/gpu/bundle.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+[[ -f "${BUILD:-$root/build}/CMakeCache.txt" ]] ||
+  { echo "bench/gpu/bundle.sh: no build in ${BUILD:-$root/build} (run scripts/build.sh)" >&2; exit 2; }
 build="$(cd "${BUILD:-$root/build}" && pwd)"
 out="${BUNDLE:-$root/.devbundle}"
 
@@ -60,5 +62,10 @@ mkdir -p "$out"
 # xz: 200 MB unpacked, most of it LLVM (123 MB), 44 MB packed; the device tool carries at most
 # 64 MiB with the working tree.
 tar -C "$stage" -cf - . | xz -T0 -6 >"$out/metatune-gpu.tar.xz"
+# The device tool carries at most 64 MiB with the working tree (about 5 MB).
+size=$(stat -c %s "$out/metatune-gpu.tar.xz")
+((size < 58 * 1024 * 1024)) ||
+  echo "bench/gpu/bundle.sh: warning: the archive is $((size >> 20)) MiB, near the 64 MiB a" \
+    "device call carries with the working tree" >&2
 du -h "$out/metatune-gpu.tar.xz" | awk '{print "bench/gpu/bundle.sh: " $2 " (" $1 "), build " \
   "at '"$build"', commit '"$(cat "$stage/COMMIT" 2>/dev/null | cut -c1-7)"'"}'
