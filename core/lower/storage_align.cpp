@@ -8,7 +8,7 @@ namespace mt {
 
 namespace {
 
-constexpr const char* kPrefix = "storage_align.";
+const std::string kPrefix = "storage_align.";
 
 int64_t parse_int(const std::string& s, const std::string& what) {
   size_t used = 0;
@@ -32,7 +32,7 @@ void collect(const Stmt& s, StorageAligns& out) {
       size_t dot = key.rfind('.');
       const auto* text = std::get_if<std::string>(&value);
       size_t colon = text ? text->find(':') : std::string::npos;
-      if (dot < std::char_traits<char>::length(kPrefix) + 1 || colon == std::string::npos)
+      if (dot < kPrefix.size() + 1 || colon == std::string::npos)
         throw std::invalid_argument(where + " is not storage_align.<buffer>.<axis> = "
                                             "\"<factor>:<offset>\"");
       StorageAlign a;
@@ -41,9 +41,7 @@ void collect(const Stmt& s, StorageAligns& out) {
       a.offset = parse_int(text->substr(colon + 1), where + ": offset is not a number");
       if (a.axis < 0 || a.factor <= 0 || a.offset < 0 || a.offset >= a.factor)
         throw std::invalid_argument(where + ": need axis >= 0, factor > 0, 0 <= offset < factor");
-      out[key.substr(std::char_traits<char>::length(kPrefix),
-                     dot - std::char_traits<char>::length(kPrefix))]
-          .push_back(a);
+      out[key.substr(kPrefix.size(), dot - kPrefix.size())].push_back(a);
     }
     collect(b.init, out);
     collect(b.body, out);
@@ -54,6 +52,12 @@ void collect(const Stmt& s, StorageAligns& out) {
 }
 
 } // namespace
+
+std::pair<std::string, std::string> storage_align_annotation(const std::string& buffer, int axis,
+                                                             int64_t factor, int64_t offset) {
+  return {kPrefix + buffer + "." + std::to_string(axis),
+          std::to_string(factor) + ":" + std::to_string(offset)};
+}
 
 StorageAligns collect_storage_aligns(const Stmt& body) {
   StorageAligns out;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir/stmt.h"
@@ -22,6 +23,11 @@ struct StorageAlign {
 };
 // Buffer name -> its alignments, in the order the annotations name them.
 using StorageAligns = std::map<std::string, std::vector<StorageAlign>>;
+
+// The block annotation Schedule::storage_align leaves: key "storage_align.<buffer>.<axis>",
+// value "<factor>:<offset>" (the one definition of the format collect_storage_aligns reads).
+std::pair<std::string, std::string> storage_align_annotation(const std::string& buffer, int axis,
+                                                             int64_t factor, int64_t offset);
 
 // The storage_align annotations of every block under `body` (before lower_blocks). A malformed
 // annotation (hand-written IR) throws std::invalid_argument naming the block and the key.

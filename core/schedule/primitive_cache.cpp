@@ -1,6 +1,7 @@
 // cache_read, cache_write, set_scope and storage_align: staging buffers in another scope.
 #include <algorithm>
 
+#include "core/lower/storage_align.h"
 #include "core/schedule/schedule_impl.h"
 #include "core/schedule/transaction.h"
 
@@ -191,8 +192,8 @@ void Schedule::storage_align(BlockRV block, int write_buffer_index, int axis, in
     // Recorded as a block annotation; lowering pads the stride of the buffer's axis so that
     // stride % factor == offset (bank-conflict avoidance on GPUs, set conflicts on CPUs).
     Block b = *br->block;
-    std::string key = "storage_align." + y->name + "." + std::to_string(axis);
-    b.annotations[key] = std::to_string(factor) + ":" + std::to_string(offset);
+    auto [key, value] = storage_align_annotation(y->name, axis, factor, offset);
+    b.annotations[key] = value;
     impl_->root() =
         replace_at(bp, make_block_realize(br->iter_values, br->predicate, std::move(b)));
     impl_->record({prim,

@@ -70,9 +70,7 @@ TEST(CudaOnDevice, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
       [&](const std::string& spec) {
         print_tally(spec, t);
         EXPECT_GT(t.ok, 0) << spec;
-        total.built += t.built;
-        total.ok += t.ok;
-        total.unsupported += t.unsupported;
+        total += t;
         t = Tally{};
       });
   print_tally("total", total);

@@ -36,6 +36,14 @@ inline std::string run_and_compare(PluginModule& m, const Function& scheduled,
 struct Tally {
   int built = 0, ok = 0, unsupported = 0;
   std::string last_unsupported;
+
+  Tally& operator+=(const Tally& o) {
+    built += o.built;
+    ok += o.ok;
+    unsupported += o.unsupported;
+    if (!o.last_unsupported.empty()) last_unsupported = o.last_unsupported;
+    return *this;
+  }
 };
 
 // Builds `scheduled` with `target` and runs it; "" when it matches the reference. A schedule

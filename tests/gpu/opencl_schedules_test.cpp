@@ -42,9 +42,7 @@ TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter)
                     t.last_unsupported.substr(0, 600).c_str());
         // Most sampled schedules must run, or GPU tuning would starve.
         EXPECT_GT(t.ok, 0) << spec;
-        total.built += t.built;
-        total.ok += t.ok;
-        total.unsupported += t.unsupported;
+        total += t;
         t = Tally{};
       });
   std::printf("[ opencl ] total: built %d, correct %d, unsupported %d\n", total.built, total.ok,
