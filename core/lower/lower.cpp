@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/ir/arith.h"
+#include "core/lower/software_pipeline.h"
 #include "core/lower/storage_align.h"
 
 namespace mt {
@@ -84,6 +85,7 @@ Function lower(const Function& f, const LowerOptions& options) {
   }
   body = place_allocations(body, f.buffers);
   body = compact_buffers(body, aligns);
+  body = software_pipeline(body);
   body = simplify(body);
   out.body = fold_constant_branches(body);
   if (options.auto_unroll && out.body && !auto_unroll_disabled_by_environment())

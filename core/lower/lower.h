@@ -20,6 +20,9 @@
 //    given storage_align (a block annotation, collected before pass 1) then gets the dimension
 //    after the aligned axis widened until that axis's stride meets the alignment (padding
 //    against shared-memory bank conflicts; see storage_align.h).
+//    A loop annotated `software_pipeline_stages = S` whose body fills shared buffers and then
+//    reads them gets a prologue and fetches S-1 iterations ahead into S slots of each buffer
+//    (software_pipeline.h: what lets a GPU overlap the next tile's copy with this one's math).
 // 4. simplify: every expression is simplified with the loop ranges (mt::simplify(Stmt)), and
 //    branches whose condition became a constant are resolved.
 // 5. auto_unroll (LowerOptions, on by default): under a loop annotated

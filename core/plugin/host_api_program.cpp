@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/lower/lower.h"
+#include "core/lower/software_pipeline.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/host_handles.h"
 
@@ -14,6 +15,9 @@ namespace {
 // Kinds cross by cast: core's enums and the C ones are made from the same lists
 // (ir_vocabulary.h; every member checked in tests/abi/ir_vocabulary_test.cpp).
 static_assert(std::string_view(kUnrollHintAnnotation) == MT_LOOP_UNROLL_HINT);
+static_assert(std::string_view(kSoftwarePipelineStages) == MT_LOOP_SOFTWARE_PIPELINE_STAGES &&
+              std::string_view(kSoftwarePipelinePrologue) == MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE &&
+              std::string_view(kSoftwarePipelineAsyncCopy) == MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY);
 
 const mt_str kEmpty{"", 0};
 

@@ -8,7 +8,9 @@
 //     threadIdx.y  i1 x j1                        one warp per (i1, j1): fi x fj fragments
 //       acc = 0                                   wmma.fill  (decompose_reduction)
 //       k0:  A, B tiles -> shared                 spread over the block's warps and lanes
-//                                                 (RewriteCooperativeFetch, warp execution)
+//                                                 (RewriteCooperativeFetch, warp execution),
+//                                                 software-pipelined: fetched stages-1 k0
+//                                                 steps ahead, asynchronously on sm_80+
 //         k1:  a, b fragments <- shared           wmma.load_a / wmma.load_b
 //              acc += a * b                       wmma.mma, fi x fj of them
 //       C <- acc                                  wmma.store (cache_write + reverse_compute_at)
@@ -19,13 +21,16 @@
 // (sample_perfect_tile), so the search and MutateTileSize explore them like any other.
 // The space without tensor cores is returned too: MultiLevelTiling tiles it as usual.
 //
-// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 4 (warps per block along
+// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 2 (warps per block along
 // i and along j), "max_fragments_per_axis": 4 (fragments per warp along i and along j),
-// "max_k_tiles": 4 (16-wide k steps per shared tile), "pad_shared": true (storage_align the
-// shared operand tiles against bank conflicts)}. "auto" (the default) applies it where the
-// tune context says the target has tensor cores (an "arch" of sm_70 or newer); "always"
-// applies it on any GPU target, e.g. OpenCL, where the operations are emulated by loops -- how
-// the schedules are checked on a machine without an NVIDIA GPU.
+// "max_k_tiles": 2 (16-wide k steps per shared tile; with 2 warps, the largest block tile is
+// 128x128x32, whose two pipeline slots fit the 48 KB of static shared memory), "pad_shared": true
+// (storage_align the shared operand tiles against bank conflicts), "pipeline_stages": 2 (k0's
+// software pipeline, core's software_pipeline.h: shared tiles in flight at once; 1 turns it off)}.
+// "auto" (the default) applies it where the tune context says the target has tensor cores (an
+// "arch" of sm_70 or newer); "always" applies it on any GPU target, e.g. OpenCL, where the
+// operations are emulated by loops -- how the schedules are checked on a machine without an NVIDIA
+// GPU.
 #include <optional>
 #include <set>
 
@@ -150,16 +155,20 @@ class MultiLevelTilingTensorCore : public sdk::ScheduleRule {
 public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
-    config_.allow_only(
-        {"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles", "pad_shared"});
+    config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
+                        "pad_shared", "pipeline_stages"});
     pad_shared_ = config_.get_bool("pad_shared", true);
+    stages_ = config_.get_int("pipeline_stages", 2);
+    if (stages_ < 1 || stages_ > 8)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTilingTensorCore: 'pipeline_stages' must be 1 to 8");
     enabled_ = config_.get_string("enabled", "auto");
     if (enabled_ != "auto" && enabled_ != "always")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                        "std.MultiLevelTilingTensorCore: 'enabled' must be \"auto\" or \"always\"");
-    max_warps_ = static_cast<int>(config_.get_int("max_warps_per_axis", 4));
+    max_warps_ = static_cast<int>(config_.get_int("max_warps_per_axis", 2));
     max_frags_ = static_cast<int>(config_.get_int("max_fragments_per_axis", 4));
-    max_k_ = static_cast<int>(config_.get_int("max_k_tiles", 4));
+    max_k_ = static_cast<int>(config_.get_int("max_k_tiles", 2));
     if (max_warps_ < 1 || max_frags_ < 1 || max_k_ < 1)
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                        "std.MultiLevelTilingTensorCore: the maxima must be at least 1");
@@ -310,6 +319,8 @@ private:
     BlockRV init = sch.decompose_reduction(block, k01[0]);
     // Marked after decompose_reduction, whose init copies the loops with their annotations.
     sch.annotate(ti[3], sdk::program::kTensorIntrinsicAnnotation, std::string("wmma.mma"));
+    // The next tiles fetched while this one is computed on (lowering builds the pipeline).
+    if (stages_ > 1) sch.annotate(k01[0], sdk::program::kSoftwarePipelineStages, stages_);
 
     const size_t under_warp = 2, under_k1 = 4; // below bx, ty (and k0, k1)
     mark_tiles(sch, store, under_warp, "wmma.store");
@@ -328,6 +339,7 @@ private:
   Config config_;
   std::string enabled_;
   bool pad_shared_ = true;
+  int64_t stages_ = 2;
   int max_warps_ = 4, max_frags_ = 4, max_k_ = 4;
   bool active_ = false;
 };

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/lower/interpreter.h"
+#include "core/lower/software_pipeline.h"
 #include "core/lower/storage_align.h"
 #include "core/runtime/ndarray.h"
 
@@ -460,6 +461,124 @@ TEST(LowerStorageAlign, PadsTheRowStrideOfTheCompactedBuffer) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Software pipelining (software_pipeline.h): a k loop whose threads stage a tile in shared
+// memory and then read each other's elements. With `software_pipeline_stages = S` the tile
+// gets S slots, a prologue fills the first S - 1, and each iteration fetches S - 1 ahead; the
+// interpreter runs the result and it equals a double-precision reference.
+struct StagedLoop {
+  static constexpr int64_t t = 4, w = 2; // threads, elements each thread fetches
+  int64_t n_k = 6;
+  Buffer A = make_buffer("A", DType::f32(), {6 * t * w});
+  Buffer C = make_buffer("C", DType::f32(), {t});
+  Expr tx = make_var("tx"), f = make_var("f"), k = make_var("k"), j = make_var("j");
+  Expr vs = make_var("vs"), vc = make_var("vc");
+
+  // fetch (the threads cooperatively, as a GPU schedule's cooperative fetch):
+  //   S[k*t*w + f*w + j] = A[...] for f < t, j < w
+  // use: C[tx] += 3 * S[k*t*w + ((tx+1)%t)*w + 1], another thread's element.
+  // `scope`: the staging buffer's ("global" is not a tile lowering pipelines).
+  Function function(Annotations k_annotations, const std::string& scope = "shared") const {
+    Buffer S = make_buffer("S", DType::f32(), {6 * t * w}, scope);
+    Stmt fetch = make_for(f, t,
+                          make_for(j, w,
+                                   realize("S", {{vs, 6 * t * w}}, {k * (t * w) + f * w + j},
+                                           make_store(S, {vs}, ld(A, {vs})))),
+                          ForKind::ThreadBinding, "threadIdx.x");
+    Expr other = k * (t * w) + floormod(tx + 1, int_imm(t)) * w + 1;
+    Stmt use = realize("C", {{vc, 6 * t * w}}, {other},
+                       make_store(C, {tx}, ld(C, {tx}) + ld(S, {vc}) * 3.0));
+    Stmt init = realize("C0", {}, {}, make_store(C, {tx}, float_imm(0)));
+    Function fn;
+    fn.name = "staged";
+    fn.params = {A, C};
+    fn.buffers = {S};
+    fn.body = make_for(tx, t,
+                       make_seq({init, make_for(k, n_k, make_seq({fetch, use}), ForKind::Serial, "",
+                                                std::move(k_annotations))}),
+                       ForKind::ThreadBinding, "threadIdx.x");
+    return fn;
+  }
+
+  void expect_result(const Function& low) const {
+    NDArray a(DType::f32(), {6 * t * w}), c(DType::f32(), {t});
+    a.fill_random(21);
+    interpret(low, {&a, &c});
+    for (int64_t x = 0; x < t; ++x) {
+      double want = 0;
+      for (int64_t kk = 0; kk < n_k; ++kk)
+        want += 3.0 * a.data_as<float>()[kk * t * w + ((x + 1) % t) * w + 1];
+      EXPECT_NEAR(c.data_as<float>()[x], want, 1e-5 * (1 + std::abs(want))) << "thread " << x;
+    }
+  }
+};
+
+const ForNode* loop_annotated(const Stmt& s, const std::string& key, int64_t* value = nullptr) {
+  const ForNode* found = nullptr;
+  visit_stmts(s, [&](const Stmt& x) {
+    if (x->kind == StmtKind::For && as<ForNode>(x)->annotations.count(key)) {
+      found = as<ForNode>(x);
+      if (value) *value = std::get<int64_t>(found->annotations.at(key));
+    }
+    return !found;
+  });
+  return found;
+}
+
+TEST(LowerSoftwarePipeline, FetchesAheadIntoSlotsAndComputesTheSame) {
+  StagedLoop g;
+  // Without the annotation: one slot, no prologue.
+  Function plain = lower(g.function({}));
+  ASSERT_EQ(allocations(plain.body).size(), 1u);
+  EXPECT_EQ(allocations(plain.body)[0]->buffer->shape, (std::vector<int64_t>{8}));
+  g.expect_result(plain);
+  for (int64_t stages : {2, 3, 6}) {
+    SCOPED_TRACE("stages " + std::to_string(stages));
+    Function low = lower(g.function({{kSoftwarePipelineStages, stages}}));
+    auto allocs = allocations(low.body);
+    ASSERT_EQ(allocs.size(), 1u);
+    EXPECT_EQ(allocs[0]->buffer->shape, (std::vector<int64_t>{stages, 8}));
+    int64_t applied = 0, prologue_stages = 0;
+    const ForNode* loop = loop_annotated(low.body, kSoftwarePipelineStages, &applied);
+    const ForNode* prologue = loop_annotated(low.body, kSoftwarePipelinePrologue, &prologue_stages);
+    ASSERT_TRUE(loop && prologue);
+    EXPECT_EQ(applied, stages);
+    EXPECT_EQ(prologue_stages, stages);
+    EXPECT_EQ(prologue->extent, stages - 1);
+    EXPECT_EQ(loop->extent, g.n_k);
+    // The pipelined body: the guarded fetch ahead first, its copy marked for asynchrony.
+    ASSERT_EQ(loop->body->kind, StmtKind::Seq);
+    const Stmt& ahead = as<SeqNode>(loop->body)->stmts.at(0);
+    ASSERT_EQ(ahead->kind, StmtKind::IfThenElse);
+    EXPECT_NE(loop_annotated(ahead, kSoftwarePipelineAsyncCopy), nullptr);
+    EXPECT_NE(loop_annotated(prologue->body, kSoftwarePipelineAsyncCopy), nullptr);
+    // The prologue's loops are its own.
+    EXPECT_NE(as<ForNode>(prologue->body)->loop_var.get(),
+              as<ForNode>(as<IfThenElseNode>(ahead)->then_case)->loop_var.get());
+    g.expect_result(low);
+  }
+  // More stages than iterations: as many as there are.
+  g.n_k = 3;
+  Function cut = lower(g.function({{kSoftwarePipelineStages, int64_t{8}}}));
+  EXPECT_EQ(allocations(cut.body)[0]->buffer->shape, (std::vector<int64_t>{3, 8}));
+  g.expect_result(cut);
+}
+
+// Where the body does not start by filling a shared buffer of the loop, nothing changes and the
+// annotation goes (a target never sees a request lowering did not carry out).
+TEST(LowerSoftwarePipeline, LeavesALoopItCannotPipelineAsItWas) {
+  StagedLoop g;
+  Function low = lower(g.function({{kSoftwarePipelineStages, int64_t{2}}}, "global"));
+  EXPECT_EQ(loop_annotated(low.body, kSoftwarePipelineStages), nullptr);
+  EXPECT_EQ(loop_annotated(low.body, kSoftwarePipelinePrologue), nullptr);
+  g.expect_result(low);
+  // One iteration: nothing to overlap.
+  g.n_k = 1;
+  Function one = lower(g.function({{kSoftwarePipelineStages, int64_t{2}}}));
+  EXPECT_EQ(loop_annotated(one.body, kSoftwarePipelinePrologue), nullptr);
+  EXPECT_EQ(allocations(one.body)[0]->buffer->shape, (std::vector<int64_t>{8}));
+  g.expect_result(one);
 }
 
 TEST(LowerStorageAlign, WidensTheNextDimensionOnlyWhereTheStrideCanMeetTheAlignment) {

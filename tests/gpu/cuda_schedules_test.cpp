@@ -66,7 +66,7 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
-  int compiled = 0, n_seen = 0, wide = 0;
+  int compiled = 0, n_seen = 0, wide = 0, pipelined = 0, async16 = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       std_rules_test::gpu_set().attrs, 3, [&](const gpu_test::TensorCoreSample& s) {
         sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
@@ -80,6 +80,19 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
         // METATUNE_DUMP_GPU_SOURCE=DIR keeps each sample's source.
         G::maybe_dump_source(p.name + "_tc" + std::to_string(n_seen++), src.code, "cu");
         if (src.code.find("lanes in one move") != std::string::npos) ++wide;
+        // A pipelined k loop (core's software_pipeline.h): the fetch ahead issued with cp.async,
+        // committed, the oldest group waited for, then the barrier before the tile is read.
+        if (gpu_test::is_pipelined(s.scheduled)) {
+          ++pipelined;
+          size_t wait = src.code.find("mt_cp_async_wait<1>();");
+          EXPECT_NE(wait, std::string::npos) << s.spec << "\n" << src.code;
+          if (wait != std::string::npos) {
+            size_t next = src.code.find_first_not_of(" \n", src.code.find('\n', wait));
+            EXPECT_EQ(src.code.compare(next, 16, "__syncthreads();"), 0) << src.code;
+            EXPECT_NE(src.code.find("mt_cp_async_commit();"), std::string::npos);
+          }
+          if (src.code.find("mt_cp_async_16(&") != std::string::npos) ++async16;
+        }
         for (const char* call : {"nvcuda::wmma::fill_fragment", "nvcuda::wmma::load_matrix_sync",
                                  "nvcuda::wmma::mma_sync", "nvcuda::wmma::store_matrix_sync"})
           EXPECT_NE(src.code.find(call), std::string::npos) << s.spec << ": no " << call << "\n"
@@ -95,6 +108,10 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   // f16 tiles fetched 2 to 8 per lane in one move (their index logic is PoCL-checked on f32
   // tiles: WideFetches.*).
   EXPECT_GE(wide, 3);
+  std::printf("[ cuda ] %d of them software-pipelined, %d with 16-byte cp.async fetches\n",
+              pipelined, async16);
+  EXPECT_GE(pipelined, 3);
+  EXPECT_GE(async16, 1);
 }
 
 // bench/gpu's shape: the 4096^3 f16 matmul gets its tensor-core space on an sm_80-class

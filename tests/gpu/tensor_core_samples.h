@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/lower/lower.h"
+#include "core/lower/software_pipeline.h"
 #include "core/workload/library.h"
 #include "std_rules_test_util.h"
 
@@ -56,6 +58,17 @@ inline std::vector<std::unique_ptr<PluginPostproc>> gpu_postprocs(const TuneAttr
     postprocs.back()->initialize(attrs);
   }
   return postprocs;
+}
+
+// Whether lowering software-pipelined the schedule's k loop (a prologue loop exists).
+inline bool is_pipelined(const Function& scheduled) {
+  bool found = false;
+  visit_stmts(lower(scheduled).body, [&](const Stmt& x) {
+    found = found || (x->kind == StmtKind::For &&
+                      as<ForNode>(x)->annotations.count(kSoftwarePipelinePrologue));
+    return !found;
+  });
+  return found;
 }
 
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns

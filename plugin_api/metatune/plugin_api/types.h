@@ -184,6 +184,21 @@ typedef struct mt_ann_value {
  * SDK's program tree spell it kUnrollHintAnnotation, checked equal to this.) */
 #define MT_LOOP_UNROLL_HINT "pragma_unroll_hint"
 
+/* Loop annotations of software pipelining. A schedule rule asks for it with
+ * MT_LOOP_SOFTWARE_PIPELINE_STAGES = S (S >= 2) on a serial loop whose body fills shared buffers
+ * and then reads them (a GPU k-tile). Lowering then fetches S-1 iterations ahead into S slots
+ * of each buffer: the loop keeps the annotation (S as applied), a prologue loop carrying
+ * MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE = S fills the first S-1 slots, and the top loop of each
+ * fetch carries MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY = 1. Inside the pipelined loop the body's
+ * first statement is the guarded fetch ahead; the rest reads the current slot. A GPU generator
+ * may issue the marked copies asynchronously (one group per prologue iteration and per loop
+ * iteration, the oldest waited for after the fetch ahead, before the barrier that precedes the
+ * reads); written as plain copies the program is the same. Where lowering cannot apply a request
+ * the annotation is removed. (Core and the SDK spell them kSoftwarePipeline*, checked equal.) */
+#define MT_LOOP_SOFTWARE_PIPELINE_STAGES "software_pipeline_stages"
+#define MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE "software_pipeline_prologue"
+#define MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY "software_pipeline_async_copy"
+
 /* ---- IR enums ---------------------------------------------------------------------------------
  * mt_dtype_code, mt_stmt_kind, mt_expr_kind, mt_math_fn, mt_for_kind, mt_iter_kind and
  * mt_reduce_kind with their MT_DTYPE_ / MT_STMT_ / MT_EXPR_ / MT_MATH_ / MT_FOR_ / MT_ITER_ /

@@ -47,6 +47,48 @@ public:
     return std::string("*reinterpret_cast<") + t + "*>(" + dst + ") = *reinterpret_cast<const " +
            t + "*>(" + src + ")";
   }
+  // cp.async on sm_80 and later (16 bytes bypassing L1, as the tile is read from shared
+  // memory only); before sm_80 the helpers are plain copies, done when written.
+  std::string async_copy(int64_t bytes, const std::string& dst,
+                         const std::string& src) const override {
+    return "mt_cp_async_" + std::to_string(bytes) + "(" + dst + ", " + src + ")";
+  }
+  std::string async_commit() const override { return "mt_cp_async_commit()"; }
+  std::string async_wait(int64_t n) const override {
+    return "mt_cp_async_wait<" + std::to_string(n) + ">()";
+  }
+  std::string async_copy_prologue(const std::vector<int64_t>& sizes) const override {
+    std::string out;
+    for (int64_t bytes : sizes) {
+      const char* cache = bytes == 16 ? "cg" : "ca";
+      const char* type = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+      std::string n = std::to_string(bytes);
+      out += "static __device__ __forceinline__ void mt_cp_async_" + n +
+             "(void* dst, const void* src) {\n"
+             "#if __CUDA_ARCH__ >= 800\n"
+             "  asm volatile(\"cp.async." +
+             cache + ".shared.global [%0], [%1], " + n +
+             ";\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(dst)), \"l\"(src) : "
+             "\"memory\");\n"
+             "#else\n"
+             "  *reinterpret_cast<" +
+             type + "*>(dst) = *reinterpret_cast<const " + type +
+             "*>(src);\n"
+             "#endif\n"
+             "}\n";
+    }
+    out += "static __device__ __forceinline__ void mt_cp_async_commit() {\n"
+           "#if __CUDA_ARCH__ >= 800\n"
+           "  asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
+           "#endif\n"
+           "}\n"
+           "template <int N> static __device__ __forceinline__ void mt_cp_async_wait() {\n"
+           "#if __CUDA_ARCH__ >= 800\n"
+           "  asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+           "#endif\n"
+           "}\n";
+    return out;
+  }
   std::string type_name(P::DType t) const override {
     switch (t.kind) {
     case P::DTypeKind::Float:

@@ -33,6 +33,13 @@ public:
                           bool) const override {
     return "";
   }
+  // No asynchronous copies (CUDA's cp.async helpers are not HIP): pipelined fetches are plain.
+  std::string async_copy(int64_t, const std::string&, const std::string&) const override {
+    return "";
+  }
+  std::string async_commit() const override { return ""; }
+  std::string async_wait(int64_t) const override { return ""; }
+  std::string async_copy_prologue(const std::vector<int64_t>&) const override { return ""; }
 };
 
 } // namespace

@@ -26,6 +26,8 @@ namespace {
 // cores (their header).
 constexpr const char* kF16 = "<f16>";
 constexpr const char* kTensorCores = "<tensor cores>";
+constexpr const char* kAsyncCopies = "<async copies>";
+const std::string kAsyncCopyOf = "<async copy of bytes> "; // + the size
 
 using P::ExprKind;
 using P::StmtKind;
@@ -584,17 +586,27 @@ private:
         tensor_op(s, pending, uniform);
         return;
       }
-      if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) == 0 &&
-          !vt_ && s->extent > 1) {
-        vthread_loop(s, pending, uniform);
+      if (s->annotations.count(P::kSoftwarePipelineAsyncCopy) && !in_async_) {
+        in_async_ = true;
+        stmt_for(s, pending, uniform);
+        in_async_ = false;
         return;
       }
-      if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) != 0)
-        thread_loop(s, pending, uniform);
-      else
-        serial_loop(s, pending, uniform);
+      stmt_for(s, pending, uniform);
       return;
     }
+  }
+
+  void stmt_for(const P::Stmt& s, Accesses& pending, bool uniform) {
+    if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) == 0 &&
+        !vt_ && s->extent > 1) {
+      vthread_loop(s, pending, uniform);
+      return;
+    }
+    if (s->for_kind == P::ForKind::ThreadBinding && s->thread_tag.rfind("vthread", 0) != 0)
+      thread_loop(s, pending, uniform);
+    else
+      serial_loop(s, pending, uniform);
   }
 
   bool depends_on_thread(const P::Expr& e) const {
@@ -618,11 +630,17 @@ private:
       // f16 and bf16 outside device memory are held in float (type_of): not a plain copy.
       if (is_half(b->dtype) && !in_device_memory(b)) return false;
     }
-    std::string move = d_.vector_move(
-        vc->bytes, "&" + buffer_name(dst) + "[" + flat_index(dst, vc->store->indices) + "]",
-        dst->scope == "shared",
-        "&" + buffer_name(src) + "[" + flat_index(src, vc->store->value->args) + "]",
-        src->scope == "shared");
+    std::string to = "&" + buffer_name(dst) + "[" + flat_index(dst, vc->store->indices) + "]";
+    std::string from = "&" + buffer_name(src) + "[" + flat_index(src, vc->store->value->args) + "]";
+    // A pipelined fetch from device memory into a shared tile: issued, not waited for (the
+    // pipelined loop waits for it before its barrier).
+    std::string move;
+    if (in_async_ && dst->scope == "shared" && in_device_memory(src)) {
+      move = d_.async_copy(vc->bytes, to, from);
+      if (!move.empty()) used_helpers_.insert(kAsyncCopyOf + std::to_string(vc->bytes));
+    }
+    if (move.empty())
+      move = d_.vector_move(vc->bytes, to, dst->scope == "shared", from, src->scope == "shared");
     if (move.empty()) return false;
     check_runs_once_per_element(vc->store);
     line("{");
@@ -644,11 +662,14 @@ private:
     }
     std::string v = var_name(s->loop_var);
     scope_vars_.insert(s->loop_var->var_id);
+    const bool prologue = s->annotations.count(P::kSoftwarePipelinePrologue) > 0;
+    const int64_t stages = pipeline_stages(s);
     if (s->extent == 1) {
       line("{");
       ++indent_;
       line("const " + idx_ + " " + v + " = 0;");
       stmt(s->body, pending, uniform);
+      if (prologue) async_line(d_.async_commit());
       --indent_;
       line("}");
       return;
@@ -661,15 +682,20 @@ private:
     Accesses body = accesses(s->body);
     // The next iteration overwrites what this one read, or reads what it wrote: a barrier at
     // the top of every iteration (at the top rather than the bottom: PoCL 3.1 fails an
-    // assertion on a barrier right before the back edge of an unrolled nest).
-    bool carried = conflicts(body, body);
+    // assertion on a barrier right before the back edge of an unrolled nest). A pipelined
+    // loop always has one: its fetch ahead refills the slot the previous iteration read.
+    bool carried = conflicts(body, body) || stages > 1;
     if (carried && !uniform)
       throw UnsupportedError("the iterations of `" + v +
                              "` hand data to each other's threads "
                              "under divergent control flow, where no barrier can be placed");
     Accesses inner = pending;
     if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
-    stmt(s->body, inner, uniform);
+    if (stages > 1)
+      pipelined_body(s->body, stages, inner, uniform);
+    else
+      stmt(s->body, inner, uniform);
+    if (prologue) async_line(d_.async_commit());
     --indent_;
     line("}");
     if (carried) {
@@ -678,6 +704,35 @@ private:
       pending.merge(inner);
       pending.merge(body);
     }
+  }
+
+  // The stages of a loop that lowering pipelined (core's software_pipeline.h), 0 if it is not.
+  static int64_t pipeline_stages(const P::Stmt& loop) {
+    auto it = loop->annotations.find(P::kSoftwarePipelineStages);
+    if (it == loop->annotations.end()) return 0;
+    const auto* n = std::get_if<int64_t>(&it->second);
+    return n ? *n : 0;
+  }
+
+  void async_line(const std::string& text) {
+    if (text.empty()) return;
+    used_helpers_.insert(kAsyncCopies);
+    line(text + ";");
+  }
+
+  // A pipelined loop's body: the fetch ahead (statement 0, its copies issued asynchronously
+  // where the dialect can), committed as one group; then the wait until at most the newest
+  // stages - 1 groups are in flight -- this iteration's tile, fetched stages - 1 iterations
+  // ago (or by the prologue), has landed -- and a barrier that makes it every thread's, always
+  // (an asynchronous write is not what the access analysis sees as done); then the reads.
+  void pipelined_body(const P::Stmt& body, int64_t stages, Accesses& pending, bool uniform) {
+    std::vector<P::Stmt> items =
+        body->kind == StmtKind::Seq ? body->stmts : std::vector<P::Stmt>{body};
+    stmt(items[0], pending, uniform);
+    async_line(d_.async_commit());
+    async_line(d_.async_wait(stages - 1));
+    barrier(pending, uniform, "before the reads of a pipelined loop's tile");
+    seq(std::vector<P::Stmt>(items.begin() + 1, items.end()), pending, uniform);
   }
 
   // A vthread loop, as TVM injects virtual threads: the virtual threads are independent like
@@ -1224,6 +1279,7 @@ private:
   std::unordered_set<int64_t> fragment_memory_;  // shared arrays fragments are loaded from
   std::unordered_set<int64_t> tensor_nest_vars_; // loop variables of the operations' nests
   bool in_tensor_op_ = false;
+  bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies
 };
 
 // Helpers a kernel may call, spelled for the dialect, by name (only those used are emitted:
@@ -1301,6 +1357,12 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
   os << dialect.prologue();
   if (used.count(kF16)) os << dialect.f16_prologue();
   if (used.count(kTensorCores)) os << dialect.tensor_core_prologue();
+  if (used.count(kAsyncCopies)) {
+    std::vector<int64_t> sizes;
+    for (int64_t bytes : {4, 8, 16})
+      if (used.count(kAsyncCopyOf + std::to_string(bytes))) sizes.push_back(bytes);
+    os << dialect.async_copy_prologue(sizes);
+  }
   if (used.count("mt_round_bf16")) used.insert({"mt_bf16_to_f32", "mt_f32_to_bf16"});
   std::map<std::string, std::string> all = helpers(dialect, plan.index32);
   // Conversions first: mt_round_bf16 calls them.

@@ -184,6 +184,14 @@ inline constexpr const char* kUnrollHintAnnotation = "pragma_unroll_hint";
 //   wmma.mma    acc += f32(a) * f32(b)        wmma.store  memory[16x16] = acc
 inline constexpr const char* kTensorIntrinsicAnnotation = "meta_schedule.tensor_intrinsic";
 
+// Loop annotations of software pipelining (the ABI's MT_LOOP_SOFTWARE_PIPELINE_*, which says
+// what the lowered loops look like): a rule asks with kSoftwarePipelineStages = S on a k loop;
+// lowering leaves it on the pipelined loop, kSoftwarePipelinePrologue on the prologue, and
+// kSoftwarePipelineAsyncCopy on each fetch nest that a GPU may copy asynchronously.
+inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
+inline constexpr const char* kSoftwarePipelinePrologue = "software_pipeline_prologue";
+inline constexpr const char* kSoftwarePipelineAsyncCopy = "software_pipeline_async_copy";
+
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
 

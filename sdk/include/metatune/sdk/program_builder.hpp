@@ -17,6 +17,13 @@ namespace mt::sdk {
 
 static_assert(std::string_view(MT_LOOP_UNROLL_HINT) == program::kUnrollHintAnnotation,
               "the unroll hint annotation is spelled as the ABI spells it");
+static_assert(std::string_view(MT_LOOP_SOFTWARE_PIPELINE_STAGES) ==
+                      program::kSoftwarePipelineStages &&
+                  std::string_view(MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE) ==
+                      program::kSoftwarePipelinePrologue &&
+                  std::string_view(MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY) ==
+                      program::kSoftwarePipelineAsyncCopy,
+              "the software pipelining annotations are spelled as the ABI spells them");
 
 class ProgramBuilder {
 public:

@@ -107,6 +107,22 @@ public:
                                   bool /*src_shared*/) const {
     return "";
   }
+  // Asynchronous copies (software pipelining, core's software_pipeline.h): one aligned move of
+  // `bytes` (4, 8 or 16) from device memory at `src` to shared memory at `dst` that the thread
+  // does not wait for, or "" where the dialect has none (the copy is then a vector_move, done
+  // when written -- the same program). Copies are committed in groups; async_wait(n) returns
+  // once at most the newest n groups are still in flight. Statements without the semicolon.
+  virtual std::string async_copy(int64_t /*bytes*/, const std::string& /*dst*/,
+                                 const std::string& /*src*/) const {
+    return "";
+  }
+  virtual std::string async_commit() const { return ""; }
+  virtual std::string async_wait(int64_t /*n*/) const { return ""; }
+  // What a source using asynchronous copies needs first (helper functions): for the copy
+  // sizes in `bytes` (each used at least once) and the commit and the wait.
+  virtual std::string async_copy_prologue(const std::vector<int64_t>& /*bytes*/) const {
+    return "";
+  }
   // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
   // aligned as the loads require.
   virtual std::string fragment_source_array(const std::string& type, const std::string& name,
