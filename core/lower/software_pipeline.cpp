@@ -109,6 +109,12 @@ Stmt mark_async(const Stmt& s) {
   return make_seq(std::move(items));
 }
 
+int64_t count_in(const std::unordered_map<const BufferNode*, int64_t>& counts,
+                 const BufferNode* b) {
+  auto it = counts.find(b);
+  return it == counts.end() ? 0 : it->second;
+}
+
 class Pipeliner {
 public:
   explicit Pipeliner(const Stmt& body) : counts_(access_counts(body)) {
@@ -156,7 +162,7 @@ private:
       bool fills_shared = !a.writes.empty();
       for (const BufferNode* b : a.writes)
         fills_shared = fills_shared && b->scope == "shared" && allocated_.count(b) &&
-                       !inside.count(b) && counts_.at(b) == in_loop.at(b);
+                       !inside.count(b) && count_in(counts_, b) == count_in(in_loop, b);
       if (!fills_shared) break;
       producers.merge(a);
     }

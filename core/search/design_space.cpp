@@ -7,8 +7,8 @@ namespace mt {
 
 std::vector<std::shared_ptr<Schedule>>
 generate_design_spaces(const Function& workload,
-                       const std::vector<std::unique_ptr<PluginScheduleRule>>& rules,
-                       uint64_t seed, std::vector<std::string>* errors) {
+                       const std::vector<std::unique_ptr<PluginScheduleRule>>& rules, uint64_t seed,
+                       std::vector<std::string>* errors) {
   auto sch = std::make_shared<Schedule>(workload, seed);
   std::vector<BlockRV> blocks = sch->all_blocks();
   std::vector<std::shared_ptr<Schedule>> result{sch};
@@ -64,7 +64,9 @@ SampleOutcome sample_candidate(const Function& workload, const Trace& trace, uin
       reason = e.what();
     }
     if (!ok) {
-      if (why) *why = p->info().name + ": " + reason;
+      // Named once: a component's own message usually starts with its name already.
+      const std::string& name = p->info().name;
+      if (why) *why = reason.rfind(name, 0) == 0 ? reason : name + ": " + reason;
       return SampleOutcome::Rejected;
     }
   }

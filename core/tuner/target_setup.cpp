@@ -33,12 +33,14 @@ StandardSet standard_set(const std::string& kind) {
   if (is_gpu_kind(kind))
     return {{"std.AutoInline", "std.MultiLevelTilingTensorCore", "std.MultiLevelTiling",
              "std.CrossThreadReduction", "std.ParallelVectorizeUnroll", "std.AutoBind"},
-            {"std.DisallowDynamicLoop", "std.RewriteCooperativeFetch", "std.RewriteUnboundBlock",
+            {"std.DisallowDynamicLoop", "std.RewriteCooperativeFetch",
+             "std.RewriteSoftwarePipeline", "std.RewriteUnboundBlock",
              "std.RewriteParallelVectorizeUnroll", "std.RewriteReductionBlock",
              "std.VerifyGPUCode"},
             {{"std.MutateTileSize", 0.9},
              {"std.MutateUnroll", 0.08},
-             {"std.MutateThreadBinding", 0.02}}};
+             {"std.MutateThreadBinding", 0.02},
+             {"std.MutatePipelineStages", 0.02}}};
   return {{"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling",
            "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"},
           {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",

@@ -189,6 +189,15 @@ std::vector<StmtRef> LoopTree::loops_of(const std::string& block) const {
   return it == block_loops_.end() ? std::vector<StmtRef>() : it->second;
 }
 
+std::vector<std::string> block_names_in_order(const sdk::Schedule& sch) {
+  LoopTree tree(sch);
+  std::vector<std::string> names;
+  for (const StmtRef& item : tree.root_items())
+    for (const std::string& n : tree.blocks_in(item))
+      names.push_back(n);
+  return names;
+}
+
 std::vector<std::string> LoopTree::blocks_in(StmtRef s) const {
   std::vector<std::string> out;
   s.visit([&](StmtRef x) {

@@ -42,6 +42,10 @@ std::optional<sdk::AnnValue> block_annotation(const sdk::Schedule& sch, sdk::Blo
 std::optional<int64_t> int_block_annotation(const sdk::Schedule& sch, sdk::BlockRV block,
                                             const std::string& key);
 
+// Names of every block of the schedule's function in program order: what postprocessors walk
+// (by name, since their own rewrites invalidate a LoopTree).
+std::vector<std::string> block_names_in_order(const sdk::Schedule& sch);
+
 // The loop tree of the schedule's current function (unlowered), read once.
 class LoopTree {
 public:

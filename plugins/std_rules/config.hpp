@@ -17,6 +17,8 @@ public:
   Config(std::string_view component, std::string_view text);
 
   bool has(const char* key) const { return json_.contains(key); }
+  // Whether `key` holds an array (an option that takes one value or a list of candidates).
+  bool is_list(const char* key) const { return json_.contains(key) && json_[key].is_array(); }
   int64_t get_int(const char* key, int64_t fallback) const;
   double get_double(const char* key, double fallback) const;
   bool get_bool(const char* key, bool fallback) const;

@@ -1,6 +1,7 @@
 // MultiLevelTilingTensorCore (GPU with tensor cores): a block that computes
 //   C[..., i, j] += f32(A[..., i, k]) * f32(B[..., k, j])
-// on f16 operands (either operand in either layout: A[i, k] or A[k, i], B[k, j] or B[j, k];
+// on f16 operands, or bf16 ones on sm_80+ (either operand in either layout: A[i, k] or A[k, i],
+// B[k, j] or B[j, k];
 // leading batch dimensions allowed) with i, j and k multiples of 16, tiled for WMMA's warp-wide
 // 16x16x16 operations, as MetaSchedule's tensor-core tiling does:
 //
@@ -21,12 +22,15 @@
 // (sample_perfect_tile), so the search and MutateTileSize explore them like any other.
 // The space without tensor cores is returned too: MultiLevelTiling tiles it as usual.
 //
-// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": 2 (warps per block along
-// i and along j), "max_fragments_per_axis": 4 (fragments per warp along i and along j),
-// "max_k_tiles": 2 (16-wide k steps per shared tile; with 2 warps, the largest block tile is
-// 128x128x32, whose two pipeline slots fit the 48 KB of static shared memory), "pad_shared": true
-// (storage_align the shared operand tiles against bank conflicts), "pipeline_stages": 2 (k0's
-// software pipeline, core's software_pipeline.h: shared tiles in flight at once; 1 turns it off)}.
+// Configuration: {"enabled": "auto" | "always", "max_warps_per_axis": warps per block along
+// i and along j, "max_fragments_per_axis": 4 (fragments per warp along i and along j),
+// "max_k_tiles": 16-wide k steps per shared tile -- both 2 (the largest block tile 128x128x32:
+// 38 KB of shared memory in two pipeline slots) unless the block may have 96 KB or more, then
+// 4 (up to 256x256x64), "pad_shared": true
+// (storage_align the shared operand tiles against bank conflicts), "pipeline_stages": k0's
+// software pipeline (core's software_pipeline.h): shared tiles in flight at once, one value or a
+// list the search samples from; [2, 3, 4] where a block may have 96 KB of shared memory or more
+// (CUDA's opt-in), else 2; 1 turns it off}.
 // "auto" (the default) applies it where the tune context says the target has tensor cores (an
 // "arch" of sm_70 or newer); "always" applies it on any GPU target, e.g. OpenCL, where the
 // operations are emulated by loops -- how the schedules are checked on a machine without an NVIDIA
@@ -56,11 +60,13 @@ constexpr int64_t kWarp = 32;
 struct MatmulRoles {
   size_t i = 0, j = 0, k = 0; // positions in iter_vars
   std::vector<size_t> batch;  // the other spatial ones, outermost first
-  std::string a, b;           // the f16 operands' buffer names
+  std::string a, b;           // the f16 (or bf16) operands' buffer names
+  sdk::DType operand;         // their type
 };
 
+// The 16-bit operand types WMMA multiplies: f16, and bf16 on sm_80+.
 bool is_f16(sdk::DType t) {
-  return t.kind == sdk::DTypeKind::Float && t.bits == 16;
+  return (t.kind == sdk::DTypeKind::Float || t.kind == sdk::DTypeKind::BFloat) && t.bits == 16;
 }
 bool is_f32(sdk::DType t) {
   return t.kind == sdk::DTypeKind::Float && t.bits == 32;
@@ -101,8 +107,9 @@ std::optional<MatmulRoles> recognise(const Schedule& sch, BlockRV block) {
       if (!is_f16(r.buffer.dtype()) || r.indices.size() != 1) return {};
       ops.push_back(r);
     }
-  if (ops.size() != 2) return {};
+  if (ops.size() != 2 || ops[0].buffer.dtype() != ops[1].buffer.dtype()) return {};
   MatmulRoles m;
+  m.operand = ops[0].buffer.dtype();
   int found_i = -1, found_j = -1, found_k = -1;
   for (size_t x = 0; x < ivs.size(); ++x) {
     const sdk::IterVarInfo& iv = ivs[x];
@@ -151,6 +158,8 @@ int read_index(const Schedule& sch, BlockRV block, const std::string& name) {
                                                   ": no longer read by the block");
 }
 
+inline constexpr int64_t kDeepPipelineShared = 96 * 1024;
+
 class MultiLevelTilingTensorCore : public sdk::ScheduleRule {
 public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
@@ -158,10 +167,15 @@ public:
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
                         "pad_shared", "pipeline_stages"});
     pad_shared_ = config_.get_bool("pad_shared", true);
-    stages_ = config_.get_int("pipeline_stages", 2);
-    if (stages_ < 1 || stages_ > 8)
-      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
-                       "std.MultiLevelTilingTensorCore: 'pipeline_stages' must be 1 to 8");
+    if (config_.is_list("pipeline_stages"))
+      stages_ = config_.get_ints("pipeline_stages", {});
+    else if (config_.has("pipeline_stages"))
+      stages_ = {config_.get_int("pipeline_stages", 2)};
+    for (int64_t s : stages_)
+      if (s < 1 || s > 8)
+        throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
+                                                    "'pipeline_stages' must be 1 to 8 (or a list "
+                                                    "of such)");
     enabled_ = config_.get_string("enabled", "auto");
     if (enabled_ != "auto" && enabled_ != "always")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -176,13 +190,24 @@ public:
 
   void initialize(const sdk::TuneContext& ctx) override {
     TargetInfo info = TargetInfo::from(ctx);
-    active_ = info.gpu && (enabled_ == "always" || has_tensor_cores(ctx));
+    sm_ = sm_version(ctx);
+    active_ = info.gpu && (enabled_ == "always" || sm_ >= 70);
+    // Deeper pipelines where the block may have the shared memory for them (CUDA from sm_70,
+    // sizing it at launch beyond 48 KB): a 128x128x32 tile takes 19 KB a slot.
+    const bool roomy = info.max_shared_memory_per_block >= kDeepPipelineShared;
+    if (!config_.has("pipeline_stages"))
+      stages_ = roomy ? std::vector<int64_t>{2, 3, 4} : std::vector<int64_t>{2};
+    // And larger block tiles (up to 256x256x64; VerifyGPUCode drops what exceeds the limit).
+    if (!config_.has("max_warps_per_axis")) max_warps_ = roomy ? 4 : 2;
+    if (!config_.has("max_k_tiles")) max_k_ = roomy ? 4 : 2;
   }
 
   std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
     if (!active_) return {sch};
     std::optional<MatmulRoles> roles = recognise(sch, block);
     if (!roles) return {sch};
+    const bool bf16 = roles->operand.kind == sdk::DTypeKind::BFloat;
+    if (bf16 && enabled_ != "always" && sm_ < 80) return {sch};
     Schedule tc = sch.copy();
     try {
       tile(tc, block, *roles);
@@ -193,14 +218,15 @@ public:
   }
 
 private:
-  // sm_70 (Volta) and later have WMMA's f16 16x16x16 shape.
-  static bool has_tensor_cores(const sdk::TuneContext& ctx) {
+  // The target's "arch" as a number (sm_80 -> 80), 0 if it is none: sm_70 (Volta) and later
+  // have WMMA's f16 16x16x16 shape, sm_80 (Ampere) and later its bf16 one.
+  static int sm_version(const sdk::TuneContext& ctx) {
     std::optional<std::string> arch = ctx.get_string("arch");
-    if (!arch || arch->rfind("sm_", 0) != 0) return false;
+    if (!arch || arch->rfind("sm_", 0) != 0) return 0;
     try {
-      return std::stoi(arch->substr(3)) >= 70;
+      return std::stoi(arch->substr(3));
     } catch (const std::exception&) {
-      return false;
+      return 0;
     }
   }
 
@@ -320,7 +346,13 @@ private:
     // Marked after decompose_reduction, whose init copies the loops with their annotations.
     sch.annotate(ti[3], sdk::program::kTensorIntrinsicAnnotation, std::string("wmma.mma"));
     // The next tiles fetched while this one is computed on (lowering builds the pipeline).
-    if (stages_ > 1) sch.annotate(k01[0], sdk::program::kSoftwarePipelineStages, stages_);
+    // A sampled depth is linked to its sample, which std.RewriteSoftwarePipeline resolves.
+    if (stages_.size() > 1)
+      annotate_sampled(
+          sch, k01[0], sdk::program::kSoftwarePipelineStages, stages_,
+          std::vector<double>(stages_.size(), 1.0 / static_cast<double>(stages_.size())));
+    else if (stages_[0] > 1)
+      sch.annotate(k01[0], sdk::program::kSoftwarePipelineStages, stages_[0]);
 
     const size_t under_warp = 2, under_k1 = 4; // below bx, ty (and k0, k1)
     mark_tiles(sch, store, under_warp, "wmma.store");
@@ -339,9 +371,10 @@ private:
   Config config_;
   std::string enabled_;
   bool pad_shared_ = true;
-  int64_t stages_ = 2;
+  std::vector<int64_t> stages_{2}; // candidates, sampled uniformly
   int max_warps_ = 4, max_frags_ = 4, max_k_ = 4;
   bool active_ = false;
+  int sm_ = 0;
 };
 
 } // namespace
@@ -349,7 +382,7 @@ private:
 void register_multi_level_tiling_tensor_core(sdk::Registry& r) {
   r.add<MultiLevelTilingTensorCore>(
       "std.MultiLevelTilingTensorCore",
-      "GPU: tile f16 matmul-like blocks for tensor cores (WMMA 16x16x16, f32 accumulator)");
+      "GPU: tile f16/bf16 matmul-like blocks for tensor cores (WMMA 16x16x16, f32 accumulator)");
 }
 
 } // namespace mt::std_rules

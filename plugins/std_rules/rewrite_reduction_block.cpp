@@ -22,13 +22,7 @@ public:
   }
 
   bool apply(Schedule& sch) override {
-    std::vector<std::string> names;
-    {
-      LoopTree tree(sch);
-      for (const sdk::StmtRef& item : tree.root_items())
-        for (const std::string& n : tree.blocks_in(item))
-          names.push_back(n);
-    }
+    const std::vector<std::string> names = block_names_in_order(sch);
     for (const std::string& name : names) {
       LoopTree tree(sch);
       std::vector<sdk::StmtRef> nest = tree.loops_of(name);

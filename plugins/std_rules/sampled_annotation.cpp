@@ -23,17 +23,40 @@ std::optional<int64_t> decided_value(const TraceView& trace, size_t i) {
   return (*cands)[static_cast<size_t>(d)];
 }
 
-} // namespace
-
-int64_t annotate_sampled(sdk::Schedule& sch, sdk::BlockRV block, const std::string& key,
-                         const std::vector<int64_t>& candidates, const std::vector<double>& probs) {
+template <class RV>
+int64_t annotate_sampled_at(sdk::Schedule& sch, RV at, const std::string& key,
+                            const std::vector<int64_t>& candidates,
+                            const std::vector<double>& probs) {
   sdk::ExprRV v = sch.sample_categorical(candidates, probs);
   // The sample is the instruction just recorded.
   int64_t index = static_cast<int64_t>(sch.trace().size()) - 1;
   int64_t value = sch.get(v);
-  sch.annotate(block, key, value);
-  sch.annotate(block, link_key(key), index);
+  sch.annotate(at, key, value);
+  sch.annotate(at, link_key(key), index);
   return value;
+}
+
+template <class RV>
+void unannotate_sampled_at(sdk::Schedule& sch, RV at, const sdk::Annotations& anns,
+                           const std::string& key) {
+  if (anns.count(key)) sch.unannotate(at, key);
+  if (anns.count(link_key(key))) sch.unannotate(at, link_key(key));
+}
+
+} // namespace
+
+std::string sampled_link_key(const std::string& key) {
+  return link_key(key);
+}
+
+int64_t annotate_sampled(sdk::Schedule& sch, sdk::BlockRV block, const std::string& key,
+                         const std::vector<int64_t>& candidates, const std::vector<double>& probs) {
+  return annotate_sampled_at(sch, block, key, candidates, probs);
+}
+
+int64_t annotate_sampled(sdk::Schedule& sch, sdk::LoopRV loop, const std::string& key,
+                         const std::vector<int64_t>& candidates, const std::vector<double>& probs) {
+  return annotate_sampled_at(sch, loop, key, candidates, probs);
 }
 
 std::optional<int64_t> resolve_sampled(const sdk::Annotations& anns, const std::string& key,
@@ -50,8 +73,12 @@ std::optional<int64_t> resolve_sampled(const sdk::Annotations& anns, const std::
 
 void unannotate_sampled(sdk::Schedule& sch, sdk::BlockRV block, const sdk::Annotations& anns,
                         const std::string& key) {
-  if (anns.count(key)) sch.unannotate(block, key);
-  if (anns.count(link_key(key))) sch.unannotate(block, link_key(key));
+  unannotate_sampled_at(sch, block, anns, key);
+}
+
+void unannotate_sampled(sdk::Schedule& sch, sdk::LoopRV loop, const sdk::Annotations& anns,
+                        const std::string& key) {
+  unannotate_sampled_at(sch, loop, anns, key);
 }
 
 std::vector<size_t> linked_samples(const TraceView& trace, const std::string& key) {

@@ -25,14 +25,23 @@ namespace mt::std_rules {
 int64_t annotate_sampled(sdk::Schedule& sch, sdk::BlockRV block, const std::string& key,
                          const std::vector<int64_t>& candidates, const std::vector<double>& probs);
 
+// The same for a loop (a loop annotation whose value the search explores, e.g. a software
+// pipeline's depth).
+int64_t annotate_sampled(sdk::Schedule& sch, sdk::LoopRV loop, const std::string& key,
+                         const std::vector<int64_t>& candidates, const std::vector<double>& probs);
+
 // The current value of a sampled annotation of `anns`: the decision of the linked instruction
 // in `trace` if the link is intact, else the annotated value; nullopt if `key` is absent.
 std::optional<int64_t> resolve_sampled(const sdk::Annotations& anns, const std::string& key,
                                        const TraceView& trace);
 
-// Removes `key` and its link from the block (whichever are present).
+// Removes `key` and its link from the block or loop (whichever are present).
 void unannotate_sampled(sdk::Schedule& sch, sdk::BlockRV block, const sdk::Annotations& anns,
                         const std::string& key);
+void unannotate_sampled(sdk::Schedule& sch, sdk::LoopRV loop, const sdk::Annotations& anns,
+                        const std::string& key);
+// The key of the link next to a sampled annotation `key`.
+std::string sampled_link_key(const std::string& key);
 
 // Indices of the sample_categorical instructions that decide annotations named `key`.
 std::vector<size_t> linked_samples(const TraceView& trace, const std::string& key);

@@ -16,10 +16,12 @@ void register_all(sdk::Registry& r) {
   register_mutate_unroll(r);
   register_mutate_parallel(r);
   register_mutate_thread_binding(r);
+  register_mutate_pipeline_stages(r);
   register_disallow_dynamic_loop(r);
   register_rewrite_parallel_vectorize_unroll(r);
   register_rewrite_reduction_block(r);
   register_rewrite_cooperative_fetch(r);
+  register_rewrite_software_pipeline(r);
   register_rewrite_unbound_block(r);
   register_verify_gpu_code(r);
 }

@@ -21,12 +21,14 @@ void register_mutate_compute_location(sdk::Registry& r);
 void register_mutate_unroll(sdk::Registry& r);
 void register_mutate_parallel(sdk::Registry& r);
 void register_mutate_thread_binding(sdk::Registry& r);
+void register_mutate_pipeline_stages(sdk::Registry& r);
 // Postprocessors.
 void register_disallow_dynamic_loop(sdk::Registry& r);
 void register_rewrite_parallel_vectorize_unroll(sdk::Registry& r);
 void register_rewrite_reduction_block(sdk::Registry& r);
 void register_rewrite_cooperative_fetch(sdk::Registry& r);
 void register_rewrite_unbound_block(sdk::Registry& r);
+void register_rewrite_software_pipeline(sdk::Registry& r);
 void register_verify_gpu_code(sdk::Registry& r);
 
 void register_all(sdk::Registry& registry);

@@ -69,6 +69,28 @@ TEST(HostApi, LastErrorIsPerThreadAndSetByFailures) {
   EXPECT_NE(std::string(api().last_error()).find("schedule is NULL"), std::string::npos);
 }
 
+// A thread's slot is destroyed with its thread_local objects; what runs after that (a plugin
+// component destroyed with the statics at exit calls into its plugin, which clears and sets
+// the slot) must neither write to it nor read it: it sees an empty message.
+TEST(HostApi, TheLastErrorSlotTakesNoWritesOnceItsThreadDestroyedIt) {
+  std::string seen = "unset";
+  std::thread([&] {
+    // Constructed before the slot is first used, so destroyed after it.
+    struct Late {
+      std::string* out;
+      ~Late() {
+        api().set_last_error(s("after the slot is gone"));
+        *out = api().last_error();
+      }
+    };
+    thread_local Late late{&seen};
+    (void)late;
+    api().set_last_error(s("while the thread runs"));
+    EXPECT_STREQ(api().last_error(), "while the thread runs");
+  }).join();
+  EXPECT_EQ(seen, "");
+}
+
 TEST(HostApi, ArrayOutputsFollowTheCapacityConvention) {
   ScheduleHandle sh("matmul(M=8,N=8,K=8)");
   mt_block_rv b = {sh.sch->all_blocks()[0].id};

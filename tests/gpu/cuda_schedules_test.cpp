@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "core/lower/lower.h"
 #include "core_to_program.h"
@@ -66,7 +67,7 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
-  int compiled = 0, n_seen = 0, wide = 0, pipelined = 0, async16 = 0;
+  int compiled = 0, n_seen = 0, wide = 0, pipelined = 0, async16 = 0, n_bf16 = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       std_rules_test::gpu_set().attrs, 3, [&](const gpu_test::TensorCoreSample& s) {
         sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
@@ -97,13 +98,25 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
                                  "nvcuda::wmma::mma_sync", "nvcuda::wmma::store_matrix_sync"})
           EXPECT_NE(src.code.find(call), std::string::npos) << s.spec << ": no " << call << "\n"
                                                             << src.code;
-        // The operands' tiles come from shared memory held in f16 and aligned for the loads.
-        EXPECT_NE(src.code.find("__shared__ __align__(32) __half"), std::string::npos) << src.code;
+        // The operands' tiles come from shared memory held in their type (bf16 as 16-bit
+        // integers) and aligned for the loads; bf16 fragments are __nv_bfloat16 (sm_80+).
+        const bool bf16 = s.spec.find("dtype=bf16") != std::string::npos;
+        EXPECT_NE(src.code.find(bf16 ? "__shared__ __align__(32) unsigned short"
+                                     : "__shared__ __align__(32) __half"),
+                  std::string::npos)
+            << src.code;
+        if (bf16) {
+          ++n_bf16;
+          EXPECT_NE(src.code.find("16, 16, 16, __nv_bfloat16, nvcuda::wmma::row_major>"),
+                    std::string::npos)
+              << src.code;
+        }
         compiled += compile_for_sm80_and_sm90(*nvrtc, src.code, p.name, s.spec);
       });
   std::printf("[ cuda ] %d tensor-core schedules, %d compiled (sm_80 + sm_90 counted apart)\n", n,
               compiled);
-  EXPECT_GE(n, 9);
+  EXPECT_GE(n, 12);
+  EXPECT_GE(n_bf16, 3);
   EXPECT_EQ(compiled, 2 * n);
   // f16 tiles fetched 2 to 8 per lane in one move (their index logic is PoCL-checked on f32
   // tiles: WideFetches.*).
@@ -152,6 +165,66 @@ TEST(CudaSchedules, TheBenchSizedTensorCoreSpaceSamplesAndCompiles) {
               spaces, accepted, compiled);
   EXPECT_EQ(spaces, 1);
   EXPECT_GE(accepted, 10) << "last refusal: " << last_refusal;
+  EXPECT_EQ(compiled, 6);
+}
+
+// On a device whose blocks may have more than 48 KB of shared memory (the opt-in: 163 KB on
+// sm_80), the rule samples pipelines 2 to 4 deep; kernels beyond 48 KB keep their shared arrays
+// in one pool sized at launch (shared_layout.hpp; its offsets are PoCL-checked in
+// shared_pool_test.cpp), which compiles where 48 KB of static arrays would not.
+TEST(CudaSchedules, DeepPipelinesBeyond48KbOfSharedMemoryUseThePoolAndCompile) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  TuneAttributes attrs = std_rules_test::gpu_set().attrs;
+  const int64_t opt_in = 163 * 1024;
+  attrs["max_shared_memory_per_block"] = opt_in;
+  Function func = make_workload("matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)");
+  auto rules = gpu_test::tensor_core_rules(attrs);
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  int accepted = 0, pooled = 0, compiled = 0;
+  std::set<int64_t> depths;
+  for (const auto& space : generate_design_spaces(func, rules, 1)) {
+    if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+    for (uint64_t k = 0; k < 30; ++k) {
+      std::shared_ptr<Schedule> s;
+      if (std_rules_test::sample(func, space->trace(), 1300 + k, false, postprocs, &s) !=
+          SampleOutcome::Ok)
+        continue;
+      ++accepted;
+      visit_stmts(s->func().body, [&](const Stmt& x) {
+        if (x->kind == StmtKind::For)
+          if (auto it = as<ForNode>(x)->annotations.find(kSoftwarePipelineStages);
+              it != as<ForNode>(x)->annotations.end())
+            depths.insert(std::get<int64_t>(it->second));
+        return true;
+      });
+      sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s->func()));
+      G::GpuSource src = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect());
+      ASSERT_EQ(src.dynamic_shared_bytes.size(), 1u);
+      const int64_t bytes = src.dynamic_shared_bytes[0];
+      if (bytes == 0) continue;
+      EXPECT_GT(bytes, 48 * 1024);
+      EXPECT_LE(bytes, opt_in);
+      EXPECT_NE(src.code.find("extern __shared__ __align__(128) unsigned char mt_dynamic_shared"),
+                std::string::npos)
+          << src.code;
+      EXPECT_EQ(src.code.find("__shared__ __align__(32)"), std::string::npos) << src.code;
+      // HIP declares its LDS statically whatever the size (the rocm target sizes none at launch).
+      G::GpuSource hip = G::write_kernels(G::plan_kernels(p), *G::hip_dialect());
+      EXPECT_EQ(hip.dynamic_shared_bytes, std::vector<int64_t>{0});
+      EXPECT_EQ(hip.code.find("extern __shared__"), std::string::npos);
+      if (++pooled <= 3) compiled += compile_for_sm80_and_sm90(*nvrtc, src.code, p.name, "pool");
+    }
+  }
+  std::printf("[ cuda ] 4096^3 f16, 163 KB blocks: %d of 30 samples accepted, pipeline depths",
+              accepted);
+  for (int64_t d : depths)
+    std::printf(" %lld", static_cast<long long>(d));
+  std::printf("; %d beyond 48 KB in a pool, %d compiled\n", pooled, compiled);
+  EXPECT_GE(accepted, 15);
+  EXPECT_EQ(depths, (std::set<int64_t>{2, 3, 4}));
+  EXPECT_GE(pooled, 3);
   EXPECT_EQ(compiled, 6);
 }
 

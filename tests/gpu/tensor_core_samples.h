@@ -22,7 +22,8 @@ using namespace std_rules_test;
 inline std::vector<std::string> tensor_core_specs() {
   return {"matmul(M=64,N=48,K=32,dtype=f16,out_dtype=f32)",
           "dense(M=32,N=64,K=48,dtype=f16,out_dtype=f32)",
-          "batch_matmul(B=2,M=32,N=32,K=32,dtype=f16,out_dtype=f32)"};
+          "batch_matmul(B=2,M=32,N=32,K=32,dtype=f16,out_dtype=f32)",
+          "matmul(M=32,N=64,K=48,dtype=bf16,out_dtype=f32)"};
 }
 
 struct TensorCoreSample {

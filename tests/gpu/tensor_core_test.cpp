@@ -57,7 +57,7 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
   std::printf("[ tensor cores on opencl ] %d samples: %d ran and were compared, %d refused%s%s\n",
               n, t.built, t.unsupported, t.last_unsupported.empty() ? "" : "; last: ",
               t.last_unsupported.substr(0, 400).c_str());
-  EXPECT_GE(n, 9);
+  EXPECT_GE(n, 12); // 3 f16 workloads and a bf16 one, 3 or 4 samples each
   EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
   // Warps that share the block's shared tiles and write their own accumulator tiles.
   std::printf("[ tensor cores on opencl ] %d of them with several warps per block\n",
@@ -65,6 +65,31 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
   EXPECT_GE(several_warps, 3);
   std::printf("[ tensor cores on opencl ] %d of them software-pipelined\n", pipelined);
   EXPECT_GE(pipelined, 3);
+}
+
+// "auto" follows the target's arch: WMMA's f16 shape from sm_70 (Volta), its bf16 one from
+// sm_80 (Ampere); below, no tensor-core space at all.
+TEST(TensorCoreSchedules, TheRuleFollowsTheArchitectureF16FromSm70Bf16FromSm80) {
+  struct Case {
+    const char* arch;
+    bool f16, bf16;
+  };
+  for (Case c :
+       {Case{"sm_61", false, false}, Case{"sm_75", true, false}, Case{"sm_90", true, true}}) {
+    TuneAttributes attrs = gpu_set().attrs;
+    attrs["arch"] = std::string(c.arch);
+    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore"));
+    rules.back()->initialize(attrs);
+    for (auto [spec, want] :
+         {std::pair{"matmul(M=32,N=32,K=32,dtype=f16,out_dtype=f32)", c.f16},
+          std::pair{"matmul(M=32,N=32,K=32,dtype=bf16,out_dtype=f32)", c.bf16}}) {
+      int tensor_core_spaces = 0;
+      for (const auto& space : generate_design_spaces(make_workload(spec), rules, 1))
+        tensor_core_spaces += space->trace().to_json().find("wmma.mma") != std::string::npos;
+      EXPECT_EQ(tensor_core_spaces, want ? 1 : 0) << c.arch << " " << spec;
+    }
+  }
 }
 
 TEST(WideFetches, CooperativeFetchesOfConsecutiveElementsBecomeOneMoveAndMatchTheInterpreter) {

@@ -158,14 +158,67 @@ TEST(StdRulesMutators, GpuMutatorsKeepSchedulesCorrect) {
   }
 }
 
+// On a device with room for deep pipelines, the tensor-core space samples the k loop's depth;
+// the mutator re-chooses that decision, and the post-processed program is pipelined as deep as
+// the new decision says (std.RewriteSoftwarePipeline) and still computes the right result.
+TEST(StdRulesMutators, MutatePipelineStagesChangesTheDepthTheProgramIsPipelinedWith) {
+  ComponentSet set = gpu_set();
+  set.attrs["max_shared_memory_per_block"] = int64_t{163 * 1024}; // sm_80's opt-in
+  set.mutators = {"std.MutatePipelineStages"};
+  Instances in = instantiate(set);
+  Function f = make_workload("matmul(M=64,N=64,K=64,dtype=f16,out_dtype=f32)");
+  std::vector<NDArray> reference = run(f);
+  RandomEngine rng(7);
+  std::set<int64_t> applied;
+  int checked = 0;
+  for (const auto& space : generate_design_spaces(f, in.rules, 1)) {
+    if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      auto sampled = std::make_shared<Schedule>(f, 300 + seed);
+      space->trace().apply_to(*sampled, false);
+      std::optional<Trace> mutated = in.mutators[0]->apply(sampled->trace(), rng);
+      ASSERT_TRUE(mutated.has_value()) << "no sampled depth to change";
+      std::vector<size_t> changed = changed_decisions(sampled->trace(), *mutated);
+      ASSERT_EQ(changed.size(), 1u);
+      const Instruction& after = mutated->instructions()[changed[0]];
+      ASSERT_EQ(after.kind, "sample_categorical");
+      auto cands = std::get<std::vector<int64_t>>(after.attrs[0]);
+      EXPECT_EQ(cands, (std::vector<int64_t>{2, 3, 4}));
+      int64_t want = cands[static_cast<size_t>((*after.decision)[0])];
+      std::shared_ptr<Schedule> s;
+      if (sample(f, *mutated, 5, true, in.postprocs, &s) != SampleOutcome::Ok) continue;
+      std::vector<int64_t> depths;
+      visit_stmts(s->func().body, [&](const Stmt& x) {
+        if (x->kind == StmtKind::For)
+          if (auto it = as<ForNode>(x)->annotations.find("software_pipeline_stages");
+              it != as<ForNode>(x)->annotations.end())
+            depths.push_back(std::get<int64_t>(it->second));
+        return true;
+      });
+      EXPECT_EQ(depths, std::vector<int64_t>{want}) << mutated->to_json();
+      EXPECT_EQ(compare(reference, s->func()), "") << s->trace().to_json();
+      applied.insert(want);
+      ++checked;
+    }
+  }
+  std::printf("[ std_rules ] std.MutatePipelineStages: %d mutated samples checked, depths",
+              checked);
+  for (int64_t d : applied)
+    std::printf(" %lld", static_cast<long long>(d));
+  std::printf("\n");
+  EXPECT_GE(checked, 6);
+  EXPECT_GE(applied.size(), 2u);
+}
+
 TEST(StdRulesMutators, MutatorsWithNothingToChangeReturnNothing) {
   // A trace with no sampling instructions at all.
   Function f = make_workload("elementwise(M=8,N=16)");
   Schedule s(f);
   s.get_loops(s.all_blocks()[0]);
   RandomEngine rng(1);
-  for (const char* m : {"std.MutateTileSize", "std.MutateComputeLocation", "std.MutateUnroll",
-                        "std.MutateParallel", "std.MutateThreadBinding"}) {
+  for (const char* m :
+       {"std.MutateTileSize", "std.MutateComputeLocation", "std.MutateUnroll", "std.MutateParallel",
+        "std.MutateThreadBinding", "std.MutatePipelineStages"}) {
     EXPECT_FALSE(host().create_mutator(m)->apply(s.trace(), rng).has_value()) << m;
   }
 }

@@ -145,6 +145,10 @@ inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MU
 inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82;
 inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 
+// cuda.h `CUfunction_attribute`: the one the plugin sets.
+using CUfunction_attribute = int;
+inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+
 // cuda.h `CUevent_flags`.
 inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
 
@@ -170,6 +174,8 @@ using PFN_cuModuleLoadData = CUresult (*)(CUmodule* module, const void* image);
 using PFN_cuModuleUnload = CUresult (*)(CUmodule module);
 using PFN_cuModuleGetFunction = CUresult (*)(CUfunction* function, CUmodule module,
                                              const char* name);
+using PFN_cuFuncSetAttribute = CUresult (*)(CUfunction function, CUfunction_attribute attribute,
+                                            int value);
 using PFN_cuMemAlloc_v2 = CUresult (*)(CUdeviceptr* pointer, std::size_t bytes);
 using PFN_cuMemFree_v2 = CUresult (*)(CUdeviceptr pointer);
 using PFN_cuMemcpyHtoD_v2 = CUresult (*)(CUdeviceptr dst, const void* src, std::size_t bytes);

@@ -42,6 +42,7 @@ struct CudaDriver::Api {
   abi::PFN_cuModuleLoadData module_load_data = nullptr;
   abi::PFN_cuModuleUnload module_unload = nullptr;
   abi::PFN_cuModuleGetFunction module_get_function = nullptr;
+  abi::PFN_cuFuncSetAttribute func_set_attribute = nullptr;
   abi::PFN_cuMemAlloc_v2 mem_alloc = nullptr;
   abi::PFN_cuMemFree_v2 mem_free = nullptr;
   abi::PFN_cuMemcpyHtoD_v2 memcpy_htod = nullptr;
@@ -202,6 +203,7 @@ std::unique_ptr<CudaDriver> CudaDriver::load(std::string* why) {
   need({"cuModuleLoadData"}, api->module_load_data);
   need({"cuModuleUnload"}, api->module_unload);
   need({"cuModuleGetFunction"}, api->module_get_function);
+  need({"cuFuncSetAttribute"}, api->func_set_attribute);
   need({"cuMemAlloc_v2"}, api->mem_alloc);
   need({"cuMemFree_v2"}, api->mem_free);
   need({"cuMemcpyHtoD_v2"}, api->memcpy_htod);
@@ -389,8 +391,8 @@ void Context::synchronize() const {
 }
 
 void Context::launch(const Function& function, const std::array<unsigned, 3>& grid,
-                     const std::array<unsigned, 3>& block, const std::vector<void*>& params,
-                     unsigned dynamic_shared_bytes) const {
+                     const std::array<unsigned, 3>& block, const std::vector<void*>& params) const {
+  const unsigned dynamic_shared_bytes = function.dynamic_shared_bytes();
   if (!function) throw std::invalid_argument("Context::launch: no function");
   make_current();
   // cuLaunchKernel only reads the array; its C signature is just not const-correct.
@@ -519,6 +521,23 @@ Function Module::function(const std::string& name) const {
   out.handle_ = f;
   out.name_ = name;
   return out;
+}
+
+void Function::use_dynamic_shared(const Context& context, unsigned bytes) {
+  if (!handle_) throw std::invalid_argument("Function::use_dynamic_shared: no function");
+  const int64_t most = context.device().shared_memory_per_block_optin;
+  if (most > 0 && static_cast<int64_t>(bytes) > most)
+    throw CudaError("kernel " + name_ + " needs " + std::to_string(bytes) +
+                        " bytes of shared memory, the device gives a block at most " +
+                        std::to_string(most),
+                    abi::CUDA_ERROR_INVALID_VALUE);
+  context.make_current();
+  context.driver().check(
+      context.driver().api().func_set_attribute(
+          handle_, abi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+      "cuFuncSetAttribute",
+      "[kernel " + name_ + ", " + std::to_string(bytes) + " bytes of dynamic shared memory]");
+  dynamic_shared_bytes_ = bytes;
 }
 
 // ----------------------------------------------------------------------------------- Event

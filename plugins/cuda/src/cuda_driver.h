@@ -139,9 +139,10 @@ public:
 
   // cuLaunchKernel on the default stream. params[i] points at the value of kernel argument
   // i (for a buffer: buffer.kernel_param()); the driver copies the values at launch.
+  // The launch gives the kernel the dynamic shared memory it was set up for
+  // (Function::use_dynamic_shared).
   void launch(const Function& function, const std::array<unsigned, 3>& grid,
-              const std::array<unsigned, 3>& block, const std::vector<void*>& params,
-              unsigned dynamic_shared_bytes = 0) const;
+              const std::array<unsigned, 3>& block, const std::vector<void*>& params) const;
 
   // Evicts the L2 cache before a cold-cache measurement: writes 2 x l2_bytes of device memory
   // (allocated on first use, freed with the Context), in stream order before the next launch.
@@ -198,11 +199,17 @@ public:
   CUfunc_st* handle() const { return handle_; }
   const std::string& name() const { return name_; }
   explicit operator bool() const { return handle_ != nullptr; }
+  // Opts the kernel into `bytes` of dynamic shared memory (cuFuncSetAttribute; beyond 48 KB
+  // the driver refuses a launch without it) and launches it with them from now on. Throws
+  // when the device's opt-in limit is smaller.
+  void use_dynamic_shared(const Context& context, unsigned bytes);
+  unsigned dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
 
 private:
   friend class Module;
   CUfunc_st* handle_ = nullptr;
   std::string name_;
+  unsigned dynamic_shared_bytes_ = 0;
 };
 
 // A CUBIN (or PTX) image loaded into a Context with cuModuleLoadData.

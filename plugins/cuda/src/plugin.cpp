@@ -5,7 +5,9 @@
 // ("no CUDA device (...)"), so tuning for cuda fails with that message instead of crashing.
 // Configuration (JSON, optional): {"arch": "sm_80", "device": 0}; "--target 'cuda -arch=sm_90'"
 // arrives as {"target": "cuda -arch=sm_90"}.
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -51,6 +53,20 @@ Context& process_context(int ordinal) {
   return *context;
 }
 
+// The shared memory a block may have with the kernel's opt-in (dynamic shared memory beyond
+// the 48 KB a kernel declares statically), by architecture, for compile-only use: the CUDA
+// programming guide's table of compute capabilities. 48 KB where the architecture is unknown.
+int64_t opt_in_shared_bytes(const std::string& arch) {
+  int sm = 0;
+  if (arch.rfind("sm_", 0) == 0) sm = std::atoi(arch.c_str() + 3);
+  if (sm == 70 || sm == 72) return 96 * 1024;
+  if (sm == 75) return 64 * 1024;
+  if (sm == 80 || sm == 87) return 163 * 1024;
+  if (sm == 86 || sm == 89 || sm == 120) return 99 * 1024;
+  if (sm == 90 || sm == 100) return 227 * 1024;
+  return 48 * 1024;
+}
+
 // The driver API under the shared device module (device_module.hpp).
 struct CudaBackend {
   using Buffer = DeviceBuffer;
@@ -90,7 +106,7 @@ public:
       // The limits of the architecture asked for (sm_80 class by default), for compile-only use.
       j["arch"] = arch_.empty() ? "sm_80" : arch_;
       j["max_threads_per_block"] = 1024;
-      j["max_shared_memory_per_block"] = 49152;
+      j["max_shared_memory_per_block"] = opt_in_shared_bytes(j["arch"].get<std::string>());
       j["warp_size"] = 32;
     } else {
       const DeviceInfo& d = list[static_cast<size_t>(ordinal_)];
@@ -99,7 +115,9 @@ public:
       j["arch"] = arch_;
       j["num_cores"] = d.sm_count;
       j["max_threads_per_block"] = d.max_threads_per_block;
-      j["max_shared_memory_per_block"] = d.shared_memory_per_block;
+      // What a kernel may use, the generator sizing shared memory at launch beyond 48 KB.
+      j["max_shared_memory_per_block"] =
+          std::max(d.shared_memory_per_block, d.shared_memory_per_block_optin);
       j["max_shared_memory_per_sm"] = d.shared_memory_per_sm;
       j["registers_per_block"] = d.regs_per_block;
       j["warp_size"] = d.warp_size;
@@ -126,8 +144,11 @@ public:
       throw sdk::Error(MT_ERROR_UNKNOWN, "cuda: NVRTC failed for " + arch_ + ":\n" + r.log);
     try {
       CudaBackend backend{&context, std::make_unique<cuda::Module>(context, r.binary), {}};
-      for (const auto& name : g.source.kernel_names)
-        backend.functions.push_back(backend.module->function(name));
+      for (size_t k = 0; k < g.source.kernel_names.size(); ++k) {
+        backend.functions.push_back(backend.module->function(g.source.kernel_names[k]));
+        if (int64_t bytes = g.source.dynamic_shared_bytes[k])
+          backend.functions.back().use_dynamic_shared(context, static_cast<unsigned>(bytes));
+      }
       return std::make_unique<G::DeviceModule<CudaBackend>>(std::move(backend), std::move(g.plan),
                                                             "cuda");
     } catch (const CudaError& e) {

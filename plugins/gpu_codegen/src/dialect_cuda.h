@@ -41,6 +41,17 @@ public:
                            int64_t elements) const override {
     return "__shared__ __align__(16) " + type + " " + name + "[" + std::to_string(elements) + "];";
   }
+  // A kernel's static shared arrays are limited to 48 KB; beyond, the driver needs the dynamic
+  // size at launch (and the kernel's opt-in, cuda_driver.h).
+  int64_t static_shared_limit() const override { return 48 * 1024; }
+  std::string dynamic_shared_pool(const std::string& pool, int64_t) const override {
+    return "extern __shared__ __align__(128) unsigned char " + pool + "[];";
+  }
+  std::string dynamic_shared_array(const std::string& type, const std::string& name,
+                                   const std::string& pool, int64_t offset) const override {
+    return type + "* const " + name + " = reinterpret_cast<" + type + "*>(" + pool + " + " +
+           std::to_string(offset) + ");";
+  }
   std::string vector_move(int64_t bytes, const std::string& dst, bool, const std::string& src,
                           bool) const override {
     const char* t = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
@@ -168,24 +179,33 @@ public:
   std::string f16_prologue() const override { return "#include <cuda_fp16.h>\n"; }
 
   bool has_tensor_cores() const override { return true; }
-  std::string tensor_core_prologue() const override { return "#include <mma.h>\n"; }
-  std::string fragment_array(FragmentRole role, bool col_major, const std::string& name,
-                             int64_t count) const override {
+  // bf16 operands (sm_80+) are __nv_bfloat16 to WMMA; memory holds them as 16-bit integers.
+  std::string tensor_core_prologue() const override {
+    return "#include <mma.h>\n#include <cuda_bf16.h>\n";
+  }
+  static const char* wmma_operand(P::DType t) {
+    return t.kind == P::DTypeKind::BFloat ? "__nv_bfloat16" : "__half";
+  }
+  std::string fragment_array(FragmentRole role, P::DType operand, bool col_major,
+                             const std::string& name, int64_t count) const override {
     const std::string w = "nvcuda::wmma::";
-    std::string t =
-        role == FragmentRole::Accumulator
-            ? w + "fragment<" + w + "accumulator, 16, 16, 16, float>"
-            : w + "fragment<" + w + (role == FragmentRole::MatrixA ? "matrix_a" : "matrix_b") +
-                  ", 16, 16, 16, __half, " + w + (col_major ? "col_major" : "row_major") + ">";
+    std::string t = role == FragmentRole::Accumulator
+                        ? w + "fragment<" + w + "accumulator, 16, 16, 16, float>"
+                        : w + "fragment<" + w +
+                              (role == FragmentRole::MatrixA ? "matrix_a" : "matrix_b") +
+                              ", 16, 16, 16, " + wmma_operand(operand) + ", " + w +
+                              (col_major ? "col_major" : "row_major") + ">";
     return t + " " + name + "[" + std::to_string(count) + "];";
   }
   std::string fill_fragment(const std::string& frag, const std::string& value) const override {
     return "nvcuda::wmma::fill_fragment(" + frag + ", " + value + ");";
   }
-  std::string load_fragment(const std::string& frag, const std::string& pointer,
+  std::string load_fragment(const std::string& frag, const std::string& pointer, P::DType operand,
                             int64_t ld) const override {
-    return "nvcuda::wmma::load_matrix_sync(" + frag + ", " + pointer + ", " + std::to_string(ld) +
-           ");";
+    std::string p = operand.kind == P::DTypeKind::BFloat
+                        ? "reinterpret_cast<const __nv_bfloat16*>(" + pointer + ")"
+                        : pointer;
+    return "nvcuda::wmma::load_matrix_sync(" + frag + ", " + p + ", " + std::to_string(ld) + ");";
   }
   std::string mma(const std::string& acc, const std::string& a,
                   const std::string& b) const override {

@@ -29,6 +29,9 @@ public:
                            int64_t elements) const override {
     return "__shared__ " + type + " " + name + "[" + std::to_string(elements) + "];";
   }
+  // The LDS (64 KB) is declared statically, whatever the size: the rocm target launches
+  // without dynamic shared memory.
+  int64_t static_shared_limit() const override { return 0; }
   std::string vector_move(int64_t, const std::string&, bool, const std::string&,
                           bool) const override {
     return "";

@@ -1,6 +1,7 @@
 // Kernels of a plan as source text (kernel_writer.hpp).
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +11,12 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "cross_thread_reduction.h"
+#include "metatune/gpu_codegen/shared_layout.hpp"
 #include "shared_access.h"
 #include "tensor_op.h"
 #include "vector_copy.h"
@@ -92,19 +95,52 @@ public:
       params.push_back({d_.int64_type(), var_name(v), false, true});
     std::ostringstream os;
     os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
-    for (const auto& b : shared_)
-      os << "  "
-         << (fragment_memory_.count(b->id)
-                 ? d_.fragment_source_array(storage_type(b), buffer_name(b), b->num_elements())
-                 : d_.shared_array(type_of(b->dtype), buffer_name(b), b->num_elements()))
-         << "\n";
-    for (const auto& [name, type] : scratch_)
-      os << "  " << d_.shared_array(type, name, kernel_.dims.threads_per_block()) << "\n";
+    declare_shared(os);
     os << body_.str() << "}\n";
     return os.str();
   }
 
+  // Bytes of dynamic shared memory the kernel's launch must give it (after write()).
+  int64_t dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
+
 private:
+  // The shared arrays at kernel scope: the tiles, then the reductions' scratch.
+  void declare_shared(std::ostream& os) {
+    std::vector<SharedArray> arrays;
+    for (const auto& b : shared_) {
+      bool fragment = fragment_memory_.count(b->id) > 0;
+      arrays.push_back({fragment ? storage_type(b) : type_of(b->dtype), buffer_name(b),
+                        b->num_elements(), held_bytes(b->dtype, fragment)});
+    }
+    for (const auto& [name, type, bytes] : scratch_)
+      arrays.push_back({type, name, kernel_.dims.threads_per_block(), bytes});
+    SharedLayout layout = layout_shared(arrays, d_.static_shared_limit());
+    if (layout.dynamic) {
+      std::string pool = fresh("mt_dynamic_shared");
+      os << "  " << d_.dynamic_shared_pool(pool, layout.bytes) << "\n";
+      for (size_t i = 0; i < arrays.size(); ++i)
+        os << "  "
+           << d_.dynamic_shared_array(arrays[i].type, arrays[i].name, pool, layout.offsets[i])
+           << "\n";
+      dynamic_shared_bytes_ = layout.bytes;
+      return;
+    }
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      bool fragment = i < shared_.size() && fragment_memory_.count(shared_[i]->id) > 0;
+      os << "  "
+         << (fragment ? d_.fragment_source_array(arrays[i].type, arrays[i].name, arrays[i].elements)
+                      : d_.shared_array(arrays[i].type, arrays[i].name, arrays[i].elements))
+         << "\n";
+    }
+  }
+  // Bytes of an element of dtype t as a shared array holds it: f16/bf16 in float, except where
+  // fragments load from it (`own_type`).
+  int64_t held_bytes(P::DType t, bool own_type) const {
+    if (is_half(t)) return own_type ? 2 : 4;
+    if (t == P::DType::index()) return plan_.index32 ? 4 : 8;
+    return t.kind == P::DTypeKind::Bool ? 1 : std::max<int64_t>(1, t.bits / 8);
+  }
+
   // ---- names ---------------------------------------------------------------------------------
   static std::string sanitize(const std::string& s) {
     std::string out;
@@ -1135,7 +1171,7 @@ private:
     if (vt_) throw UnsupportedError("tensor-core fragments under a vthread loop");
     line("{");
     ++indent_;
-    line(d_.fragment_array(info->second.role, info->second.col_major, buffer_name(b),
+    line(d_.fragment_array(info->second.role, b->dtype, info->second.col_major, buffer_name(b),
                            info->second.count));
     stmt(alloc->body, pending, uniform);
     --indent_;
@@ -1170,7 +1206,8 @@ private:
       break;
     case TensorOpKind::LoadA:
     case TensorOpKind::LoadB:
-      line(d_.load_fragment(frag(op.frag), pointer(op.mem), memory_layout(op.mem).ld));
+      line(d_.load_fragment(frag(op.frag), pointer(op.mem), op.frag.buffer->dtype,
+                            memory_layout(op.mem).ld));
       break;
     case TensorOpKind::Mma:
       line(d_.mma(frag(op.frag), frag(op.a), frag(op.b)));
@@ -1196,8 +1233,8 @@ private:
     const P::Stmt& st = xr.update;
     const P::DType dt = st->buffer->dtype;
     std::string vals = fresh("mt_red_shared"), flags = fresh("mt_redflags_shared");
-    scratch_.emplace_back(vals, type_of(dt));
-    scratch_.emplace_back(flags, "int");
+    scratch_.emplace_back(vals, type_of(dt), held_bytes(dt, false));
+    scratch_.emplace_back(flags, "int", 4);
     const int64_t* b = kernel_.dims.block;
     std::string flat = "(" + d_.thread_index(0) + " + " + std::to_string(b[0]) + " * (" +
                        d_.thread_index(1) + " + " + std::to_string(b[1]) + " * " +
@@ -1254,7 +1291,8 @@ private:
   std::unordered_set<std::string> taken_;
   std::unordered_set<int64_t> global_ids_, private_, thread_vars_, scope_vars_;
   std::vector<P::Buffer> shared_;
-  std::vector<std::pair<std::string, std::string>> scratch_; // name, element type
+  std::vector<std::tuple<std::string, std::string, int64_t>> scratch_; // name, type, bytes
+  int64_t dynamic_shared_bytes_ = 0;
   // Thread tags whose loop encloses the current statement: the outermost loop's variable id and
   // extent.
   std::map<std::string, std::pair<int64_t, int64_t>> active_tags_;
@@ -1350,8 +1388,10 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
   std::set<std::string> used;
   std::ostringstream kernels;
   for (const Kernel& k : plan.kernels) {
-    kernels << KernelWriter(plan, k, dialect, used).write() << "\n";
+    KernelWriter writer(plan, k, dialect, used);
+    kernels << writer.write() << "\n";
     out.kernel_names.push_back(k.name);
+    out.dynamic_shared_bytes.push_back(writer.dynamic_shared_bytes());
   }
   std::ostringstream os;
   os << dialect.prologue();

@@ -73,8 +73,9 @@ std::optional<Tile> tile_of(const P::Buffer& buffer, const std::vector<P::Expr>&
   return t;
 }
 
+// The operand types WMMA multiplies: f16 (sm_70+) and bf16 (sm_80+).
 bool is_half(P::DType t) {
-  return t.kind == P::DTypeKind::Float && t.bits == 16;
+  return (t.kind == P::DTypeKind::Float || t.kind == P::DTypeKind::BFloat) && t.bits == 16;
 }
 bool is_f32(P::DType t) {
   return t.kind == P::DTypeKind::Float && t.bits == 32;
@@ -129,11 +130,11 @@ TensorOp match_load(const P::Stmt& loop, const std::string& name, bool a) {
   const P::Stmt& st = n.store;
   const char* scope = a ? "wmma.matrix_a" : "wmma.matrix_b";
   if (st->buffer->scope != scope || !is_half(st->buffer->dtype))
-    refuse(name, std::string("does not write an f16 ") + scope + " buffer");
+    refuse(name, std::string("does not write an f16 or bf16 ") + scope + " buffer");
   const P::Expr& v = st->value;
-  if (v->kind != ExprKind::Load || !is_half(v->buffer->dtype) ||
+  if (v->kind != ExprKind::Load || v->buffer->dtype != st->buffer->dtype ||
       is_fragment_scope(v->buffer->scope))
-    refuse(name, "does not copy f16 memory into the fragment");
+    refuse(name, "does not copy memory of the fragment's type into the fragment");
   // Rows along the first variable for now: which variable runs along the matrix's rows is the
   // multiply-accumulate's to say (fragment_infos turns the tiles round to match it).
   auto frag = tile_of(st->buffer, st->indices, n.vars, 0, 1);
@@ -185,6 +186,8 @@ TensorOp match_mma(const P::Stmt& loop, const std::string& name) {
   if (b->buffer->scope == "wmma.matrix_a") std::swap(a, b);
   if (a->buffer->scope != "wmma.matrix_a" || b->buffer->scope != "wmma.matrix_b")
     refuse(name, "does not multiply a wmma.matrix_a by a wmma.matrix_b fragment");
+  if (!is_half(a->buffer->dtype) || a->buffer->dtype != b->buffer->dtype)
+    refuse(name, "does not multiply two f16 or two bf16 fragments");
   // Which of the three loops is i, j and k: i indexes acc and a, j acc and b, k a and b.
   auto uses = [&](const P::Expr& load, size_t var) {
     for (const auto& x : load->args)

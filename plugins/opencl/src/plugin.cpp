@@ -3,7 +3,9 @@
 // CPU, where every GPU schedule (thread binding, shared memory, barriers, cross-thread
 // reductions) is checked against the reference interpreter without a GPU.
 // Configuration (JSON, optional): {"device": "0:0" | "substring of the device name"}
-// (else $METATUNE_OPENCL_DEVICE, else the first GPU, else the first device).
+// (else $METATUNE_OPENCL_DEVICE, else the first GPU, else the first device),
+// "pool_shared_beyond": bytes (0; > 0 lays a kernel's local arrays out in one pool when they
+// exceed that -- CUDA's layout beyond 48 KB, for checking it here).
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -143,6 +145,7 @@ public:
       try {
         nlohmann::json j = nlohmann::json::parse(config);
         selector_ = j.value("device", std::string());
+        pool_shared_beyond_ = j.value("pool_shared_beyond", int64_t{0});
         // "--target 'opencl 0:0'" arrives as {"target": "opencl 0:0"}.
         std::string t = j.value("target", std::string());
         size_t sp = t.find(' ');
@@ -196,7 +199,8 @@ public:
   }
 
   std::unique_ptr<sdk::Module> build(const sdk::Program& lowered) override {
-    G::GeneratedProgram g = G::generate(lowered, *G::opencl_dialect(), "opencl", "cl");
+    G::GeneratedProgram g =
+        G::generate(lowered, *G::opencl_dialect(pool_shared_beyond_), "opencl", "cl");
     Device& device = process_device(selector_);
     try {
       return std::make_unique<OpenClModule>(device, std::move(g.plan), g.source);
@@ -207,6 +211,7 @@ public:
 
 private:
   std::string selector_, description_;
+  int64_t pool_shared_beyond_ = 0;
 };
 
 } // namespace

@@ -179,7 +179,7 @@ inline constexpr const char* kUnrollHintAnnotation = "pragma_unroll_hint";
 // Loop annotation: the nest under this loop is one warp-wide tensor-core operation (a rule
 // tiled it to the operation's shape; the GPU generator checks that it is and emits the
 // instruction, or runs the loops as they are where the dialect has none). The values, all
-// WMMA's 16x16x16 shape with f16 operands and an f32 accumulator ("wmma.*" buffer scopes):
+// WMMA's 16x16x16 shape with f16 (or bf16) operands and an f32 accumulator ("wmma.*" scopes):
 //   wmma.fill   acc[16x16] = constant         wmma.load_a / wmma.load_b  frag[16x16] = memory
 //   wmma.mma    acc += f32(a) * f32(b)        wmma.store  memory[16x16] = acc
 inline constexpr const char* kTensorIntrinsicAnnotation = "meta_schedule.tensor_intrinsic";

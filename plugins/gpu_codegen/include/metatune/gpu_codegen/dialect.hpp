@@ -44,6 +44,20 @@ public:
   // Declaration of a block-shared array at kernel scope.
   virtual std::string shared_array(const std::string& type, const std::string& name,
                                    int64_t elements) const = 0;
+  // Shared memory beyond what a kernel may declare statically (CUDA: 48 KB) is sized at launch
+  // instead (dynamic shared memory, which the target opts each kernel into): every array of
+  // the kernel then becomes a view of one pool at a byte offset aligned to 128. 0: the dialect
+  // declares every array statically, whatever its size.
+  virtual int64_t static_shared_limit() const { return 0; }
+  // The pool's declaration (`bytes` long) and an array of `type` at byte `offset` of it
+  // (offset % 128 == 0).
+  virtual std::string dynamic_shared_pool(const std::string& /*pool*/, int64_t /*bytes*/) const {
+    return "";
+  }
+  virtual std::string dynamic_shared_array(const std::string& /*type*/, const std::string& name,
+                                           const std::string& /*pool*/, int64_t /*offset*/) const {
+    return name;
+  }
   virtual std::string type_name(P::DType t) const = 0;
   virtual std::string int64_type() const = 0;
   // A math function of the IR on float arguments of type t.
@@ -71,24 +85,26 @@ public:
   // What a source using f16 needs first (a header).
   virtual std::string f16_prologue() const { return ""; }
 
-  // Tensor cores: WMMA's warp-wide 16x16x16 operations, f16 operands, f32 accumulator
+  // Tensor cores: WMMA's warp-wide 16x16x16 operations, f16 or bf16 operands, f32 accumulator
   // (tensor_op.h). A dialect without them (the default) gets the marked nests written as the
   // loops they are -- the operations' tile semantics, emulated per thread -- which is how
   // tensor-core schedules are checked against the interpreter on a machine without the
   // hardware. The spellings below are called only when has_tensor_cores().
   virtual bool has_tensor_cores() const { return false; }
   virtual std::string tensor_core_prologue() const { return ""; }
-  // `count` fragments of a role, as one array; matrix_a/b are loaded row- or column-major.
-  virtual std::string fragment_array(FragmentRole, bool /*col_major*/, const std::string& name,
-                                     int64_t /*count*/) const {
+  // `count` fragments of a role, as one array; matrix_a/b hold `operand` (f16 or bf16) and are
+  // loaded row- or column-major.
+  virtual std::string fragment_array(FragmentRole, P::DType /*operand*/, bool /*col_major*/,
+                                     const std::string& name, int64_t /*count*/) const {
     return name;
   }
   virtual std::string fill_fragment(const std::string& frag, const std::string& value) const {
     return frag + value;
   }
-  // `ld`: elements between rows (row-major) or columns (column-major) of the memory tile.
+  // `ld`: elements between rows (row-major) or columns (column-major) of the memory tile;
+  // `pointer` points at elements of type `operand` held as type_name(operand).
   virtual std::string load_fragment(const std::string& frag, const std::string& pointer,
-                                    int64_t /*ld*/) const {
+                                    P::DType /*operand*/, int64_t /*ld*/) const {
     return frag + pointer;
   }
   virtual std::string mma(const std::string& acc, const std::string& a,
@@ -131,7 +147,9 @@ public:
   }
 };
 
-std::unique_ptr<Dialect> opencl_dialect();
+// `pool_shared_beyond` > 0: a kernel's local arrays become views of one pool when together they
+// exceed that many bytes -- the layout CUDA uses beyond 48 KB, so that PoCL checks it.
+std::unique_ptr<Dialect> opencl_dialect(int64_t pool_shared_beyond = 0);
 std::unique_ptr<Dialect> cuda_dialect();
 std::unique_ptr<Dialect> hip_dialect();
 

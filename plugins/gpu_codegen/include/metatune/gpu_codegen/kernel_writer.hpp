@@ -17,6 +17,9 @@ struct GpuSource {
   std::string code;
   // Kernel i takes every buffer of the plan (in plan order), then its host_vars as i64.
   std::vector<std::string> kernel_names;
+  // Per kernel: bytes of dynamic shared memory its launch must give it (shared_layout.hpp),
+  // 0 where its shared arrays are declared statically.
+  std::vector<int64_t> dynamic_shared_bytes;
 };
 
 // Throws UnsupportedError for a program the generator cannot express (the message says why).
