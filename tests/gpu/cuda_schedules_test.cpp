@@ -53,9 +53,26 @@ TEST(CudaSchedules, EveryWorkloadUnderRandomGpuSchedulesCompilesForSm80AndSm90) 
     compiled += compile_for_sm80_and_sm90(*nvrtc, src.code, p.name, s.spec);
   };
   gpu_test::for_each_gpu_sample(attrs, 3, compile);
-  gpu_test::for_each_gpu_sample(attrs, 2, compile, {}, 1, gpu_test::half_workload_specs());
-  std::printf("[ cuda ] %d programs compiled (sm_80 + sm_90 counted apart), %d unsupported\n",
-              compiled, unsupported);
+  // f16/bf16 shared tiles are held in their own type (half the shared memory, as VerifyGPUCode
+  // counts it), read and written through the conversions.
+  int half_tiles = 0;
+  gpu_test::for_each_gpu_sample(
+      attrs, 2,
+      [&](const gpu_test::Sampled& s) {
+        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+        try {
+          std::string code = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect()).code;
+          half_tiles += code.find("__shared__ __align__(16) __half ") != std::string::npos ||
+                        code.find("__shared__ __align__(16) unsigned short ") != std::string::npos;
+        } catch (const G::UnsupportedError&) {
+        }
+        compile(s);
+      },
+      {}, 1, gpu_test::half_workload_specs());
+  std::printf("[ cuda ] %d programs compiled (sm_80 + sm_90 counted apart), %d unsupported; %d "
+              "f16/bf16 programs with shared tiles in their own type\n",
+              compiled, unsupported, half_tiles);
+  EXPECT_GE(half_tiles, 2);
   EXPECT_GT(compiled, 100);
   EXPECT_LE(unsupported * 4, compiled);
 }

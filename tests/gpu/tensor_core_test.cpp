@@ -3,9 +3,9 @@
 // the loops they are -- WMMA's tile semantics, emulated by every lane of the warp -- after the
 // same recognition and the same warp, alignment and fragment checks the CUDA dialect applies
 // before it emits wmma calls. PoCL runs them and the interpreter checks the result. Wide
-// (vectorised) fetches: f32 tiles run here (OpenCL holds f16 shared tiles in float, so the
-// tensor-core fetches stay loops on PoCL and become wide moves in CUDA only). Marked
-// nests that are not the operation they claim are refused with the reason.
+// (vectorised) fetches: f32 tiles, and the tensor-core fetches of f16/bf16 tiles (shared
+// arrays hold them in their own type, as in CUDA). Marked nests that are not the operation
+// they claim are refused with the reason.
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -42,10 +42,14 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
   REQUIRE_OPENCL();
   PluginTarget& target = *gpu_test::opencl().target;
   gpu_test::Tally t;
-  int several_warps = 0, pipelined = 0;
+  int several_warps = 0, pipelined = 0, wide = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       gpu_test::opencl().attrs, 4, [&](const gpu_test::TensorCoreSample& s) {
-        if (warps_of(opencl_source(s.scheduled)) > 1) ++several_warps;
+        std::string src = opencl_source(s.scheduled);
+        if (warps_of(src) > 1) ++several_warps;
+        // f16/bf16 operand tiles fetched 2 to 8 per lane in one move, the same index logic
+        // CUDA's cp.async fetches use.
+        if (src.find("lanes in one move") != std::string::npos) ++wide;
         // The k-tile fetched a step ahead into a second slot (core's software_pipeline.h):
         // prologue, slot indices and barriers checked here like the rest.
         if (gpu_test::is_pipelined(s.scheduled)) ++pipelined;
@@ -63,8 +67,10 @@ TEST(TensorCoreSchedules, RandomTensorCoreSchedulesMatchTheInterpreterOnOpenCl) 
   std::printf("[ tensor cores on opencl ] %d of them with several warps per block\n",
               several_warps);
   EXPECT_GE(several_warps, 3);
-  std::printf("[ tensor cores on opencl ] %d of them software-pipelined\n", pipelined);
+  std::printf("[ tensor cores on opencl ] %d of them software-pipelined, %d with wide fetches\n",
+              pipelined, wide);
   EXPECT_GE(pipelined, 3);
+  EXPECT_GE(wide, 3);
 }
 
 // "auto" follows the target's arch: WMMA's f16 shape from sm_70 (Volta), its bf16 one from

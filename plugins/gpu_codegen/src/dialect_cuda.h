@@ -160,13 +160,14 @@ public:
   }
   std::string nan(P::DType t) const override { return t.bits == 64 ? "MT_NAN64" : "MT_NAN"; }
   std::string is_nan(const std::string& x) const override { return "isnan(" + x + ")"; }
-  std::string load_f16(const std::string& buffer, const std::string& index) const override {
+  std::string load_f16(const std::string& buffer, const std::string& index, bool) const override {
     return "__half2float(" + buffer + "[" + index + "])";
   }
   std::string store_f16(const std::string& buffer, const std::string& index,
-                        const std::string& value) const override {
+                        const std::string& value, bool) const override {
     return buffer + "[" + index + "] = __float2half_rn(" + value + ")";
   }
+  bool holds_half_in_shared() const override { return true; }
   std::string round_f16(const std::string& x) const override {
     return "__half2float(__float2half_rn(" + x + "))";
   }

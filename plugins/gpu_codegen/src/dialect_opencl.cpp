@@ -123,14 +123,21 @@ public:
   }
   std::string nan(P::DType t) const override { return t.bits == 64 ? "((double)NAN)" : "NAN"; }
   std::string is_nan(const std::string& x) const override { return "isnan(" + x + ")"; }
-  // Without cl_khr_fp16 (PoCL has none) half is a storage type only: vload_half/vstore_half.
-  std::string load_f16(const std::string& buffer, const std::string& index) const override {
-    return "vload_half(" + index + ", " + buffer + ")";
+  // Without cl_khr_fp16 (PoCL has none) half is a storage type only: vload_half/vstore_half,
+  // and no array of half can be declared -- local f16 arrays are ushort, read through a pointer
+  // to half in their address space.
+  std::string load_f16(const std::string& buffer, const std::string& index,
+                       bool shared) const override {
+    return "vload_half(" + index + ", " + (shared ? "(__local const half*)" + buffer : buffer) +
+           ")";
   }
   std::string store_f16(const std::string& buffer, const std::string& index,
-                        const std::string& value) const override {
-    return "vstore_half_rte(" + value + ", " + index + ", " + buffer + ")";
+                        const std::string& value, bool shared) const override {
+    return "vstore_half_rte(" + value + ", " + index + ", " +
+           (shared ? "(__local half*)" + buffer : buffer) + ")";
   }
+  bool holds_half_in_shared() const override { return true; }
+  std::string shared_half_type(P::DType) const override { return "ushort"; }
   std::string round_f16(const std::string& x) const override { return "mt_round_f16(" + x + ")"; }
   std::string float_bits(const std::string& x) const override { return "as_uint(" + x + ")"; }
   std::string bits_float(const std::string& u) const override { return "as_float(" + u + ")"; }

@@ -108,9 +108,9 @@ private:
   void declare_shared(std::ostream& os) {
     std::vector<SharedArray> arrays;
     for (const auto& b : shared_) {
-      bool fragment = fragment_memory_.count(b->id) > 0;
-      arrays.push_back({fragment ? storage_type(b) : type_of(b->dtype), buffer_name(b),
-                        b->num_elements(), held_bytes(b->dtype, fragment)});
+      bool own = held_in_own_type(b);
+      arrays.push_back({own ? storage_type(b) : type_of(b->dtype), buffer_name(b),
+                        b->num_elements(), held_bytes(b->dtype, own)});
     }
     for (const auto& [name, type, bytes] : scratch_)
       arrays.push_back({type, name, kernel_.dims.threads_per_block(), bytes});
@@ -183,37 +183,40 @@ private:
     return d_.type_name(t);
   }
   static bool is_half(P::DType t) { return t.is_float() && t.bits == 16; }
-  // Device memory, and the shared arrays tensor cores load from: f16 held as such.
-  bool in_device_memory(const P::Buffer& b) const {
-    return global_ids_.count(b->id) > 0 || fragment_memory_.count(b->id) > 0;
+  // Where f16/bf16 are held as such (elsewhere in float, type_of): device memory, the shared
+  // arrays tensor cores load from, and every shared array where the dialect says so.
+  bool held_in_own_type(const P::Buffer& b) const {
+    return global_ids_.count(b->id) > 0 || fragment_memory_.count(b->id) > 0 ||
+           (b->scope == "shared" && d_.holds_half_in_shared());
   }
   std::string storage_type(const P::Buffer& b) const {
-    return is_half(b->dtype) ? d_.type_name(b->dtype) : type_of(b->dtype);
+    if (!is_half(b->dtype)) return type_of(b->dtype);
+    return b->scope == "shared" ? d_.shared_half_type(b->dtype) : d_.type_name(b->dtype);
   }
 
   // Element `index` of `b` as a value of type_of(dtype), and the statement writing `value` there
   // (without its semicolon): device memory holds f16/bf16 in their own format.
   std::string read_element(const P::Buffer& b, const std::string& index) {
     std::string name = buffer_name(b);
-    if (is_half(b->dtype) && in_device_memory(b)) {
+    if (is_half(b->dtype) && held_in_own_type(b)) {
       if (b->dtype.kind == P::DTypeKind::BFloat) {
         used_helpers_.insert("mt_bf16_to_f32");
         return "mt_bf16_to_f32(" + name + "[" + index + "])";
       }
       used_helpers_.insert(kF16);
-      return d_.load_f16(name, index);
+      return d_.load_f16(name, index, b->scope == "shared");
     }
     return name + "[" + index + "]";
   }
   std::string write_element(const P::Buffer& b, const std::string& index, std::string value) {
     std::string name = buffer_name(b);
-    if (is_half(b->dtype) && in_device_memory(b)) {
+    if (is_half(b->dtype) && held_in_own_type(b)) {
       if (b->dtype.kind == P::DTypeKind::BFloat) {
         used_helpers_.insert("mt_f32_to_bf16");
         return name + "[" + index + "] = mt_f32_to_bf16(" + value + ")";
       }
       used_helpers_.insert(kF16);
-      return d_.store_f16(name, index, value);
+      return d_.store_f16(name, index, value, b->scope == "shared");
     }
     if (b->dtype.is_bool()) value = "(" + d_.type_name(b->dtype) + ")(" + value + ")";
     return name + "[" + index + "] = " + value;
@@ -664,14 +667,14 @@ private:
     for (const P::Buffer& b : {dst, src}) {
       if (!visible(b) || expanded_.count(b->id)) return false;
       // f16 and bf16 outside device memory are held in float (type_of): not a plain copy.
-      if (is_half(b->dtype) && !in_device_memory(b)) return false;
+      if (is_half(b->dtype) && !held_in_own_type(b)) return false;
     }
     std::string to = "&" + buffer_name(dst) + "[" + flat_index(dst, vc->store->indices) + "]";
     std::string from = "&" + buffer_name(src) + "[" + flat_index(src, vc->store->value->args) + "]";
     // A pipelined fetch from device memory into a shared tile: issued, not waited for (the
     // pipelined loop waits for it before its barrier).
     std::string move;
-    if (in_async_ && dst->scope == "shared" && in_device_memory(src)) {
+    if (in_async_ && dst->scope == "shared" && global_ids_.count(src->id)) {
       move = d_.async_copy(vc->bytes, to, from);
       if (!move.empty()) used_helpers_.insert(kAsyncCopyOf + std::to_string(vc->bytes));
     }

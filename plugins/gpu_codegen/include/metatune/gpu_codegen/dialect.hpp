@@ -73,12 +73,19 @@ public:
   // f16 and bf16: device memory holds them (type_name: the storage type), kernels compute in
   // float and round every result to the type, as the reference interpreter does -- exact,
   // because float has more than twice their precision.
-  // Reading element `index` of f16 buffer `buffer` as float, writing float `value` there
-  // (a statement without its semicolon), rounding a float to the nearest f16.
-  virtual std::string load_f16(const std::string& buffer, const std::string& index) const = 0;
+  // Reading element `index` of f16 buffer `buffer` (`shared`: a block-shared array, else
+  // device memory) as float, writing float `value` there (a statement without its semicolon),
+  // rounding a float to the nearest f16.
+  virtual std::string load_f16(const std::string& buffer, const std::string& index,
+                               bool shared) const = 0;
   virtual std::string store_f16(const std::string& buffer, const std::string& index,
-                                const std::string& value) const = 0;
+                                const std::string& value, bool shared) const = 0;
+  // The element type of a block-shared array of f16/bf16 held in its own type.
+  virtual std::string shared_half_type(P::DType t) const { return type_name(t); }
   virtual std::string round_f16(const std::string& x) const = 0;
+  // Whether block-shared arrays hold f16/bf16 in their own type too (half the shared memory,
+  // as VerifyGPUCode counts it; read and written through the conversions above), or in float.
+  virtual bool holds_half_in_shared() const { return false; }
   // The bits of a float as a 32-bit unsigned integer and back (bf16 is the upper half).
   virtual std::string float_bits(const std::string& x) const = 0;
   virtual std::string bits_float(const std::string& u) const = 0;
