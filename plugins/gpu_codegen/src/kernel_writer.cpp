@@ -133,8 +133,8 @@ private:
          << "\n";
     }
   }
-  // Bytes of an element of dtype t as a shared array holds it: f16/bf16 in float, except where
-  // fragments load from it (`own_type`).
+  // Bytes of an element of dtype t as a shared array holds it: f16/bf16 in float unless held in
+  // their own type (`own_type`, held_in_own_type).
   int64_t held_bytes(P::DType t, bool own_type) const {
     if (is_half(t)) return own_type ? 2 : 4;
     if (t == P::DType::index()) return plan_.index32 ? 4 : 8;
@@ -195,7 +195,7 @@ private:
   }
 
   // Element `index` of `b` as a value of type_of(dtype), and the statement writing `value` there
-  // (without its semicolon): device memory holds f16/bf16 in their own format.
+  // (without its semicolon): f16/bf16 converted where held in their own type.
   std::string read_element(const P::Buffer& b, const std::string& index) {
     std::string name = buffer_name(b);
     if (is_half(b->dtype) && held_in_own_type(b)) {
@@ -666,7 +666,7 @@ private:
     const P::Buffer& src = vc->store->value->buffer;
     for (const P::Buffer& b : {dst, src}) {
       if (!visible(b) || expanded_.count(b->id)) return false;
-      // f16 and bf16 outside device memory are held in float (type_of): not a plain copy.
+      // f16 and bf16 held in float (type_of, not held_in_own_type): not a plain copy.
       if (is_half(b->dtype) && !held_in_own_type(b)) return false;
     }
     std::string to = "&" + buffer_name(dst) + "[" + flat_index(dst, vc->store->indices) + "]";
