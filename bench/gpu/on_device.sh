@@ -10,8 +10,9 @@
 # (the bench's table, logs, JSON and tuning database) -- few files, as a device tool returns.
 # Environment: TOTAL_SECONDS (the whole run's budget, default 540: a device call is cut at 600 s
 # and what was not written by then is lost), TESTS_SECONDS (cap on step 2, default 120),
-# SKIP_TESTS=1, SKIP_BENCH=1, and bench/gpu/run.sh's TRIALS and OP_SECONDS (default: what is
-# left of the budget after the tests, shared by the three operators, at most 190 s each).
+# SKIP_TESTS=1, SKIP_BENCH=1, and bench/gpu/run.sh's TRIALS and OP_SECONDS (each operator's time
+# budget, at most 160 s; by default what is left of the whole budget after the tests, less a
+# minute for the tables and the archive, is shared among the operators as they run).
 set -uo pipefail
 began=$(date +%s)
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -90,14 +91,13 @@ fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   say ""
   say "## bench/gpu"
-  if [[ -z "${OP_SECONDS:-}" ]]; then
-    # What is left, less a minute for the tables and the archive, over three operators, each
-    # less 15 s for the tuner to wind up once interrupted.
-    left=$((${TOTAL_SECONDS:-540} - ($(date +%s) - began) - 60))
-    export OP_SECONDS=$((left / 3 - 15 < 190 ? left / 3 - 15 : 190))
-    ((OP_SECONDS >= 60)) || { say "on_device: only ${left} s left for the benchmark"; exit 4; }
-  fi
-  say "- at most ${OP_SECONDS} s per operator"
+  # The operators share what is left, less a minute for the tables and the archive: run.sh
+  # gives each its part of the time to DEADLINE as it comes to it, so the time one does not
+  # use goes to the next.
+  export DEADLINE=$((began + ${TOTAL_SECONDS:-540} - 60))
+  left=$((DEADLINE - $(date +%s)))
+  ((left >= 150)) || { say "on_device: only ${left} s left for the benchmark"; exit 4; }
+  say "- ${left} s for the three operators (each at most ${OP_SECONDS:-160} s)"
   BUILD="$build" OUT="$out/bench" bash "$root/bench/gpu/run.sh" 2>"$out/bench.log" |
     tee -a "$summary"
   bench_rc=$?

@@ -9,19 +9,24 @@
 # the end the best tuned kernel and cuBLAS are timed again side by side (alternating rounds in
 # fresh workers). The table gives those figures: tuned TFLOPS, cuBLAS TFLOPS, their ratio and
 # whether both passed the reference check. Without a CUDA device it stops at once (exit 2).
-# Environment: TRIALS (records per operator, default 32), OP_SECONDS (wall-clock cap per
-# operator, default 190: the tuner is interrupted then and reports what it has), OUT (results
-# folder, default bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build).
+# Environment: TRIALS (records per operator at most, default 256: the time budget ends the
+# run first on an H200, about one record a second at 4096^3), OP_SECONDS (time budget per operator,
+# default 160: `tune --time-budget`, references and the cuBLAS measurement included; the search
+# stops then, measures its best again and compares it with cuBLAS, about 30 s more; a hard cap
+# of OP_SECONDS + 120 s interrupts a tuner that overruns, which still reports what it has),
+# DEADLINE (a `date +%s` time by which the last operator is to be done: the time left is shared
+# among the operators still to run, at most OP_SECONDS each), OUT (results folder, default
+# bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build).
 # Every candidate is measured in a worker process of its own (CUDA context, 64-128 MB of
-# operands, the output check): about 2 s at 4096^3, hence the trial count; the re-measurement
-# of the best records and the side-by-side comparison are shortened to match.
+# operands, the output check): about 1 s at 4096^3; the re-measurement of the best records and
+# the side-by-side comparison are shortened to match.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build}"
 out="${OUT:-$root/bench/results/gpu}"
 db="${DB:-$out/gpu.db}"
-trials="${TRIALS:-32}"
-op_seconds="${OP_SECONDS:-190}"
+trials="${TRIALS:-256}"
+op_seconds="${OP_SECONDS:-160}"
 mt="$build/bin/metatune"
 
 command -v python3 >/dev/null || { echo "bench/gpu: python3 is needed for the table" >&2; exit 2; }
@@ -63,18 +68,26 @@ ops=(
 )
 
 mkdir -p "$out"
-echo "bench/gpu on $status: ${#ops[@]} operators, $trials trials each (at most ${op_seconds} s)," \
+echo "bench/gpu on $status: ${#ops[@]} operators, $trials trials each (time budget at most ${op_seconds} s)," \
   "database $db" >&2
 start=$(date +%s)
 n=0
 for op in "${ops[@]}"; do
   IFS='|' read -r label spec extra <<<"$op"
   n=$((n + 1))
-  echo "[$n/${#ops[@]}] $label: $spec" >&2
+  budget=$op_seconds
+  if [[ -n "${DEADLINE:-}" ]]; then
+    # What is left until the deadline, less the wind-up (verification, comparison: ~30 s) of
+    # each operator still to run, shared among them.
+    left=$(((DEADLINE - $(date +%s) - 30 * (${#ops[@]} - n + 1)) / (${#ops[@]} - n + 1)))
+    if ((left < budget)); then budget=$left; fi
+    if ((budget < 20)); then budget=20; fi
+  fi
+  echo "[$n/${#ops[@]}] $label: $spec (time budget ${budget} s)" >&2
   # shellcheck disable=SC2086 # $extra is a list of flags
-  timeout -s INT -k 60 "$op_seconds" "$mt" tune --target cuda -w "$spec" --trials "$trials" \
-    --db "$db" --library cublas --verify-top 2 --verify-rounds 2 --compare-repeats 3 --json -q \
-    $extra >"$out/op$n.json" 2>"$out/op$n.log" ||
+  timeout -s INT -k 30 $((budget + 120)) "$mt" tune --target cuda -w "$spec" --trials "$trials" \
+    --time-budget "$budget" --db "$db" --library cublas --verify-top 2 --verify-rounds 2 \
+    --compare-repeats 3 --json -q $extra >"$out/op$n.json" 2>"$out/op$n.log" ||
     echo "  (tune exited with status $?; see $out/op$n.log)" >&2
 done
 elapsed=$(($(date +%s) - start))

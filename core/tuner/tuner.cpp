@@ -196,6 +196,8 @@ public:
 
 private:
   bool stopped() const { return stop_ && stop_->load(); }
+  // The time budget is spent once something was measured in this run past it.
+  bool out_of_time() const { return trials_run() > 0 && elapsed() >= options_.time_budget_seconds; }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   // Bad options fail before anything is opened.
@@ -425,6 +427,12 @@ private:
       spdlog::debug("{}: batch done, {} trials, best {:.4g} ms", t.result.spec, t.result.trials,
                     t.result.best_seconds * 1e3);
       if (cap_left(t) == 0) mark_exhausted(t);
+      if (out_of_time()) {
+        result_.time_budget_reached = true;
+        spdlog::info("time budget of {:g} s reached after {:.1f} s: no further candidates",
+                     options_.time_budget_seconds, elapsed());
+        break;
+      }
     }
     result_.trials = trials_run();
     result_.interrupted = stopped();
@@ -450,7 +458,9 @@ private:
     const size_t chunk = chunk_size(options_.measure);
     std::vector<MeasuredTrial> measured;
     std::mutex trial_mutex;
-    for (size_t begin = 0; begin < batch.size() && !stopped(); begin += chunk) {
+    for (size_t begin = 0;
+         begin < batch.size() && !stopped() && !(measured.size() && out_of_time());
+         begin += chunk) {
       size_t end = std::min(batch.size(), begin + chunk);
       std::vector<Function> funcs;
       for (size_t i = begin; i < end; ++i)

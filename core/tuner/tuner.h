@@ -63,6 +63,11 @@ struct TuneOptions {
   std::string target = "llvm"; // see setup_target (target_setup.h)
   size_t trials = 1000;        // records wanted in the database, all tasks together
   size_t per_task_cap = 0;     // records wanted per task at most; 0 = no cap
+  // Wall-clock seconds from the start of the run (references and library measurements
+  // included) after which no further candidate is measured; the run then ends as if its
+  // budget were spent: the fastest records are verified and compared. At least one batch is
+  // measured, so a capped run reports a kernel however long its references took. +inf = none.
+  double time_budget_seconds = std::numeric_limits<double>::infinity();
   // Candidates per scheduler turn; 0 = auto_batch_size(trials, tasks).
   size_t batch_size = 0;
   // Search strategy component (search_strategy.h): "search.Evolutionary" (the default,
@@ -180,7 +185,8 @@ struct TuneResult {
   size_t trials = 0;        // measured in this run, all tasks
   size_t records_total = 0; // in the database for these tasks and target at the end
   double tuning_seconds = 0;
-  bool interrupted = false; // stopped by the stop flag
+  bool interrupted = false;         // stopped by the stop flag
+  bool time_budget_reached = false; // stopped by TuneOptions::time_budget_seconds
   // Weighted sum of the tasks' best times (the model's latency; +inf if a task has none).
   double best_seconds() const;
   double best_gflops() const; // weighted flops / best_seconds()

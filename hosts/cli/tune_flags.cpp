@@ -17,6 +17,11 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Records wanted in the database for these workloads and target, those "
                   "already there included")
       ->capture_default_str();
+  cmd->add_option("--time-budget", t.time_budget_seconds,
+                  "Seconds: measure no further candidates once the run has taken this long "
+                  "(references and library measurements included); the best is then verified "
+                  "and compared as after --trials. At least one batch is measured")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--db", t.db_path, "Tuning database (SQLite file)")->capture_default_str();
   cmd->add_option("--seed", t.seed, "Random seed")->capture_default_str();
   cmd->add_option("--strategy", t.strategy,

@@ -36,6 +36,7 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
   j["chosen_gflops"] = r.chosen_gflops();
   j["tuning_seconds"] = r.tuning_seconds;
   j["interrupted"] = r.interrupted;
+  j["time_budget_reached"] = r.time_budget_reached;
   j["tasks"] = nlohmann::json::array();
   for (const TaskResult& t : r.tasks) {
     nlohmann::json tj;
@@ -88,7 +89,8 @@ void print_summary(const TuneResult& r) {
   std::cout << (r.interrupted ? "tuning interrupted" : "tuning done") << " on "
             << short_target_name(r.target) << ": " << r.trials << " trial(s) in " << std::fixed;
   std::cout.precision(1);
-  std::cout << r.tuning_seconds << " s, " << r.records_total << " record(s) in the database\n";
+  std::cout << r.tuning_seconds << " s, " << r.records_total << " record(s) in the database"
+            << (r.time_budget_reached ? " (time budget reached)" : "") << "\n";
   for (const TaskResult& t : r.tasks) {
     std::cout << "  " << t.spec << ": " << t.trials << " trial(s) (" << t.failed << " failed), ";
     if (std::isfinite(t.best_seconds)) {

@@ -30,7 +30,10 @@
 // (storage_align the shared operand tiles against bank conflicts), "pipeline_stages": k0's
 // software pipeline (core's software_pipeline.h): shared tiles in flight at once, one value or a
 // list the search samples from; [2, 3, 4] where a block may have 96 KB of shared memory or more
-// (CUDA's opt-in), else 2; 1 turns it off}.
+// (CUDA's opt-in), else 2; 1 turns it off, "vector_load_lens": the f16 elements each lane
+// moves per step of the cooperative fetch into shared memory, sampled uniformly: [4, 8] (8 and
+// 16 bytes, cp.async's wide forms; a lane of 1 or 2 elements is a scalar copy, up to 8 times
+// the instructions for nothing, which the search used to try half of the time)}.
 // "auto" (the default) applies it where the tune context says the target has tensor cores (an
 // "arch" of sm_70 or newer); "always" applies it on any GPU target, e.g. OpenCL, where the
 // operations are emulated by loops -- how the schedules are checked on a machine without an NVIDIA
@@ -41,6 +44,7 @@
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
 #include "config.hpp"
+#include "metatune/sdk/cuda_arch.hpp"
 #include "sampled_annotation.hpp"
 #include "std_components.hpp"
 #include "target_info.hpp"
@@ -165,7 +169,7 @@ public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
-                        "pad_shared", "pipeline_stages"});
+                        "pad_shared", "pipeline_stages", "vector_load_lens"});
     pad_shared_ = config_.get_bool("pad_shared", true);
     if (config_.is_list("pipeline_stages"))
       stages_ = config_.get_ints("pipeline_stages", {});
@@ -176,6 +180,15 @@ public:
         throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
                                                     "'pipeline_stages' must be 1 to 8 (or a list "
                                                     "of such)");
+    fetch_lanes_ = config_.get_ints("vector_load_lens", fetch_lanes_);
+    for (int64_t l : fetch_lanes_)
+      if (l != 1 && l != 2 && l != 4 && l != 8)
+        throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
+                                                    "'vector_load_lens' holds 1, 2, 4 or 8 (f16 "
+                                                    "elements, up to 16 bytes)");
+    if (fetch_lanes_.empty())
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.MultiLevelTilingTensorCore: 'vector_load_lens' is empty");
     enabled_ = config_.get_string("enabled", "auto");
     if (enabled_ != "auto" && enabled_ != "always")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -222,12 +235,7 @@ private:
   // have WMMA's f16 16x16x16 shape, sm_80 (Ampere) and later its bf16 one.
   static int sm_version(const sdk::TuneContext& ctx) {
     std::optional<std::string> arch = ctx.get_string("arch");
-    if (!arch || arch->rfind("sm_", 0) != 0) return 0;
-    try {
-      return std::stoi(arch->substr(3));
-    } catch (const std::exception&) {
-      return 0;
-    }
+    return arch ? sdk::sm_version(*arch) : 0;
   }
 
   // A loop of extent 16 * n split into [n, 16]; the tile loop is returned second.
@@ -359,10 +367,12 @@ private:
     mark_tiles(sch, init, under_warp, "wmma.fill");
     mark_tiles(sch, a_frag, under_k1, "wmma.load_a");
     mark_tiles(sch, b_frag, under_k1, "wmma.load_b");
-    // Each lane's share of a fetch step: 1 to 8 f16 (up to 16 bytes, one wide load where the
+    // Each lane's share of a fetch step: vector_load_lens f16 (one wide load where the
     // generator proves the lanes contiguous and aligned, vector_copy.h).
+    const std::vector<double> uniform(fetch_lanes_.size(),
+                                      1.0 / static_cast<double>(fetch_lanes_.size()));
     for (BlockRV cache : {a_shared, b_shared}) {
-      annotate_sampled(sch, cache, keys::kCooperativeFetch, {1, 2, 4, 8}, {0.25, 0.25, 0.25, 0.25});
+      annotate_sampled(sch, cache, keys::kCooperativeFetch, fetch_lanes_, uniform);
       sch.annotate(cache, keys::kWarpExecution, int64_t{1});
     }
     sch.annotate(block, keys::kTilingStructure, std::string("tensor_core"));
@@ -371,7 +381,8 @@ private:
   Config config_;
   std::string enabled_;
   bool pad_shared_ = true;
-  std::vector<int64_t> stages_{2}; // candidates, sampled uniformly
+  std::vector<int64_t> stages_{2};         // candidates, sampled uniformly
+  std::vector<int64_t> fetch_lanes_{4, 8}; // likewise
   int max_warps_ = 4, max_frags_ = 4, max_k_ = 4;
   bool active_ = false;
   int sm_ = 0;

@@ -7,6 +7,7 @@
 // arrays hold them in their own type, as in CUDA). Marked nests that are not the operation
 // they claim are refused with the reason.
 #include <cstdlib>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -115,6 +116,62 @@ TEST(WideFetches, CooperativeFetchesOfConsecutiveElementsBecomeOneMoveAndMatchTh
       {}, 6, {"matmul(M=64,N=48,K=32)", "dense(M=32,N=64,K=48,bias=0,act=none)"});
   std::printf("[ opencl ] %d of %d sampled schedules fetch with wide moves\n", wide, n);
   EXPECT_GE(wide, 3);
+}
+
+// The rule's vector_load_lens: the lanes of its fetches ([4, 8] by default: cp.async's 8 and
+// 16 bytes). Fetches one element wide copy an f16/bf16 element as itself, not through float
+// (two conversions per element), and still match the interpreter on PoCL.
+TEST(TensorCoreSchedules, FetchLanesFollowVectorLoadLensAndOneLaneCopiesHalvesAsThemselves) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  TuneAttributes attrs = gpu_test::opencl().attrs;
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  auto lanes_of = [](const Schedule& s) {
+    std::set<int64_t> lanes;
+    nlohmann::json t = nlohmann::json::parse(s.trace().to_json());
+    for (const auto& inst : t[0])
+      if (inst[0] == "annotate" && inst[2].size() == 2 &&
+          inst[2][0] == "meta_schedule.cooperative_fetch")
+        lanes.insert(inst[2][1].get<int64_t>());
+    return lanes;
+  };
+  for (const char* config :
+       {R"({"enabled": "always"})", R"({"enabled": "always", "vector_load_lens": [1]})"}) {
+    const bool one = std::string(config).find("[1]") != std::string::npos;
+    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore", config));
+    rules.back()->initialize(attrs);
+    for (const char* spec : {"matmul(M=32,N=64,K=32,dtype=f16,out_dtype=f32)",
+                             "matmul(M=32,N=64,K=32,dtype=bf16,out_dtype=f32)"}) {
+      SCOPED_TRACE(std::string(config) + " " + spec);
+      Function func = make_workload(spec);
+      std::vector<NDArray> reference = run(func);
+      int sampled = 0;
+      gpu_test::Tally t;
+      for (const auto& space : generate_design_spaces(func, rules, 1)) {
+        if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+        for (uint64_t k = 0; k < 16 && sampled < 4; ++k) {
+          std::shared_ptr<Schedule> s;
+          if (sample(func, space->trace(), 300 + k, false, postprocs, &s) != SampleOutcome::Ok)
+            continue;
+          ++sampled;
+          for (int64_t l : lanes_of(*s))
+            EXPECT_TRUE(one ? l == 1 : (l == 4 || l == 8)) << l;
+          if (!one) continue;
+          sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s->func()));
+          std::string cuda = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect()).code;
+          EXPECT_EQ(cuda.find("__float2half_rn(__half2float("), std::string::npos) << cuda;
+          EXPECT_EQ(cuda.find("mt_f32_to_bf16(mt_bf16_to_f32("), std::string::npos) << cuda;
+          EXPECT_EQ(gpu_test::build_and_compare(target, s->func(), reference, t, 1e-4, 1e-4), "")
+              << s->trace().to_json();
+        }
+      }
+      EXPECT_EQ(sampled, 4);
+    }
+  }
+  EXPECT_THROW(
+      host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"vector_load_lens": [3]})"),
+      std::exception);
 }
 
 // The first tensor-core sample of matmul, as a schedule to alter.

@@ -3,10 +3,12 @@
 // harness core_to_program, standing in for the plugin ABI's accessor walk).
 #include <cctype>
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
 
 #include "core/ir/printer.h"
+#include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
 #include "core/runtime/arguments.h"
@@ -14,6 +16,9 @@
 #include "core/schedule/random_schedule.h"
 #include "core/schedule/trace.h"
 #include "core/workload/library.h"
+#ifdef METATUNE_STD_RULES_PLUGIN
+#include "core/tuner/reference_schedule.h" // metatune_tune is linked with the std rules
+#endif
 #include "core_to_program.h"
 #include "metatune/llvm_cpu/compiler.hpp"
 #include "test_util.h"
@@ -89,8 +94,76 @@ TEST_P(LlvmWorkloads, RandomSchedulesMatchInterpreter) {
   EXPECT_GT(compiled, kSchedulesPerWorkload / 2) << "most schedules were rejected";
 }
 
+#ifdef METATUNE_STD_RULES_PLUGIN
+// The schedule a GPU run computes its reference results with on the CPU: the same results as
+// the interpreter for every workload.
+TEST_P(LlvmWorkloads, ReferenceScheduleMatchesInterpreter) {
+  Function f = make_workload(GetParam());
+  std::vector<NDArray> ref = interpret_ref(f);
+  auto outs = f.output_mask();
+  std::shared_ptr<Schedule> sch = reference_schedule(f);
+  Function lowered = lower(sch->func());
+  std::vector<NDArray> got;
+  std::string rejected;
+  ASSERT_TRUE(run_llvm(lowered, &got, &rejected)) << rejected;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!outs[i]) continue;
+    std::string why;
+    ASSERT_TRUE(allclose(got[i], ref[i], kRtol, kAtol, &why))
+        << "output " << f.params[i]->name << ": " << why << "\ntrace: " << sch->trace().to_json()
+        << "\n"
+        << print(lowered);
+  }
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(Library, LlvmWorkloads, ::testing::ValuesIn(test_workload_specs()),
                          name_of);
 
 } // namespace
 } // namespace mt::llvm_cpu::test
+
+#ifdef METATUNE_STD_RULES_PLUGIN
+namespace mt::llvm_cpu::test {
+namespace {
+
+// Which loop is innermost over the reduction block's update, by name, in the scheduled program.
+std::string innermost_loop_over(const Function& f, const std::string& block) {
+  std::string name;
+  std::vector<const ForNode*> stack;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (s->kind == StmtKind::For) {
+      stack.push_back(as<ForNode>(s));
+      walk(as<ForNode>(s)->body);
+      stack.pop_back();
+      return;
+    }
+    if (s->kind == StmtKind::BlockRealize && as<BlockRealizeNode>(s)->block->name == block &&
+        !stack.empty())
+      name = stack.back()->loop_var->name;
+    for (const Stmt& c : children(s))
+      walk(c);
+  };
+  walk(f.body);
+  return name;
+}
+
+// matmul walks B[k, j] down its columns with k innermost: the reduction moves out, j is the
+// innermost loop of the update. dense's weight[j, k] is walked along its rows already: kept.
+TEST(ReferenceSchedule, MovesTheReductionOutOnlyWhereRowsAreWalked) {
+  Function mm = make_workload("matmul(M=32,N=48,K=16)");
+  std::shared_ptr<Schedule> a = reference_schedule(mm);
+  const std::string block = a->name_of(a->all_blocks().back());
+  EXPECT_EQ(innermost_loop_over(mm, block), "k");
+  EXPECT_NE(innermost_loop_over(a->func(), block), "k") << print(a->func());
+  EXPECT_NE(a->trace().to_json().find("decompose_reduction"), std::string::npos);
+
+  Function dense = make_workload("dense(M=32,N=48,K=16,bias=0,act=none)");
+  std::shared_ptr<Schedule> b = reference_schedule(dense);
+  EXPECT_EQ(b->trace().to_json().find("reorder"), std::string::npos) << b->trace().to_json();
+  EXPECT_TRUE(structural_equal(b->func(), outer_loops_parallel(dense, 0)->func()));
+}
+
+} // namespace
+} // namespace mt::llvm_cpu::test
+#endif

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -275,6 +276,67 @@ TEST(TuneCli, SigintStopsCleanlyWithStatus130) {
   EXPECT_GE(j["trials"].get<size_t>(), 3u);
   EXPECT_LT(j["trials"].get<size_t>(), 500u);
   EXPECT_EQ(count_records(db), j["trials"].get<size_t>());
+}
+
+// coreutils' `timeout -s INT` signals the command and then its process group, which holds the
+// command too: the two arrive together and are one request to stop, not "stop now".
+TEST(TuneCli, SigintDeliveredTwiceAtOnceStillEndsWithTheReport) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  pid_t pid = spawn(tune_args(db, kSpec, 500), d.file("a.out"), d.file("a.err"));
+  ASSERT_TRUE(wait_for_records(db, 3, pid)) << slurp(d.file("a.err"));
+  // Apart enough for the handler to run twice (two pending signals would merge into one).
+  kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("a.err"));
+  nlohmann::json j = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
+  EXPECT_EQ(j["interrupted"], true);
+  EXPECT_EQ(count_records(db), j["trials"].get<size_t>());
+}
+
+// A second Ctrl-C a moment later still means "now": no report, what was committed stays.
+TEST(TuneCli, SecondSigintLaterLeavesAtOnce) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  // Each measurement lasts a second or more, so that the chunk in flight when the first signal
+  // comes is still being measured at the second.
+  std::vector<std::string> args = tune_args(db, kSpec, 500);
+  auto at = std::find(args.begin(), args.end(), "--min-repeat-ms");
+  ASSERT_NE(at, args.end());
+  *(at + 1) = "1500";
+  pid_t pid = spawn(args, d.file("a.out"), d.file("a.err"));
+  ASSERT_TRUE(wait_for_records(db, 3, pid)) << slurp(d.file("a.err"));
+  kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) == pid) GTEST_SKIP() << "the run ended before the second";
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+  EXPECT_EQ(slurp(d.file("a.out")).find("{\"best_gflops\""), std::string::npos);
+  EXPECT_GE(count_records(db), 3u);
+  DatabaseOptions o;
+  o.read_only = true;
+  EXPECT_TRUE(Database::open(db, o)->check().empty());
+}
+
+TEST(TuneCli, TimeBudgetEndsTheRunLikeASpentBudget) {
+  TempDir d;
+  std::string db = d.file("t.db");
+  std::vector<std::string> args = tune_args(db, kSpec, 100000);
+  args.insert(args.end(), {"--time-budget", "2"});
+  CliRun r = run_cli(d, args, "tune");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(j["interrupted"], false);
+  EXPECT_EQ(j["time_budget_reached"], true);
+  size_t trials = j["trials"];
+  EXPECT_GE(trials, 1u);
+  EXPECT_LT(trials, 100000u);
+  EXPECT_EQ(count_records(db), trials);
+  EXPECT_GT(j["best_gflops"].get<double>(), 0);
+  EXPECT_NE(r.out.find("(time budget reached)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("time budget of 2 s reached"), std::string::npos) << r.err;
 }
 
 TEST(TuneCli, LibraryCandidateComparedChosenShownAndReplayed) {

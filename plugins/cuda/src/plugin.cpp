@@ -19,6 +19,7 @@
 #include "metatune/gpu_codegen/device_module.hpp"
 #include "metatune/gpu_codegen/kernel_writer.hpp"
 #include "metatune/gpu_codegen/target_support.hpp"
+#include "metatune/sdk/cuda_arch.hpp"
 #include "metatune/sdk/plugin.hpp"
 #include "metatune/sdk/program_builder.hpp"
 #include "nvrtc_compiler.h"
@@ -57,8 +58,7 @@ Context& process_context(int ordinal) {
 // the 48 KB a kernel declares statically), by architecture, for compile-only use: the CUDA
 // programming guide's table of compute capabilities. 48 KB where the architecture is unknown.
 int64_t opt_in_shared_bytes(const std::string& arch) {
-  int sm = 0;
-  if (arch.rfind("sm_", 0) == 0) sm = std::atoi(arch.c_str() + 3);
+  const int sm = sdk::sm_version(arch);
   if (sm == 70 || sm == 72) return 96 * 1024;
   if (sm == 75) return 64 * 1024;
   if (sm == 80 || sm == 87) return 163 * 1024;

@@ -138,6 +138,7 @@ public:
   }
   bool holds_half_in_shared() const override { return true; }
   std::string shared_half_type(P::DType) const override { return "ushort"; }
+  bool assigns_half(P::DType t) const override { return t.kind == P::DTypeKind::BFloat; }
   std::string round_f16(const std::string& x) const override { return "mt_round_f16(" + x + ")"; }
   std::string float_bits(const std::string& x) const override { return "as_uint(" + x + ")"; }
   std::string bits_float(const std::string& u) const override { return "as_float(" + u + ")"; }

@@ -1095,8 +1095,24 @@ private:
         }
     }
     check_runs_once_per_element(s);
-    line(write_element(s->buffer, flat_index(s->buffer, s->indices), bare(s->value)) + ";");
+    if (const std::string src = half_copy_source(s); !src.empty())
+      line(buffer_name(s->buffer) + "[" + flat_index(s->buffer, s->indices) + "] = " + src + ";");
+    else
+      line(write_element(s->buffer, flat_index(s->buffer, s->indices), bare(s->value)) + ";");
     pending.merge(accesses(s));
+  }
+
+  // A store that copies an f16/bf16 element between two arrays holding it in the same type:
+  // the element itself, not a round trip through float (which costs two conversions per
+  // element in a cooperative fetch one lane wide). Empty when the store is anything else.
+  std::string half_copy_source(const P::Stmt& s) {
+    const P::Expr& v = s->value;
+    if (v->kind != ExprKind::Load || !is_half(s->buffer->dtype) ||
+        v->buffer->dtype != s->buffer->dtype || !d_.assigns_half(s->buffer->dtype) ||
+        !held_in_own_type(s->buffer) || !held_in_own_type(v->buffer) ||
+        storage_type(s->buffer) != storage_type(v->buffer))
+      return {};
+    return buffer_name(v->buffer) + "[" + flat_index(v->buffer, v->args) + "]";
   }
 
   // ---- tensor cores (tensor_op.h) --------------------------------------------------------------

@@ -80,6 +80,9 @@ public:
                                bool shared) const = 0;
   virtual std::string store_f16(const std::string& buffer, const std::string& index,
                                 const std::string& value, bool shared) const = 0;
+  // Whether an f16/bf16 element held in its own type may be copied by plain assignment (an
+  // OpenCL `half` may only be read and written through vload_half / vstore_half).
+  virtual bool assigns_half(P::DType /*t*/) const { return true; }
   // The element type of a block-shared array of f16/bf16 held in its own type.
   virtual std::string shared_half_type(P::DType t) const { return type_name(t); }
   virtual std::string round_f16(const std::string& x) const = 0;
