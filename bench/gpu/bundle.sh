@@ -16,8 +16,9 @@ build="$(cd "${BUILD:-$root/build}" && pwd)"
 out="${BUNDLE:-$root/.devbundle}"
 
 plugins=(cuda cublas llvm_cpu std_rules cost_models search_strategies)
-tests=(tests/gpu/gpu_cuda_device_tests tests/cublas/cublas_tests)
-cmake --build "$build" --target metatune_cli "${plugins[@]}" gpu_cuda_device_tests cublas_tests
+tests=(tests/gpu/gpu_cuda_device_tests tests/gpu/gpu_wgmma_probe_tests tests/cublas/cublas_tests)
+cmake --build "$build" --target metatune_cli "${plugins[@]}" gpu_cuda_device_tests \
+  gpu_wgmma_probe_tests cublas_tests
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT

@@ -4,7 +4,9 @@
 # bench/gpu/bundle.sh made (.devbundle/metatune-gpu.tar.xz) at the build's own path, then:
 #   1. the machine: GPU, driver, C library; metatune's view of the cuda and cublas targets;
 #   2. the on-device tests (label cuda): random schedules of every workload, f16/bf16 and
-#      tensor-core schedules run on the GPU against the interpreter, and cuBLAS on the device;
+#      tensor-core schedules run on the GPU against the interpreter, cuBLAS on the device, and
+#      the wgmma probe (tests/gpu/wgmma_probe_test.cpp: which shared-memory layouts Hopper's
+#      warpgroup MMA reads as the generator is to write them);
 #   3. bench/gpu/run.sh: tuned vs cuBLAS TFLOPS, same run.
 # Results go to $OUT (default bench/results/gpu-device): summary.md, tests.log and bench.tar.gz
 # (the bench's table, logs, JSON and tuning database) -- few files, as a device tool returns.
@@ -78,12 +80,17 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   say ""
   say "## On-device tests (cap ${TESTS_SECONDS:-120} s)"
   start=$(date +%s)
+  # Every binary runs; the status is the first failure's.
   timeout -k 10 "${TESTS_SECONDS:-120}" bash -c '
-    "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no
-    "$1/tests/cublas/cublas_tests" --gtest_color=no --gtest_filter="*OnDevice*"
+    rc=0
+    first_failure() { ((rc)) || rc=$1; }
+    "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no || first_failure $?
+    "$1/tests/cublas/cublas_tests" --gtest_color=no --gtest_filter="*OnDevice*" || first_failure $?
+    "$1/tests/gpu/gpu_wgmma_probe_tests" --gtest_color=no || first_failure $?
+    exit "$rc"
   ' _ "$build" >"$out/tests.log" 2>&1
   rc=$?
-  grep -E '^\[ cuda \] (total|f16|tensor)|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
+  grep -E '^\[ cuda \] (total|f16|tensor)|^\[ wgmma \]|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
     "$out/tests.log" | tee -a "$summary"
   say "- tests: exit $rc after $(($(date +%s) - start)) s$([[ $rc == 124 ]] && echo ' (cut at the cap)')"
 fi
