@@ -2,7 +2,9 @@
 // (top-level statement of the lowered body), the threads per block (product over threadIdx.x/y/z
 // of the largest extent bound to each) must not exceed the device's limit, nor the virtual
 // threads the vthread limit, nor the shared memory (sum of the "shared" allocations) and the
-// local memory per thread (sum of the "local" allocations) theirs.
+// local memory per thread (sum of the "local" allocations, one copy per virtual thread) theirs.
+// The cuda target sets the last to 255 registers of 4 bytes: larger per-thread arrays live in
+// local memory whatever the schedule (TVM's name, max_local_memory_per_block, is kept).
 //
 // Configuration: {"max_threads_per_block", "max_shared_memory_per_block",
 // "max_local_memory_per_block" (all from the target), "max_vthread": 8}.
@@ -35,22 +37,29 @@ int64_t bytes_of(sdk::BufferRef b) {
   return n;
 }
 
+// `copies`: the virtual threads of the vthread loops around `s`; each has its own copy of a
+// per-thread array allocated under them (the generator gives it one), so they all count.
+void measure(StmtRef s, int64_t copies, KernelUse& use) {
+  if (!s) return;
+  if (s.kind() == StmtKind::For && s.for_kind() == sdk::ForKind::ThreadBinding) {
+    int64_t& e = use.extent_by_tag[s.thread_tag()];
+    e = std::max(e, s.extent());
+    if (s.thread_tag().rfind("vthread", 0) == 0) copies *= s.extent();
+  } else if (s.kind() == StmtKind::Allocate) {
+    sdk::BufferRef b = s.buffer();
+    std::string scope = b.scope();
+    if (scope == "shared")
+      use.shared_bytes += bytes_of(b);
+    else if (scope == "local")
+      use.local_bytes += bytes_of(b) * copies;
+  }
+  for (StmtRef c : s.children())
+    measure(c, copies, use);
+}
+
 KernelUse measure(StmtRef kernel) {
   KernelUse use;
-  kernel.visit([&](StmtRef s) {
-    if (s.kind() == StmtKind::For && s.for_kind() == sdk::ForKind::ThreadBinding) {
-      int64_t& e = use.extent_by_tag[s.thread_tag()];
-      e = std::max(e, s.extent());
-    } else if (s.kind() == StmtKind::Allocate) {
-      sdk::BufferRef b = s.buffer();
-      std::string scope = b.scope();
-      if (scope == "shared")
-        use.shared_bytes += bytes_of(b);
-      else if (scope == "local")
-        use.local_bytes += bytes_of(b);
-    }
-    return true;
-  });
+  measure(kernel, 1, use);
   return use;
 }
 

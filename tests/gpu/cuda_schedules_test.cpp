@@ -312,5 +312,37 @@ TEST(CudaSchedules, VirtualThreadArraysThatFitInRegistersStayOutOfLocalMemory) {
   EXPECT_GE(small, 2);
 }
 
+// The cuda target's limit on a thread's arrays (255 registers of 4 bytes, a copy per virtual
+// thread counted): VerifyGPUCode refuses the samples whose accumulator could only live in local
+// memory, with the reason, and keeps enough of the space to search.
+TEST(CudaSchedules, ArraysBeyondAThreadsRegistersAreRefusedWithTheReason) {
+  Function func = make_workload("matmul(M=4096,N=4096,K=4096)");
+  std_rules_test::ComponentSet set = std_rules_test::gpu_set();
+  set.attrs["max_local_memory_per_block"] = int64_t{255 * 4};
+  std_rules_test::Instances in = std_rules_test::instantiate(set);
+  const std::regex array(R"(\n\s*float \w+_local\[(\d+)\];)");
+  int accepted = 0, refused_local = 0, tried = 0;
+  for (const auto& space : generate_design_spaces(func, in.rules, 1))
+    for (uint64_t k = 0; k < 50; ++k, ++tried) {
+      std::shared_ptr<Schedule> s;
+      std::string refused;
+      if (std_rules_test::sample(func, space->trace(), 950 + k, false, in.postprocs, &s,
+                                 &refused) != SampleOutcome::Ok) {
+        refused_local += refused.find("bytes of local memory (limit 1020)") != std::string::npos;
+        continue;
+      }
+      ++accepted;
+      sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s->func()));
+      std::string src = G::write_kernels(G::plan_kernels(p), *G::cuda_dialect()).code;
+      for (std::sregex_iterator it(src.begin(), src.end(), array), end; it != end; ++it)
+        EXPECT_LE(std::stoll((*it)[1]), 255) << src;
+    }
+  std::printf("[ cuda ] 4096^3 f32 within 255 registers a thread: %d of %d samples accepted, %d "
+              "refused for their arrays\n",
+              accepted, tried, refused_local);
+  EXPECT_GT(refused_local, 0);
+  EXPECT_GE(accepted * 5, tried);
+}
+
 } // namespace
 } // namespace mt

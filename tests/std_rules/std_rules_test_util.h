@@ -50,7 +50,9 @@ inline ComponentSet gpu_set() {
           {{"kind", std::string("cuda")},
            {"arch", std::string("sm_80")},
            {"max_threads_per_block", int64_t{1024}},
-           {"max_shared_memory_per_block", int64_t{49152}}}};
+           {"max_shared_memory_per_block", int64_t{49152}},
+           // The cuda target's: 255 registers of 4 bytes for a thread's arrays.
+           {"max_local_memory_per_block", int64_t{255 * 4}}}};
 }
 
 // The plugin, loaded once per test binary.
