@@ -18,7 +18,9 @@
 //   write_reuse ("none"|"may"|"must"), write_levels, write_scope,
 //   read_reuse, read_levels, read_scope, vector_load_lens (GPU: [1, 2, 4]),
 //   max_thread_factor (GPU: 32), max_vthread_factor (GPU: 2), max_thread_work (GPU: 8),
-//   max_shared_k (GPU: 32).
+//   max_shared_k (GPU: 32), pipeline_stages (GPU: [1, 2], sampled: the k loop the inputs are
+//   staged under software-pipelined, its next tiles fetched -- asynchronously with cp.async
+//   on sm_80+ -- while this one is computed on; 1 = not; core/lower/software_pipeline.h).
 // Levels are 1-based positions in the structure: level l means under the last loop of the
 // l-th structure position.
 #include <algorithm>
@@ -71,6 +73,9 @@ struct Options {
   // row, and a copy of it mostly costs.
   std::string read_inputs = "all";
   std::vector<int64_t> vector_load_lens;
+  // Depths of the software pipeline of the loop the inputs are staged under, sampled
+  // uniformly (1: none); empty = not annotated.
+  std::vector<int64_t> pipeline_stages;
   // GPU: the largest factor one spatial loop gives the level bound to threadIdx / vthread
   // (see bound_levels()): 32 x 32 threads per block at most, and 2 x 2 virtual threads.
   int64_t max_thread_factor = 32;
@@ -195,6 +200,7 @@ public:
                         "read_location",
                         "read_inputs",
                         "vector_load_lens",
+                        "pipeline_stages",
                         "padded_inner_factors",
                         "max_thread_factor",
                         "max_vthread_factor",
@@ -284,6 +290,7 @@ private:
       o.read_levels = {4};
       o.read_scope = "shared";
       o.vector_load_lens = {1, 2, 4};
+      o.pipeline_stages = {1, 2};
       o.register_tile = false; // a CPU register tile: threads tile a GPU block
       o.free_tiles = true;
     } else {
@@ -321,6 +328,14 @@ private:
     o.read_location = config_.get_string("read_location", o.read_location);
     o.read_inputs = config_.get_string("read_inputs", o.read_inputs);
     o.vector_load_lens = config_.get_ints("vector_load_lens", o.vector_load_lens);
+    if (config_.is_list("pipeline_stages"))
+      o.pipeline_stages = config_.get_ints("pipeline_stages", {});
+    else if (config_.has("pipeline_stages"))
+      o.pipeline_stages = {config_.get_int("pipeline_stages", 1)};
+    for (int64_t st : o.pipeline_stages)
+      if (st < 1 || st > 8)
+        throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTiling: 'pipeline_stages' must "
+                                                    "be 1 to 8 (or a list of such)");
     o.max_thread_factor = config_.get_int("max_thread_factor", o.max_thread_factor);
     o.max_vthread_factor = config_.get_int("max_vthread_factor", o.max_vthread_factor);
     o.max_thread_work = config_.get_int("max_thread_work", o.max_thread_work);
@@ -1105,7 +1120,22 @@ private:
       } catch (const sdk::ScheduleError&) {
       }
     }
+    if (staged) pipeline(s.sch, *at);
     return staged;
+  }
+
+  // The loop the inputs are staged under, software-pipelined where asked: lowering builds the
+  // pipeline where the loop's body begins with the fetches (leaves the loop as it is
+  // elsewhere), and a sampled depth is resolved by std.RewriteSoftwarePipeline.
+  void pipeline(Schedule& sch, LoopRV loop) const {
+    const std::vector<int64_t>& st = opts_.pipeline_stages;
+    if (st.empty() || (st.size() == 1 && st[0] == 1)) return;
+    if (st.size() == 1) {
+      sch.annotate(loop, sdk::program::kSoftwarePipelineStages, st[0]);
+      return;
+    }
+    annotate_sampled(sch, loop, sdk::program::kSoftwarePipelineStages, st,
+                     std::vector<double>(st.size(), 1.0 / static_cast<double>(st.size())));
   }
 
   Config config_;

@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tuner/target_setup.h"
+#include "core_to_program.h"
 #include "gpu_schedule_samples.h"
+#include "metatune/gpu_codegen/kernel_writer.hpp"
 #include "opencl_target.h"
+#include "tensor_core_samples.h"
 
 namespace mt {
 namespace {
@@ -48,6 +51,37 @@ TEST(OpenClSchedules, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter)
   std::printf("[ opencl ] total: built %d, correct %d, unsupported %d\n", total.built, total.ok,
               total.unsupported);
   EXPECT_GE(total.ok, 2 * total.unsupported);
+}
+
+// MultiLevelTiling's pipeline_stages ([1, 2] on GPUs): the k loop its inputs are staged under,
+// software-pipelined by lowering (the next tiles fetched a step ahead, into a second slot),
+// as the tensor-core rule's. Run on PoCL against the interpreter; in CUDA the fetches become
+// cp.async.
+TEST(OpenClSchedules, PipelinedMultiLevelTilingMatchesTheInterpreter) {
+  REQUIRE_OPENCL();
+  Tally t;
+  int pipelined = 0, async = 0;
+  gpu_test::for_each_gpu_sample(
+      opencl().attrs, 2,
+      [&](const gpu_test::Sampled& s) {
+        if (!gpu_test::is_pipelined(s.scheduled)) return;
+        ++pipelined;
+        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+        std::string cuda =
+            gpu_codegen::write_kernels(gpu_codegen::plan_kernels(p), *gpu_codegen::cuda_dialect())
+                .code;
+        async += cuda.find("mt_cp_async_commit();") != std::string::npos;
+        EXPECT_EQ(run_on_device(s.scheduled, s.reference, t), "") << s.trace_json;
+      },
+      {}, 8,
+      {"matmul(M=64,N=48,K=32)", "dense(M=32,N=64,K=48,bias=0,act=none)",
+       "batch_matmul(B=2,M=32,N=32,K=64)"});
+  std::printf("[ opencl ] %d pipelined MultiLevelTiling samples (%d with cp.async in CUDA): "
+              "built %d, correct %d\n",
+              pipelined, async, t.built, t.ok);
+  EXPECT_GE(pipelined, 4);
+  EXPECT_EQ(t.ok, t.built);
+  EXPECT_GE(async, 1);
 }
 
 TEST(OpenClSchedules, HalfPrecisionWorkloadsMatchTheInterpreter) {
