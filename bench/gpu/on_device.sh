@@ -84,13 +84,17 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   timeout -k 10 "${TESTS_SECONDS:-120}" bash -c '
     rc=0
     first_failure() { ((rc)) || rc=$1; }
-    "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no || first_failure $?
-    "$1/tests/cublas/cublas_tests" --gtest_color=no --gtest_filter="*OnDevice*" || first_failure $?
+    # The wgmma probe and schedules first: the newest code, and short.
     "$1/tests/gpu/gpu_wgmma_probe_tests" --gtest_color=no || first_failure $?
+    "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no --gtest_filter="*Warpgroup*" ||
+      first_failure $?
+    "$1/tests/gpu/gpu_cuda_device_tests" --gtest_color=no --gtest_filter="-*Warpgroup*" ||
+      first_failure $?
+    "$1/tests/cublas/cublas_tests" --gtest_color=no --gtest_filter="*OnDevice*" || first_failure $?
     exit "$rc"
   ' _ "$build" >"$out/tests.log" 2>&1
   rc=$?
-  grep -E '^\[ cuda \] (total|f16|tensor)|^\[ wgmma \]|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
+  grep -E '^\[ cuda \] (total|f16|tensor|wgmma)|^\[ wgmma \]|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
     "$out/tests.log" | tee -a "$summary"
   say "- tests: exit $rc after $(($(date +%s) - start)) s$([[ $rc == 124 ]] && echo ' (cut at the cap)')"
 fi
@@ -104,7 +108,7 @@ if [[ -z "${SKIP_BENCH:-}" ]]; then
   export DEADLINE=$((began + ${TOTAL_SECONDS:-540} - 60))
   left=$((DEADLINE - $(date +%s)))
   ((left >= 150)) || { say "on_device: only ${left} s left for the benchmark"; exit 4; }
-  say "- ${left} s for the three operators (each at most ${OP_SECONDS:-160} s)"
+  say "- ${left} s for the operators${ONLY:+ $ONLY} (each at most ${OP_SECONDS:-160} s)"
   BUILD="$build" OUT="$out/bench" bash "$root/bench/gpu/run.sh" 2>"$out/bench.log" |
     tee -a "$summary"
   bench_rc=$?

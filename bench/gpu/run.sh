@@ -16,7 +16,8 @@
 # of OP_SECONDS + 120 s interrupts a tuner that overruns, which still reports what it has),
 # DEADLINE (a `date +%s` time by which the last operator is to be done: the time left is shared
 # among the operators still to run, at most OP_SECONDS each), OUT (results folder, default
-# bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build).
+# bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build), ONLY (operator numbers:
+# ONLY=1 runs the f16 matmul alone).
 # Every candidate is measured in a worker process of its own (CUDA context, 64-128 MB of
 # operands, the output check): about 1 s at 4096^3; the re-measurement of the best records and
 # the side-by-side comparison are shortened to match.
@@ -66,6 +67,13 @@ ops=(
   "GMM 4096 f32|matmul(M=4096,N=4096,K=4096)|--atol 1e-3"
   "dense bert (GEMM)|dense(M=128,N=3072,K=768,bias=0,act=none)|"
 )
+
+# ONLY: the operators to run, by number (1 f16, 2 f32, 3 BERT), e.g. ONLY=1 or ONLY=1,3.
+if [[ -n "${ONLY:-}" ]]; then
+  picked=()
+  for i in ${ONLY//,/ }; do picked+=("${ops[$((i - 1))]}"); done
+  ops=("${picked[@]}")
+fi
 
 mkdir -p "$out"
 echo "bench/gpu on $status: ${#ops[@]} operators, $trials trials each (time budget at most ${op_seconds} s)," \

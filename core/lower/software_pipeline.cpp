@@ -144,6 +144,11 @@ private:
     Annotations ann = f->annotations;
     const auto* stages_value = std::get_if<int64_t>(&ann.at(kSoftwarePipelineStages));
     int64_t stages = stages_value ? *stages_value : 0;
+    int64_t spare = 0;
+    if (auto at = ann.find(kSoftwarePipelineSpareSlots); at != ann.end()) {
+      if (const auto* n = std::get_if<int64_t>(&at->second); n && *n > 0) spare = *n;
+      ann.erase(at);
+    }
     ann.erase(kSoftwarePipelineStages);
     Stmt as_it_was = make_for(f->loop_var, f->extent, f->body, f->for_kind, f->thread_tag, ann);
     if (stages < 2 || f->for_kind != ForKind::Serial || f->extent < 2) return as_it_was;
@@ -181,7 +186,7 @@ private:
     std::unordered_map<const BufferNode*, Buffer> slotted;
     for (const BufferNode* b : producers.writes) {
       std::vector<int64_t> shape = b->shape;
-      shape.insert(shape.begin(), stages);
+      shape.insert(shape.begin(), stages + spare);
       slotted[b] = make_buffer(b->name, b->dtype, shape, b->scope);
     }
     // Every access to a slotted buffer gets the slot as its leading index.
@@ -209,7 +214,7 @@ private:
     };
 
     const Expr& k = f->loop_var;
-    const Expr ahead = int_imm(stages - 1), n_slots = int_imm(stages);
+    const Expr ahead = int_imm(stages - 1), n_slots = int_imm(stages + spare);
     Stmt produce = make_seq(std::vector<Stmt>(items.begin(), items.begin() + n_producers));
     Stmt consume = make_seq(std::vector<Stmt>(items.begin() + n_producers, items.end()));
 
@@ -224,6 +229,7 @@ private:
                                                   floormod(k + ahead, n_slots))));
     Annotations loop_ann = ann;
     loop_ann[kSoftwarePipelineStages] = stages;
+    if (spare > 0) loop_ann[kSoftwarePipelineSpareSlots] = spare;
     Stmt loop =
         make_for(k, f->extent, make_seq({fetch_ahead, in_slot(consume, floormod(k, n_slots))}),
                  ForKind::Serial, "", loop_ann);

@@ -25,7 +25,9 @@
 // nothing the loop writes. Assumed, as the annotation's contract: the producers of an
 // iteration write every element its consumers read (true of a k-tile's fetch, whose region is
 // the tile's, compaction having made the buffer one iteration's region). S larger than K is
-// cut to K.
+// cut to K. With software_pipeline_spare_slots = n beside it, each buffer has S + n slots and
+// slot indices run modulo S + n: the fetch of iteration k then overwrites the slot iteration
+// k - 1 - n read, for consumers still reading after their iteration ends (wgmma).
 #pragma once
 
 #include "core/ir/stmt.h"
@@ -37,6 +39,8 @@ namespace mt {
 inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
 inline constexpr const char* kSoftwarePipelinePrologue = "software_pipeline_prologue";
 inline constexpr const char* kSoftwarePipelineAsyncCopy = "software_pipeline_async_copy";
+// n more slots than stages: iteration k's fetch (k + S-1) overwrites the slot of k - 1 - n.
+inline constexpr const char* kSoftwarePipelineSpareSlots = "software_pipeline_spare_slots";
 
 // Applies every software_pipeline_stages annotation of a lowered body (after compaction).
 Stmt software_pipeline(const Stmt& body);

@@ -17,7 +17,10 @@ namespace {
 static_assert(std::string_view(kUnrollHintAnnotation) == MT_LOOP_UNROLL_HINT);
 static_assert(std::string_view(kSoftwarePipelineStages) == MT_LOOP_SOFTWARE_PIPELINE_STAGES &&
               std::string_view(kSoftwarePipelinePrologue) == MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE &&
-              std::string_view(kSoftwarePipelineAsyncCopy) == MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY);
+              std::string_view(kSoftwarePipelineAsyncCopy) ==
+                  MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY &&
+              std::string_view(kSoftwarePipelineSpareSlots) ==
+                  MT_LOOP_SOFTWARE_PIPELINE_SPARE_SLOTS);
 
 const mt_str kEmpty{"", 0};
 

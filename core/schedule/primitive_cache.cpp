@@ -73,10 +73,11 @@ Stmt retarget(const BlockRealizeNode* br, const Buffer& from, const Buffer& to, 
 }
 
 void check_scope(const char* prim, const std::string& subject, const std::string& scope) {
-  // "wmma.*": tensor-core fragments (per warp; lowered like "local", see
-  // kTensorIntrinsicAnnotation).
-  static const char* ok[] = {"global",        "shared",        "local",           "cache",
-                             "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
+  // "wmma.*": tensor-core fragments (per warp; "wgmma.accumulator" per warpgroup; lowered like
+  // "local", see kTensorIntrinsicAnnotation).
+  static const char* ok[] = {
+      "global",           "shared",           "local", "cache", "wmma.matrix_a", "wmma.matrix_b",
+      "wmma.accumulator", "wgmma.accumulator"};
   if (std::find(std::begin(ok), std::end(ok), scope) == std::end(ok))
     schedule_error(prim, subject, "unknown storage scope '" + scope + "'");
 }

@@ -185,14 +185,14 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
              std::holds_alternative<std::string>(kind->second) &&
              is_gpu_kind(std::get<std::string>(kind->second));
   const TargetSetup* evaluator = gpu ? cpu_reference : target;
+  // A CPU run's reference run may be its baseline trial (below): the baseline's schedule.
+  // A GPU run's is only a reference: the faster reference_schedule (4096^3 matmuls in
+  // seconds, not a minute), the same sum per element.
+  const bool baseline = evaluator == target;
   if (evaluator && result.flops >= options.reference_by_target_flops) {
     const PluginTarget& t = *evaluator->target;
     // With the outer loops parallel: half the time on 2 cores and the same arithmetic per
     // element.
-    // A CPU run's reference run may be its baseline trial (below): the baseline's schedule.
-    // A GPU run's is only a reference: the faster reference_schedule (4096^3 matmuls in
-    // seconds, not a minute), the same sum per element.
-    const bool baseline = evaluator == target;
     by_target = Reference::Evaluator{
         evaluator->component + (baseline ? "+parallel" : "+reference"),
         [&t, baseline](const Function& f, std::vector<NDArray>& args) {
@@ -207,14 +207,13 @@ std::string TaskContext::ensure_reference(const TuneOptions& options) {
   reference = load_or_compute_reference(workload, options.seed, options.reference_cache_dir, 0,
                                         &info, by_target ? &*by_target : nullptr);
   has_reference = true;
-  if (by_target && evaluator == target &&
-      reference.compute_seconds >= options.reference_run_as_trial_seconds)
+  if (by_target && baseline && reference.compute_seconds >= options.reference_run_as_trial_seconds)
     unscheduled_seconds = reference.compute_seconds;
-  std::string by = !by_target ? ""
-                   : evaluator == target
-                       ? " by " + evaluator->component + " (unscheduled, outer loops parallel)"
-                       : " by " + evaluator->component +
-                             " (outer loops parallel, reductions outside the innermost loop)";
+  std::string by;
+  if (by_target)
+    by = " by " + evaluator->component +
+         (baseline ? " (unscheduled, outer loops parallel)"
+                   : " (outer loops parallel, reductions outside the innermost loop)");
   if (info.from_cache)
     return fmt::format("reference{} loaded from cache ({}) in {:.2f} s", by, info.file,
                        info.seconds);

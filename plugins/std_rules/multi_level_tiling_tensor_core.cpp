@@ -38,6 +38,27 @@
 // "arch" of sm_70 or newer); "always" applies it on any GPU target, e.g. OpenCL, where the
 // operations are emulated by loops -- how the schedules are checked on a machine without an NVIDIA
 // GPU.
+//
+// On sm_90 (Hopper) a second design space uses the warpgroup MMA (wgmma, "wgmma": "auto" |
+// "always" | "never"; "auto" where the arch is sm_90 or newer, "always" also on other GPU
+// targets, emulated):
+//
+//   blockIdx.x   batch x i0 x j0                  block tile (64*wi*fi) x N
+//     threadIdx.y  i1                             one warpgroup (128 threads) per i1: fi
+//                                                 64xN accumulator tiles in its registers
+//       acc = 0                                   wgmma.fill
+//       k0:  A, B tiles -> shared                 as core matrices (tensor_op.h), fetched 16
+//                                                 bytes a lane, the 8 lanes of a shared-memory
+//                                                 phase on 8 rows of one core matrix (no bank
+//                                                 conflict), pipelined as above with a spare
+//                                                 slot: one tile's products run on while the
+//                                                 next tile's are issued
+//         k1:  acc += A_s * B_s                   wgmma.mma: m64nNk16 per 16-wide k step, the
+//                                                 operands read from shared memory
+//       C <- acc                                  wgmma.store
+//
+// N is drawn from "wgmma_cols" ([64, 128, 256], those dividing j), wi and fi from 1 or 2 (fi
+// 1 when N is 256: a thread holds at most 128 accumulator floats), k1 up to max_k_tiles.
 #include <optional>
 #include <set>
 
@@ -59,6 +80,8 @@ using sdk::Schedule;
 
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarp = 32;
+constexpr int64_t kGroupRows = 64;     // wgmma's m64
+constexpr int64_t kGroupThreads = 128; // a warpgroup
 
 // The roles of a matmul-like block's iteration variables and reads.
 struct MatmulRoles {
@@ -169,7 +192,17 @@ public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
-                        "pad_shared", "pipeline_stages", "vector_load_lens"});
+                        "pad_shared", "pipeline_stages", "vector_load_lens", "wgmma",
+                        "wgmma_cols"});
+    wgmma_ = config_.get_string("wgmma", "auto");
+    if (wgmma_ != "auto" && wgmma_ != "always" && wgmma_ != "never")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma' must "
+                                                  "be \"auto\", \"always\" or \"never\"");
+    group_cols_ = config_.get_ints("wgmma_cols", group_cols_);
+    for (int64_t n : group_cols_)
+      if (n < 16 || n > 256 || n % 16)
+        throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
+                                                    "'wgmma_cols' holds multiples of 16 up to 256");
     pad_shared_ = config_.get_bool("pad_shared", true);
     if (config_.is_list("pipeline_stages"))
       stages_ = config_.get_ints("pipeline_stages", {});
@@ -205,6 +238,7 @@ public:
     TargetInfo info = TargetInfo::from(ctx);
     sm_ = sm_version(ctx);
     active_ = info.gpu && (enabled_ == "always" || sm_ >= 70);
+    group_active_ = info.gpu && (wgmma_ == "always" || (wgmma_ == "auto" && sm_ >= 90));
     // Deeper pipelines where the block may have the shared memory for them (CUDA from sm_70,
     // sizing it at launch beyond 48 KB): a 128x128x32 tile takes 19 KB a slot.
     const bool roomy = info.max_shared_memory_per_block >= kDeepPipelineShared;
@@ -221,13 +255,23 @@ public:
     if (!roles) return {sch};
     const bool bf16 = roles->operand.kind == sdk::DTypeKind::BFloat;
     if (bf16 && enabled_ != "always" && sm_ < 80) return {sch};
+    std::vector<Schedule> out;
+    if (group_active_) {
+      Schedule wg = sch.copy();
+      try {
+        tile_warpgroups(wg, block, *roles);
+        out.push_back(wg);
+      } catch (const sdk::ScheduleError&) {
+      }
+    }
     Schedule tc = sch.copy();
     try {
       tile(tc, block, *roles);
+      out.push_back(tc);
     } catch (const sdk::ScheduleError&) {
-      return {sch};
     }
-    return {tc, sch};
+    out.push_back(sch);
+    return out;
   }
 
 private:
@@ -236,6 +280,37 @@ private:
   static int sm_version(const sdk::TuneContext& ctx) {
     std::optional<std::string> arch = ctx.get_string("arch");
     return arch ? sdk::sm_version(*arch) : 0;
+  }
+
+  // The next tiles fetched while this one is computed on (lowering builds the pipeline). A
+  // sampled depth is linked to its sample, which std.RewriteSoftwarePipeline resolves.
+  void annotate_pipeline(Schedule& sch, LoopRV k0) const {
+    if (stages_.size() > 1)
+      annotate_sampled(
+          sch, k0, sdk::program::kSoftwarePipelineStages, stages_,
+          std::vector<double>(stages_.size(), 1.0 / static_cast<double>(stages_.size())));
+    else if (stages_[0] > 1)
+      sch.annotate(k0, sdk::program::kSoftwarePipelineStages, stages_[0]);
+  }
+
+  // The block's loops by role (the binding is trivial: recognise() checked it).
+  struct RoleLoops {
+    LoopRV i, j, k;
+    std::vector<LoopRV> batch;
+  };
+  static RoleLoops loops_by_role(Schedule& sch, BlockRV block, const MatmulRoles& m) {
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    auto loop_of = [&](size_t iv) {
+      for (LoopRV l : loops)
+        if (sch.loop_var(l) == ivs[iv].value) return l;
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " +
+                                                      sch.name_of(block) + ": binding not trivial");
+    };
+    RoleLoops r{loop_of(m.i), loop_of(m.j), loop_of(m.k), {}};
+    for (size_t x : m.batch)
+      r.batch.push_back(loop_of(x));
+    return r;
   }
 
   // A loop of extent 16 * n split into [n, 16]; the tile loop is returned second.
@@ -276,7 +351,6 @@ private:
   }
 
   void tile(Schedule& sch, BlockRV block, const MatmulRoles& m) const {
-    const std::string block_name = sch.name_of(block);
     auto written = [&](BlockRV b) { return sch.writes(b).at(0).buffer.name(); };
     BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
     BlockRV a_frag =
@@ -297,19 +371,7 @@ private:
         if (ndim >= 2) sch.storage_align(shared, 0, static_cast<int>(ndim) - 2, 16, 8);
       }
 
-    // Loops of the block by iteration variable (the binding is trivial).
-    std::vector<LoopRV> loops = sch.get_loops(block);
-    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-    auto loop_of = [&](size_t iv) {
-      for (LoopRV l : loops)
-        if (sch.loop_var(l) == ivs[iv].value) return l;
-      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
-                                                      ": binding not trivial");
-    };
-    LoopRV li = loop_of(m.i), lj = loop_of(m.j), lk = loop_of(m.k);
-    std::vector<LoopRV> batch;
-    for (size_t x : m.batch)
-      batch.push_back(loop_of(x));
+    auto [li, lj, lk, batch] = loops_by_role(sch, block, m);
 
     // i, j -> [block, warp, fragment, 16]; k -> [k0, k1, 16]. Fragments and warps each drawn
     // with their own bound: one three-way draw over a 4096 extent gave the warps most of the
@@ -353,14 +415,7 @@ private:
     BlockRV init = sch.decompose_reduction(block, k01[0]);
     // Marked after decompose_reduction, whose init copies the loops with their annotations.
     sch.annotate(ti[3], sdk::program::kTensorIntrinsicAnnotation, std::string("wmma.mma"));
-    // The next tiles fetched while this one is computed on (lowering builds the pipeline).
-    // A sampled depth is linked to its sample, which std.RewriteSoftwarePipeline resolves.
-    if (stages_.size() > 1)
-      annotate_sampled(
-          sch, k01[0], sdk::program::kSoftwarePipelineStages, stages_,
-          std::vector<double>(stages_.size(), 1.0 / static_cast<double>(stages_.size())));
-    else if (stages_[0] > 1)
-      sch.annotate(k01[0], sdk::program::kSoftwarePipelineStages, stages_[0]);
+    annotate_pipeline(sch, k01[0]);
 
     const size_t under_warp = 2, under_k1 = 4; // below bx, ty (and k0, k1)
     mark_tiles(sch, store, under_warp, "wmma.store");
@@ -378,8 +433,117 @@ private:
     sch.annotate(block, keys::kTilingStructure, std::string("tensor_core"));
   }
 
+  // The wgmma design space (the header's second diagram).
+  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m) const {
+    const std::string block_name = sch.name_of(block);
+    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
+    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
+    BlockRV store = sch.cache_write(block, 0, "wgmma.accumulator");
+    auto [li, lj, lk, batch] = loops_by_role(sch, block, m);
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    const int64_t extent_i = ivs[m.i].extent, extent_j = ivs[m.j].extent;
+    if (extent_i % kGroupRows)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
+                                                      ": i is not a multiple of 64");
+    std::vector<int64_t> cols;
+    for (int64_t n : group_cols_)
+      if (extent_j % n == 0) cols.push_back(n);
+    if (cols.empty())
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + block_name +
+                                                      ": no wgmma N divides j");
+    sdk::ExprRV n = sch.sample_categorical(
+        cols, std::vector<double>(cols.size(), 1.0 / static_cast<double>(cols.size())));
+    const bool wide = sch.get(n) > 128;
+    // i -> [i0, i1 (warpgroups), i2 (64-row tiles per warpgroup), 64]; j -> [j0, N];
+    // k -> [k0, k1, 16].
+    std::vector<LoopRV> ti = sch.split(li, {sdk::Factor(-1), sdk::Factor(kGroupRows)});
+    std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(ti[0], 2, wide ? 1 : 2);
+    std::vector<LoopRV> rest_frag = sch.split(ti[0], {f[0], f[1]});
+    std::vector<sdk::ExprRV> w = sch.sample_perfect_tile(rest_frag[0], 2, 2);
+    std::vector<LoopRV> pi = sch.split(rest_frag[0], {w[0], w[1]});
+    std::vector<LoopRV> tj = sch.split(lj, {sdk::Factor(-1), sdk::Factor(n)});
+    std::vector<LoopRV> tk = split_tile(sch, lk);
+    std::vector<sdk::ExprRV> fk = sch.sample_perfect_tile(tk[0], 2, max_k_);
+    std::vector<LoopRV> k01 = sch.split(tk[0], {fk[0], fk[1]});
+    std::vector<LoopRV> order = batch;
+    for (LoopRV l : {pi[0], tj[0], pi[1], k01[0], k01[1], rest_frag[1], ti[1], tj[1], tk[1]})
+      order.push_back(l);
+    sch.reorder(order);
+    std::vector<LoopRV> grid = batch;
+    grid.push_back(pi[0]);
+    grid.push_back(tj[0]);
+    LoopRV bx = grid.size() > 1 ? sch.fuse(grid) : grid[0];
+    sch.bind(bx, "blockIdx.x");
+    sch.bind(pi[1], "threadIdx.y");
+    sch.unroll(rest_frag[1]);
+
+    sch.reverse_compute_at(store, pi[1]);
+    sch.compute_at(a_shared, k01[0]);
+    sch.compute_at(b_shared, k01[0]);
+    BlockRV init = sch.decompose_reduction(block, k01[0]);
+    sch.annotate(ti[1], sdk::program::kTensorIntrinsicAnnotation, std::string("wgmma.mma"));
+    annotate_pipeline(sch, k01[0]);
+    // One slot more than the stages: the products of a k-tile read shared memory after their
+    // iteration, so the fetch overwrites the slot read two iterations before, and the barrier
+    // before it leaves the last tile's products running (the generator's wait depth).
+    sch.annotate(k01[0], sdk::program::kSoftwarePipelineSpareSlots, int64_t{1});
+    const size_t under_warpgroup = 2; // below bx, ty
+    mark_group_tiles(sch, store, under_warpgroup, "wgmma.store");
+    mark_group_tiles(sch, init, under_warpgroup, "wgmma.fill");
+    for (BlockRV cache : {a_shared, b_shared}) {
+      order_fetch_by_core_matrix(sch, cache);
+      sch.annotate(cache, keys::kCooperativeFetch, int64_t{8});
+      sch.annotate(cache, keys::kWarpExecution, kGroupThreads);
+    }
+    sch.annotate(block, keys::kTilingStructure, std::string("tensor_core"));
+  }
+
+  // The accumulator's copies under the warpgroup (fill, store): their last two loops are the
+  // rows and the N columns; rows beyond 64 split into [fi, 64] with the tile loop unrolled, and
+  // the 64 x N nest marked with the operation.
+  static void mark_group_tiles(Schedule& sch, BlockRV block, size_t first_own,
+                               const std::string& intrinsic) {
+    std::vector<LoopRV> loops = sch.get_loops(block);
+    if (loops.size() < first_own + 2)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                               "std.MultiLevelTilingTensorCore: " + sch.name_of(block) +
+                                   ": not a 2-d accumulator copy");
+    LoopRV rows = loops[loops.size() - 2];
+    if (sch.extent(rows) > kGroupRows) {
+      std::vector<LoopRV> parts = sch.split(rows, {sdk::Factor(-1), sdk::Factor(kGroupRows)});
+      sch.unroll(parts[0]);
+      rows = parts[1];
+    }
+    sch.annotate(rows, sdk::program::kTensorIntrinsicAnnotation, intrinsic);
+  }
+
+  // A shared tile [R, C] fetched in the order (R/8, C/(8q), q, 8 rows, 8 elements): the
+  // cooperative fetch gives each lane 8 elements (16 bytes, one core-matrix row) and
+  // consecutive lanes consecutive rows, so the 8 lanes of a shared-memory phase write 8
+  // different rows of one core matrix (8 different bank groups), and a warp reads q 16-byte
+  // chunks of each of 8 rows of device memory (q = 4: 64 contiguous bytes a row).
+  static void order_fetch_by_core_matrix(Schedule& sch, BlockRV cache) {
+    std::vector<LoopRV> loops = sch.get_loops(cache);
+    if (loops.size() < 2)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " +
+                                                      sch.name_of(cache) + ": not a 2-d tile");
+    LoopRV r = loops[loops.size() - 2], c = loops[loops.size() - 1];
+    const int64_t rows = sch.extent(r), cols = sch.extent(c);
+    if (rows % 8 || cols % 8)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                               "std.MultiLevelTilingTensorCore: " + sch.name_of(cache) +
+                                   ": a tile not of whole core matrices");
+    const int64_t q = cols % 32 == 0 ? 4 : cols % 16 == 0 ? 2 : 1;
+    std::vector<LoopRV> rs = sch.split(r, {sdk::Factor(-1), sdk::Factor(8)});
+    std::vector<LoopRV> cs = sch.split(c, {sdk::Factor(-1), sdk::Factor(q), sdk::Factor(8)});
+    sch.reorder({rs[0], cs[0], cs[1], rs[1], cs[2]});
+  }
+
   Config config_;
   std::string enabled_;
+  std::string wgmma_ = "auto";
+  std::vector<int64_t> group_cols_{64, 128, 256};
+  bool group_active_ = false;
   bool pad_shared_ = true;
   std::vector<int64_t> stages_{2};         // candidates, sampled uniformly
   std::vector<int64_t> fetch_lanes_{4, 8}; // likewise

@@ -4,7 +4,8 @@
 // binding (and the vector length), the thread part bound to threadIdx.x and the vector part
 // vectorised. The annotation is removed. A copy outside any threadIdx.x loop is left as is,
 // unless it runs in whole warps (meta_schedule.warp_execution, the tensor-core tiling): then it
-// is split over the enclosing threadIdx.y loop's warps and their 32 lanes.
+// is split over the enclosing threadIdx.y loop's warps and their 32 lanes (or, where the
+// annotation's value is more than 1, that many lanes along threadIdx.x: 128 for a warpgroup).
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
 #include "config.hpp"
@@ -35,10 +36,15 @@ public:
       if (!trace) trace.emplace(sch.trace());
       int64_t lanes = resolve_sampled(anns, keys::kCooperativeFetch, *trace).value_or(1);
       unannotate_sampled(sch, block, anns, keys::kCooperativeFetch);
-      bool warps = anns.count(keys::kWarpExecution) > 0;
-      if (warps) sch.unannotate(block, keys::kWarpExecution);
+      auto warp_ann = anns.find(keys::kWarpExecution);
+      const bool warps = warp_ann != anns.end();
+      int64_t warp_threads = 32;
+      if (warps) {
+        if (const auto* v = std::get_if<int64_t>(&warp_ann->second); v && *v > 1) warp_threads = *v;
+        sch.unannotate(block, keys::kWarpExecution);
+      }
       try {
-        spread(sch, block, name, lanes, warps);
+        spread(sch, block, name, lanes, warps ? warp_threads : 0);
       } catch (const sdk::ScheduleError&) {
         // The copy stays serial inside each thread: slower, still correct.
       }
@@ -47,10 +53,11 @@ public:
   }
 
 private:
-  // `warps`: the copy runs in whole warps (kWarpExecution): threadIdx.x is 32 lanes and the
-  // enclosing threadIdx.y loop counts the warps; both are bound.
+  // `warp_threads` > 0: the copy runs in whole warps (kWarpExecution): threadIdx.x is that
+  // many lanes and the enclosing threadIdx.y loop counts the warps; both are bound.
   static void spread(Schedule& sch, BlockRV block, const std::string& name, int64_t lanes,
-                     bool warps) {
+                     int64_t warp_threads) {
+    const bool warps = warp_threads > 0;
     LoopTree tree(sch);
     std::vector<sdk::StmtRef> nest = tree.loops_of(name);
     int64_t threads = 0, warp_count = 0;
@@ -59,7 +66,7 @@ private:
       if (l.thread_tag() == "threadIdx.x") threads = l.extent();
       if (l.thread_tag() == "threadIdx.y") warp_count = l.extent();
     }
-    if (warps && threads == 0) threads = 32;
+    if (warps && threads == 0) threads = warp_threads;
     if (!warps) warp_count = 0;
     if (threads <= 0) return;
     // The copy's own loops: the innermost ones that enclose nothing but this block.

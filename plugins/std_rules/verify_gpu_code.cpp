@@ -52,6 +52,8 @@ void measure(StmtRef s, int64_t copies, KernelUse& use) {
       use.shared_bytes += bytes_of(b);
     else if (scope == "local")
       use.local_bytes += bytes_of(b) * copies;
+    else if (scope == "wgmma.accumulator") // spread over a warpgroup's 128 threads' registers
+      use.local_bytes += bytes_of(b) / 128;
   }
   for (StmtRef c : s.children())
     measure(c, copies, use);

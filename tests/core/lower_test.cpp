@@ -565,6 +565,29 @@ TEST(LowerSoftwarePipeline, FetchesAheadIntoSlotsAndComputesTheSame) {
   g.expect_result(cut);
 }
 
+// Spare slots (for consumers that read asynchronously, wgmma): S + n slots, the fetch still
+// S - 1 ahead, slot indices modulo S + n; the annotation stays on the loop as applied, and the
+// interpreter's result is the same.
+TEST(LowerSoftwarePipeline, SpareSlotsAddSlotsAndComputeTheSame) {
+  StagedLoop g;
+  for (int64_t stages : {2, 3}) {
+    SCOPED_TRACE("stages " + std::to_string(stages));
+    Function low = lower(
+        g.function({{kSoftwarePipelineStages, stages}, {kSoftwarePipelineSpareSlots, int64_t{1}}}));
+    auto allocs = allocations(low.body);
+    ASSERT_EQ(allocs.size(), 1u);
+    EXPECT_EQ(allocs[0]->buffer->shape, (std::vector<int64_t>{stages + 1, 8}));
+    int64_t spare = 0, prologue_stages = 0;
+    const ForNode* loop = loop_annotated(low.body, kSoftwarePipelineSpareSlots, &spare);
+    const ForNode* prologue = loop_annotated(low.body, kSoftwarePipelinePrologue, &prologue_stages);
+    ASSERT_TRUE(loop && prologue);
+    EXPECT_EQ(spare, 1);
+    EXPECT_EQ(loop->annotations.count(kSoftwarePipelineStages), 1u);
+    EXPECT_EQ(prologue->extent, stages - 1);
+    g.expect_result(low);
+  }
+}
+
 // Where the body does not start by filling a shared buffer of the loop, nothing changes and the
 // annotation goes (a target never sees a request lowering did not carry out).
 TEST(LowerSoftwarePipeline, LeavesALoopItCannotPipelineAsItWas) {

@@ -111,5 +111,29 @@ TEST(CudaOnDevice, TensorCoreSchedulesMatchTheInterpreter) {
   EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
 }
 
+// Hopper's warpgroup MMA (wgmma, sm_90a): the same check on an sm_90 device, the operands
+// read from shared memory through the generator's core-matrix descriptors.
+TEST(CudaOnDevice, WarpgroupMmaSchedulesMatchTheInterpreter) {
+  REQUIRE_CUDA_DEVICE();
+  TuneAttributes attrs = cuda_device().setup.attrs;
+  auto arch = attrs.find("arch");
+  if (arch == attrs.end() || !std::holds_alternative<std::string>(arch->second) ||
+      std::get<std::string>(arch->second) != "sm_90")
+    GTEST_SKIP() << "wgmma needs an sm_90 device";
+  Tally t;
+  int n = gpu_test::for_each_tensor_core_sample(
+      attrs, 4,
+      [&](const gpu_test::TensorCoreSample& s) {
+        EXPECT_EQ(gpu_test::build_and_compare(*cuda_device().setup.target, s.scheduled, s.reference,
+                                              t, 1e-3, 1e-3),
+                  "")
+            << s.spec << "\ntrace " << s.trace_json;
+      },
+      gpu_test::warpgroup_space());
+  print_tally("wgmma samples (" + std::to_string(n) + ")", t);
+  EXPECT_GE(n, 12);
+  EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
+}
+
 } // namespace
 } // namespace mt

@@ -35,14 +35,15 @@ struct TensorCoreSample {
 
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
 // how many were handed over. `attrs`: the device's limits.
-// The rules of the tensor-core spaces, the tensor-core rule enabled on any GPU kind.
+// The rules of the tensor-core spaces, the tensor-core rule enabled on any GPU kind (`config`:
+// the rule's).
 inline std::vector<std::unique_ptr<PluginScheduleRule>>
-tensor_core_rules(const TuneAttributes& attrs) {
+tensor_core_rules(const TuneAttributes& attrs,
+                  const std::string& config = R"({"enabled": "always"})") {
   PluginHost& h = host();
   std::vector<std::unique_ptr<PluginScheduleRule>> rules;
   rules.push_back(h.create_schedule_rule("std.AutoInline"));
-  rules.push_back(
-      h.create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"enabled": "always"})"));
+  rules.push_back(h.create_schedule_rule("std.MultiLevelTilingTensorCore", config));
   for (const char* n : {"std.ParallelVectorizeUnroll", "std.AutoBind"})
     rules.push_back(h.create_schedule_rule(n));
   for (auto& r : rules)
@@ -72,20 +73,41 @@ inline bool is_pipelined(const Function& scheduled) {
   return found;
 }
 
+// The warpgroup (wgmma) space's workloads: m a multiple of 64, n of 64 (its smallest N).
+// matmul's B is MN-major (wgmma's transposed B), dense's weight K-major.
+inline std::vector<std::string> warpgroup_specs() {
+  return {"matmul(M=128,N=64,K=32,dtype=f16,out_dtype=f32)",
+          "dense(M=64,N=128,K=32,dtype=f16,out_dtype=f32)",
+          "batch_matmul(B=2,M=64,N=64,K=32,dtype=f16,out_dtype=f32)",
+          "matmul(M=64,N=64,K=48,dtype=bf16,out_dtype=f32)"};
+}
+
+// Which space to sample and how the rule makes it.
+struct TensorCoreSpace {
+  std::string marker = "wmma.mma"; // in the space's trace
+  std::string config = R"({"enabled": "always"})";
+  std::vector<std::string> specs = tensor_core_specs();
+};
+inline TensorCoreSpace warpgroup_space() {
+  return {"wgmma.mma", R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128]})",
+          warpgroup_specs()};
+}
+
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
 // how many were handed over. `attrs`: the device's limits.
 inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,
-                                       const std::function<void(const TensorCoreSample&)>& f) {
-  std::vector<std::unique_ptr<PluginScheduleRule>> rules = tensor_core_rules(attrs);
+                                       const std::function<void(const TensorCoreSample&)>& f,
+                                       const TensorCoreSpace& which = {}) {
+  std::vector<std::unique_ptr<PluginScheduleRule>> rules = tensor_core_rules(attrs, which.config);
   std::vector<std::unique_ptr<PluginPostproc>> postprocs = gpu_postprocs(attrs);
   int n = 0;
-  for (const std::string& spec : tensor_core_specs()) {
+  for (const std::string& spec : which.specs) {
     SCOPED_TRACE(spec);
     Function func = make_workload(spec);
     std::vector<NDArray> reference = run(func);
     int found = 0;
     for (const auto& space : generate_design_spaces(func, rules, 1)) {
-      if (space->trace().to_json().find("wmma.mma") == std::string::npos) continue;
+      if (space->trace().to_json().find(which.marker) == std::string::npos) continue;
       ++found;
       for (int k = 0, got = 0; k < 8 * samples && got < samples; ++k) {
         std::shared_ptr<Schedule> s;

@@ -11,7 +11,6 @@
 // compiled for sm_90a (NVRTC runs ptxas, which checks the instructions and operands);
 // with one they run, and the products of small integers, exact in f16 and f32, are compared
 // with a double-precision product.
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -20,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/runtime/ndarray.h"
 #include "cuda_driver.h"
 #include "nvrtc_compiler.h"
 
@@ -122,20 +122,10 @@ float b_value(int k, int n) {
   return static_cast<float>((k * 2 + n * 7) % 5 - 2);
 }
 
-// f16 bits of small integers (|x| <= 3): exponent and mantissa by hand, exact.
 std::vector<uint16_t> to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size(), 0);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == 0) continue;
-    const unsigned sign = v[i] < 0 ? 0x8000u : 0u;
-    float x = std::fabs(v[i]);
-    unsigned e = 15;
-    while (x >= 2) {
-      x /= 2;
-      ++e;
-    }
-    out[i] = static_cast<uint16_t>(sign | (e << 10) | static_cast<unsigned>((x - 1) * 1024));
-  }
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = float_to_half_bits(v[i]);
   return out;
 }
 

@@ -264,15 +264,21 @@ TEST(TuneCli, TwoProcessesOnOneDatabase) {
   EXPECT_TRUE(Database::open(db, o)->check().empty());
 }
 
+// The stopped run's exit status and the JSON line it ended its output with (a.out / a.err).
+nlohmann::json report_after_stop(const TempDir& d, pid_t pid) {
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("a.err"));
+  nlohmann::json j = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
+  EXPECT_EQ(j["interrupted"], true);
+  return j;
+}
+
 TEST(TuneCli, SigintStopsCleanlyWithStatus130) {
   TempDir d;
   std::string db = d.file("t.db");
   pid_t pid = spawn(tune_args(db, kSpec, 500), d.file("a.out"), d.file("a.err"));
   ASSERT_TRUE(wait_for_records(db, 3, pid)) << slurp(d.file("a.err"));
   kill(pid, SIGINT);
-  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("a.err"));
-  nlohmann::json j = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
-  EXPECT_EQ(j["interrupted"], true);
+  nlohmann::json j = report_after_stop(d, pid);
   EXPECT_GE(j["trials"].get<size_t>(), 3u);
   EXPECT_LT(j["trials"].get<size_t>(), 500u);
   EXPECT_EQ(count_records(db), j["trials"].get<size_t>());
@@ -289,9 +295,7 @@ TEST(TuneCli, SigintDeliveredTwiceAtOnceStillEndsWithTheReport) {
   kill(pid, SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   kill(pid, SIGINT);
-  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("a.err"));
-  nlohmann::json j = nlohmann::json::parse(last_line(slurp(d.file("a.out"))));
-  EXPECT_EQ(j["interrupted"], true);
+  nlohmann::json j = report_after_stop(d, pid);
   EXPECT_EQ(count_records(db), j["trials"].get<size_t>());
 }
 

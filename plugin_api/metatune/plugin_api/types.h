@@ -18,18 +18,19 @@ extern "C" {
  * plugin built for the same major and a minor no newer than its own: structs and tables only
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
-#define MT_PLUGIN_ABI_VERSION_MINOR 7 /* 1.1: schedule_features, cost-model save/load;
-                                       1.2: program_partition_loops, transform_layout;
-                                       1.3: search strategies on a search context,
-                                            component_desc.joins_defaults;
-                                       1.4: trace_attr_ints, trace_attr_str,
-                                            trace_num_inputs;
-                                       1.5: model layers (schema, parameters, build on
-                                            a layer context);
-                                       1.6: target export_library (ahead-of-time
-                                            kernel libraries);
-                                       1.7: layer_positions, layer_state_append
-                                            (generation with a KV cache) */
+#define MT_PLUGIN_ABI_VERSION_MINOR                                                                \
+  7 /* 1.1: schedule_features, cost-model save/load;                                               \
+     1.2: program_partition_loops, transform_layout;                                               \
+     1.3: search strategies on a search context,                                                   \
+          component_desc.joins_defaults;                                                           \
+     1.4: trace_attr_ints, trace_attr_str,                                                         \
+          trace_num_inputs;                                                                        \
+     1.5: model layers (schema, parameters, build on                                               \
+          a layer context);                                                                        \
+     1.6: target export_library (ahead-of-time                                                     \
+          kernel libraries);                                                                       \
+     1.7: layer_positions, layer_state_append                                                      \
+          (generation with a KV cache) */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
@@ -198,6 +199,12 @@ typedef struct mt_ann_value {
 #define MT_LOOP_SOFTWARE_PIPELINE_STAGES "software_pipeline_stages"
 #define MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE "software_pipeline_prologue"
 #define MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY "software_pipeline_async_copy"
+/* MT_LOOP_SOFTWARE_PIPELINE_SPARE_SLOTS = n (n >= 1), beside the stages on the same loop: n
+ * slots more than the S, the fetch still S-1 iterations ahead, so that the slot a fetch
+ * overwrites was last read n+1 iterations before, not 1 -- room for consumers whose reads finish
+ * after their iteration (Hopper's warpgroup MMA reads shared memory asynchronously). Lowering
+ * keeps it on the pipelined loop, as applied. */
+#define MT_LOOP_SOFTWARE_PIPELINE_SPARE_SLOTS "software_pipeline_spare_slots"
 
 /* ---- IR enums ---------------------------------------------------------------------------------
  * mt_dtype_code, mt_stmt_kind, mt_expr_kind, mt_math_fn, mt_for_kind, mt_iter_kind and

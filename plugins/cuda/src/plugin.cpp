@@ -147,9 +147,13 @@ public:
     std::string why;
     Nvrtc* nvrtc = Nvrtc::get(&why);
     if (!nvrtc) throw sdk::Error(MT_ERROR_UNSUPPORTED, "cuda: " + why);
-    NvrtcResult r = nvrtc->compile(g.source.code, g.plan.name + ".cu", arch_);
-    if (!r.ok)
-      throw sdk::Error(MT_ERROR_UNKNOWN, "cuda: NVRTC failed for " + arch_ + ":\n" + r.log);
+    // Hopper's warpgroup MMA exists only in sm_90a's instruction set (code for it runs on
+    // sm_90 devices alone, which is what the kernel is built for).
+    const std::string arch = arch_ == "sm_90" && g.source.code.find("wgmma.") != std::string::npos
+                                 ? std::string("sm_90a")
+                                 : arch_;
+    NvrtcResult r = nvrtc->compile(g.source.code, g.plan.name + ".cu", arch);
+    if (!r.ok) throw sdk::Error(MT_ERROR_UNKNOWN, "cuda: NVRTC failed for " + arch + ":\n" + r.log);
     try {
       CudaBackend backend{&context, std::make_unique<cuda::Module>(context, r.binary), {}};
       for (size_t k = 0; k < g.source.kernel_names.size(); ++k) {

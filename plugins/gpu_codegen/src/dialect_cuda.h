@@ -217,6 +217,62 @@ public:
     return "nvcuda::wmma::store_matrix_sync(" + pointer + ", " + frag + ", " + std::to_string(ld) +
            ", nvcuda::wmma::" + (col_major ? "mem_col_major" : "mem_row_major") + ");";
   }
+  // wgmma. The descriptor (PTX ISA, "matrix descriptor" of wgmma): bits 0-13 the tile's
+  // shared address / 16, 16-29 the leading byte offset / 16, 32-45 the stride byte offset / 16,
+  // no swizzle (bits 62-63 zero). The manual's reading, which tests/gpu/wgmma_probe_test.cpp
+  // checks on a device: the leading offset runs along k and the stride offset along m or n,
+  // for K-major and MN-major tiles alike.
+  std::string group_mma_prologue() const override {
+    return R"(static __device__ __forceinline__ unsigned long long mt_wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>(lbo >> 4) << 16) |
+         (static_cast<unsigned long long>(sbo >> 4) << 32);
+}
+)";
+  }
+  std::string group_accumulator_array(const std::string& name, int64_t floats) const override {
+    return "float " + name + "[" + std::to_string(floats) + "];";
+  }
+  std::string group_mma_descriptor(const std::string& pointer, int64_t k_stride, int64_t mn_stride,
+                                   bool /*k_major*/) const override {
+    return "mt_wgmma_desc(" + pointer + ", " + std::to_string(k_stride) + "u, " +
+           std::to_string(mn_stride) + "u)";
+  }
+  std::string group_mma(const std::string& acc, const std::string& first, int64_t cols,
+                        const std::string& desc_a, const std::string& desc_b, bool trans_a,
+                        bool trans_b, P::DType operand) const override {
+    const int64_t n = cols / 2;
+    const char* t = operand.kind == P::DTypeKind::BFloat ? "bf16" : "f16";
+    std::string outs, ins;
+    for (int64_t i = 0; i < n; ++i) {
+      outs += (i ? ", %" : "%") + std::to_string(i);
+      ins += std::string(i ? ", " : "") + "\"+f\"(" + acc + "[" + first + " + " +
+             std::to_string(i) + "])";
+    }
+    // Products are added to the registers (scale-d 1: the fill zeroed them); the fence orders
+    // the registers' earlier writes before the asynchronous product reads them.
+    return "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n"
+           "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" +
+           std::to_string(n + 2) + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" +
+           std::to_string(cols) + "k16.f32." + t + "." + t + " {" + outs + "}, %" +
+           std::to_string(n) + ", %" + std::to_string(n + 1) + ", p, 1, 1, " +
+           (trans_a ? "1" : "0") + ", " + (trans_b ? "1" : "0") + ";\\n}\\n\" : " + ins +
+           " : \"l\"(" + desc_a + "), \"l\"(" + desc_b + "), \"r\"(1));";
+  }
+  std::string group_mma_commit() const override {
+    return "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");";
+  }
+  std::string group_mma_wait(int64_t pending) const override {
+    return "asm volatile(\"wgmma.wait_group.sync.aligned " + std::to_string(pending) +
+           ";\\n\" ::: \"memory\");";
+  }
+  std::string register_fence(const std::string& reg) const override {
+    return "asm volatile(\"\" : \"+f\"(" + reg + ") :: \"memory\");";
+  }
+  std::string async_proxy_fence() const override {
+    return "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");";
+  }
   // load_matrix_sync wants 256-bit aligned addresses; every tile starts at a multiple of 16
   // elements of an f16 array, so aligning the array is enough.
   std::string fragment_source_array(const std::string& type, const std::string& name,

@@ -17,6 +17,7 @@
 
 #include "cross_thread_reduction.h"
 #include "metatune/gpu_codegen/shared_layout.hpp"
+#include "metatune/sdk/index_analysis.hpp"
 #include "shared_access.h"
 #include "tensor_op.h"
 #include "vector_copy.h"
@@ -30,6 +31,7 @@ namespace {
 constexpr const char* kF16 = "<f16>";
 constexpr const char* kTensorCores = "<tensor cores>";
 constexpr const char* kAsyncCopies = "<async copies>";
+constexpr const char* kGroupMma = "<warpgroup mma>";
 const std::string kAsyncCopyOf = "<async copy of bytes> "; // + the size
 
 using P::ExprKind;
@@ -283,6 +285,7 @@ private:
   }
 
   std::string row_major_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
+    if (core_matrix_.count(b->id)) return bare(core_matrix_offset(*b, indices));
     std::string out;
     int64_t stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
@@ -531,8 +534,26 @@ private:
     if (!uniform)
       throw UnsupportedError("threads hand data to each other (" + why +
                              ") under divergent control flow, where no barrier can be placed");
+    group_mma_quiesce();
     line(d_.barrier());
     pending = Accesses{};
+  }
+
+  void commit_group_mmas() {
+    if (!group_uncommitted_) return;
+    line(d_.group_mma_commit());
+    group_uncommitted_ = false;
+  }
+
+  // Before a barrier in a kernel with warpgroup MMAs: this thread's wgmmas, which read shared
+  // memory asynchronously, are done (the tiles may be overwritten after the barrier), and its
+  // ordinary and cp.async writes to shared memory are made visible to the asynchronous proxy
+  // that the next wgmmas read through.
+  void group_mma_quiesce() {
+    if (!group_ops_ || !d_.has_tensor_cores()) return;
+    commit_group_mmas();
+    line(d_.group_mma_wait(group_wait_depth_));
+    line(d_.async_proxy_fence());
   }
 
   std::string describe(const P::Stmt& s) {
@@ -662,7 +683,9 @@ private:
   // A vectorised loop that copies consecutive elements (vector_copy.h) as one wide move, where
   // the dialect has them and both arrays hold the elements in their own type.
   bool vector_copy(const P::Stmt& loop, Accesses& pending) {
-    auto vc = match_vector_copy(loop);
+    auto vc = match_vector_copy(loop, [this](const P::Buffer& b, const std::vector<P::Expr>& i) {
+      return core_matrix_.count(b->id) ? core_matrix_offset(*b, i) : P::flat_index(*b, i);
+    });
     if (!vc || active_xr_ || in_tensor_op_) return false;
     const P::Buffer& dst = vc->store->buffer;
     const P::Buffer& src = vc->store->value->buffer;
@@ -731,11 +754,19 @@ private:
                              "` hand data to each other's threads "
                              "under divergent control flow, where no barrier can be placed");
     Accesses inner = pending;
+    // Spare slots (software_pipeline.h): the warpgroup products of the last `spare` iterations
+    // (one commit group each) may still be reading their slots at this loop's barriers.
+    const int64_t outer_depth = group_wait_depth_;
+    if (stages > 1 && group_ops_) group_wait_depth_ = spare_slots(s);
     if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
     if (stages > 1)
       pipelined_body(s->body, stages, inner, uniform);
     else
       stmt(s->body, inner, uniform);
+    // The products issued in an iteration form one group, which the next iteration's barrier
+    // waits for (or leaves running, with spare slots).
+    if (carried) commit_group_mmas();
+    group_wait_depth_ = outer_depth;
     if (prologue) async_line(d_.async_commit());
     --indent_;
     line("}");
@@ -747,6 +778,12 @@ private:
     }
   }
 
+  static int64_t spare_slots(const P::Stmt& loop) {
+    auto it = loop->annotations.find(P::kSoftwarePipelineSpareSlots);
+    if (it == loop->annotations.end()) return 0;
+    const auto* n = std::get_if<int64_t>(&it->second);
+    return n ? *n : 0;
+  }
   // The stages of a loop that lowering pipelined (core's software_pipeline.h), 0 if it is not.
   static int64_t pipeline_stages(const P::Stmt& loop) {
     auto it = loop->annotations.find(P::kSoftwarePipelineStages);
@@ -934,8 +971,13 @@ private:
     std::string v = var_name(s->loop_var);
     line("{");
     ++indent_;
-    line("const " + idx_ + " " + v + " = (" + idx_ + ")" +
-         (is_block ? d_.block_index(dim) : d_.thread_index(dim)) + ";");
+    // A dimension launched once has index 0: said as a constant, so that what it indexes
+    // folds (a warpgroup's accumulator registers must be indexed by constants).
+    line("const " + idx_ + " " + v + " = " +
+         (launched == 1
+              ? std::string("0")
+              : "(" + idx_ + ")" + (is_block ? d_.block_index(dim) : d_.thread_index(dim))) +
+         ";");
     if (!is_block) thread_vars_.insert(s->loop_var->var_id);
     scope_vars_.insert(s->loop_var->var_id);
     bool inserted =
@@ -1176,10 +1218,23 @@ private:
       return true;
     });
     if (tensor_ops_.empty()) return;
-    if (kernel_.dims.block[0] != 32)
-      throw UnsupportedError("tensor-core operations need one warp along threadIdx.x (32 "
-                             "threads), not " +
+    for (const TensorOp& op : tensor_ops_)
+      group_ops_ = group_ops_ || op.unit == TensorUnit::Warpgroup;
+    const int64_t lanes = group_ops_ ? kWarpgroupThreads : 32;
+    for (const TensorOp& op : tensor_ops_)
+      if ((op.unit == TensorUnit::Warpgroup) != group_ops_)
+        throw UnsupportedError("a kernel with both warp (wmma) and warpgroup (wgmma) operations");
+    if (kernel_.dims.block[0] != lanes)
+      throw UnsupportedError(std::string(group_ops_ ? "warpgroup operations need one warpgroup "
+                                                      "along threadIdx.x (128 threads), not "
+                                                    : "tensor-core operations need one warp "
+                                                      "along threadIdx.x (32 threads), not ") +
                              std::to_string(kernel_.dims.block[0]));
+    core_matrix_ = core_matrix_operands(tensor_ops_);
+    for (const auto& [id, layout] : core_matrix_) {
+      (void)layout;
+      if (d_.has_tensor_cores()) fragment_memory_.insert(id);
+    }
     for (const TensorOp& op : tensor_ops_) {
       if (!op.mem.buffer) continue;
       const P::Buffer& m = op.mem.buffer;
@@ -1202,8 +1257,11 @@ private:
     if (vt_) throw UnsupportedError("tensor-core fragments under a vthread loop");
     line("{");
     ++indent_;
-    line(d_.fragment_array(info->second.role, b->dtype, info->second.col_major, buffer_name(b),
-                           info->second.count));
+    if (info->second.unit == TensorUnit::Warpgroup)
+      line(d_.group_accumulator_array(buffer_name(b), info->second.count * info->second.cols / 2));
+    else
+      line(d_.fragment_array(info->second.role, b->dtype, info->second.col_major, buffer_name(b),
+                             info->second.count));
     stmt(alloc->body, pending, uniform);
     --indent_;
     line("}");
@@ -1225,6 +1283,11 @@ private:
     }
     used_helpers_.insert(kTensorCores);
     used_helpers_.insert(kF16);
+    if (op.unit == TensorUnit::Warpgroup) {
+      group_op(op);
+      pending.merge(accesses(loop));
+      return;
+    }
     auto frag = [&](const Tile& t) {
       return buffer_name(t.buffer) + "[" + bare(fragment_index(t)) + "]";
     };
@@ -1250,6 +1313,106 @@ private:
     }
     }
     pending.merge(accesses(loop));
+  }
+
+  // A warpgroup operation (wgmma, sm_90a). Each thread of the warpgroup holds cols / 2 floats
+  // of a 64 x cols accumulator tile: warp w rows 16w to 16w + 15; per 8 columns j, values
+  // (row, 2 columns) and (row + 8, the same 2) with row = 16w + lane / 4, columns 8j + 2 (lane
+  // % 4) -- mma.sync's m16n8 accumulator, four warps high.
+  void group_op(const TensorOp& op) {
+    used_helpers_.insert(kGroupMma);
+    const int64_t per_tile = op.cols / 2;
+    // The accumulator tile's first register, a constant once the tiles' loops are unrolled.
+    auto first_register = [&](const Tile& t) {
+      return "(" + bare(group_tile_index(t, op.cols)) + ") * " + std::to_string(per_tile);
+    };
+    const std::string acc = buffer_name(op.frag.buffer);
+    switch (op.kind) {
+    case TensorOpKind::Fill: {
+      std::string r = fresh("mt_r");
+      line(d_.unroll_pragma());
+      line("for (int " + r + " = 0; " + r + " < " + std::to_string(per_tile) + "; ++" + r + ") " +
+           acc + "[" + first_register(op.frag) + " + " + r +
+           "] = " + float_literal(op.fill, P::DType::f32()) + ";");
+      break;
+    }
+    case TensorOpKind::Mma: {
+      auto descriptor = [&](const Tile& t, bool is_a, bool* transposed) {
+        GroupOperand g = group_operand(t, is_a);
+        *transposed = !g.k_major;
+        return d_.group_mma_descriptor("&" + buffer_name(t.buffer) + "[" +
+                                           row_major_index(t.buffer, t.base) + "]",
+                                       g.k_stride_bytes, g.mn_stride_bytes, g.k_major);
+      };
+      bool trans_a = false, trans_b = false;
+      std::string da = descriptor(op.a, true, &trans_a), db = descriptor(op.b, false, &trans_b);
+      line(d_.group_mma(acc, first_register(op.frag), op.cols, da, db, trans_a, trans_b,
+                        op.a.buffer->dtype));
+      group_uncommitted_ = true;
+      break;
+    }
+    case TensorOpKind::Store: {
+      commit_group_mmas();
+      line(d_.group_mma_wait(0) + " // the accumulator is read next");
+      {
+        std::string r = fresh("mt_r");
+        line(d_.unroll_pragma());
+        line("for (int " + r + " = 0; " + r + " < " + std::to_string(per_tile) + "; ++" + r + ") " +
+             d_.register_fence(acc + "[" + first_register(op.frag) + " + " + r + "]"));
+      }
+      MemoryLayout l = memory_layout(op.mem);
+      const std::string base = "&" + buffer_name(op.mem.buffer) + "[" +
+                               row_major_index(op.mem.buffer, op.mem.base) + "]";
+      std::string p = fresh("mt_c"), w = fresh("mt_w"), ln = fresh("mt_l"), j = fresh("mt_j");
+      std::string row = fresh("mt_row"), col = fresh("mt_col");
+      line("{");
+      ++indent_;
+      line(d_.type_name(op.mem.buffer->dtype) + "* " + p + " = " + base + ";");
+      line("const int " + w + " = (int)" + d_.thread_index(0) + " / 32, " + ln + " = (int)" +
+           d_.thread_index(0) + " % 32;");
+      line(d_.unroll_pragma());
+      line("for (int " + j + " = 0; " + j + " < " + std::to_string(op.cols / 8) + "; ++" + j +
+           ") {");
+      ++indent_;
+      line("const int " + row + " = 16 * " + w + " + " + ln + " / 4, " + col + " = 8 * " + j +
+           " + (" + ln + " % 4) * 2;");
+      const std::string ld = std::to_string(l.ld);
+      auto at = [&](const std::string& r, const std::string& c) {
+        return l.col_major ? p + "[(" + r + ") + (" + c + ") * " + ld + "]"
+                           : p + "[(" + r + ") * " + ld + " + (" + c + ")]";
+      };
+      const std::string reg = acc + "[" + first_register(op.frag) + " + 4 * " + j + " + ";
+      line(at(row, col) + " = " + reg + "0];");
+      line(at(row, col + " + 1") + " = " + reg + "1];");
+      line(at(row + " + 8", col) + " = " + reg + "2];");
+      line(at(row + " + 8", col + " + 1") + " = " + reg + "3];");
+      --indent_;
+      line("}");
+      --indent_;
+      line("}");
+      break;
+    }
+    default:
+      throw UnsupportedError(op.name + ": not a warpgroup operation");
+    }
+  }
+
+  // Which 64 x cols tile of a warpgroup accumulator `t` starts, in the buffer's row-major grid
+  // of such tiles.
+  P::Expr group_tile_index(const Tile& t, int64_t cols) {
+    const auto& shape = t.buffer->shape;
+    P::Expr flat = P::int_imm(0);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const bool rows = static_cast<int>(d) == t.row_dim,
+                 columns = static_cast<int>(d) == t.col_dim;
+      const int64_t unit = rows ? kGroupRows : columns ? cols : 1;
+      if (shape[d] % unit != 0)
+        throw UnsupportedError("the accumulator '" + t.buffer->name + "' is not a grid of 64 x " +
+                               std::to_string(cols) + " tiles");
+      flat = flat * P::int_imm(shape[d] / unit) +
+             (unit == 1 ? t.base[d] : t.base[d] / P::int_imm(unit));
+    }
+    return flat;
   }
 
   void reduction_epilogue(const CrossThreadReduction& xr, const std::string& t, int dim) {
@@ -1349,6 +1512,13 @@ private:
   std::map<int64_t, FragmentInfo> frag_info_;
   std::unordered_set<int64_t> fragment_memory_;  // shared arrays fragments are loaded from
   std::unordered_set<int64_t> tensor_nest_vars_; // loop variables of the operations' nests
+  bool group_ops_ = false;                       // the operations are a warpgroup's (wgmma)
+  // Products (commit groups) that may stay in flight at a barrier: those of the spare slots'
+  // iterations of the pipelined loop being written, 0 elsewhere.
+  int64_t group_wait_depth_ = 0;
+  bool group_uncommitted_ = false;                  // products written since the last commit
+  std::map<int64_t, CoreMatrixLayout> core_matrix_; // shared arrays wgmma reads
+
   bool in_tensor_op_ = false;
   bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies
 };
@@ -1430,6 +1600,7 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
   os << dialect.prologue();
   if (used.count(kF16)) os << dialect.f16_prologue();
   if (used.count(kTensorCores)) os << dialect.tensor_core_prologue();
+  if (used.count(kGroupMma)) os << dialect.group_mma_prologue();
   if (used.count(kAsyncCopies)) {
     std::vector<int64_t> sizes;
     for (int64_t bytes : {4, 8, 16})

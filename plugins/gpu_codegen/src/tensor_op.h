@@ -1,9 +1,11 @@
 // Tensor-core operations in a lowered program: loop nests a schedule marked with
 // kTensorIntrinsicAnnotation, recognised as one of WMMA's warp-wide 16x16x16 operations (fill,
 // load, multiply-accumulate, store) on fragments -- buffers in the "wmma.matrix_a",
-// "wmma.matrix_b" and "wmma.accumulator" scopes. The writer emits the instruction for a nest
-// only after this check has proved that the loops compute exactly what it does, so the
-// interpreter, which runs the loops, stays the oracle.
+// "wmma.matrix_b" and "wmma.accumulator" scopes -- or as one of Hopper's warpgroup operations
+// (wgmma, sm_90a): a 64xN accumulator in the "wgmma.accumulator" scope, filled, updated by
+// 64xNx16 products whose operands the instruction reads from shared memory itself, and stored. The
+// writer emits the instruction for a nest only after this check has proved that the loops compute
+// exactly what it does, so the interpreter, which runs the loops, stays the oracle.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +19,13 @@
 namespace mt::gpu_codegen {
 
 inline constexpr int64_t kTensorTile = 16;
+// wgmma's m64nNk16: 64 rows a warpgroup, N a multiple of 8 up to 256, k 16.
+inline constexpr int64_t kGroupRows = 64, kGroupMaxCols = 256;
+inline constexpr int64_t kWarpgroupThreads = 128;
 
 enum class TensorOpKind { Fill, LoadA, LoadB, Mma, Store };
+// Who executes an operation together: a warp (WMMA) or a warpgroup of 4 warps (wgmma).
+enum class TensorUnit { Warp, Warpgroup };
 
 bool is_fragment_scope(const std::string& scope);
 
@@ -32,12 +39,14 @@ struct Tile {
 
 struct TensorOp {
   TensorOpKind kind = TensorOpKind::Fill;
-  std::string name; // the annotation's value ("wmma.mma"), for messages
+  TensorUnit unit = TensorUnit::Warp;
+  std::string name;           // the annotation's value ("wmma.mma"), for messages
+  int64_t cols = kTensorTile; // the accumulator tile's columns (N); rows: 16, or 64 for wgmma
   // Fill, loads, mma: the fragment written; store: the fragment read. Rows and columns are the
   // matrix's own (M x K for matrix_a, K x N for matrix_b, M x N for the accumulator).
   Tile frag;
   Tile mem;        // loads and store: the memory side, rows and columns as the fragment's
-  Tile a, b;       // mma: the operand fragments
+  Tile a, b;       // mma: the operand fragments (wgmma: the operand tiles in shared memory)
   double fill = 0; // fill: the value
 };
 
@@ -54,7 +63,9 @@ TensorOp match_tensor_op(const P::Stmt& loop);
 struct FragmentInfo {
   FragmentRole role = FragmentRole::Accumulator;
   bool col_major = false;
-  int64_t count = 1; // 16x16 fragments the buffer holds
+  int64_t count = 1; // 16x16 fragments the buffer holds (wgmma: 64xN tiles)
+  TensorUnit unit = TensorUnit::Warp;
+  int64_t cols = kTensorTile; // N of a wgmma accumulator's tiles
 };
 std::map<int64_t, FragmentInfo> fragment_infos(std::vector<TensorOp>& ops);
 
@@ -75,5 +86,29 @@ bool memory_tile_aligned(const Tile& mem);
 // expression of the tile's base, when the base is provably a multiple of 16 along the rows
 // and columns.
 P::Expr fragment_index(const Tile& frag);
+
+// wgmma's operands in shared memory: the buffer's last two dimensions [R, C] held as 8x8 core
+// matrices (8 rows of 16 bytes), row-major among themselves: element (r, c) at
+//   ((r / 8) * (C / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8
+// plus R * C per step of the leading dimensions (a pipeline's stages). The next core matrix
+// along the rows is 128 bytes on, along the columns C * 16 bytes on. K-major operands (A[m, k],
+// B[n, k]) have k along C, MN-major ones (B[k, n], A[k, m]) along R.
+struct CoreMatrixLayout {
+  int64_t rows = 0, cols = 0; // R, C
+};
+// The shared buffers wgmma reads, by id, with their layouts; throws UnsupportedError when one
+// cannot be held so (dimensions not multiples of 8, not 16-bit).
+std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<TensorOp>& ops);
+// The element offset of buffer[indices] in that layout.
+P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices);
+
+// A wgmma operand tile in shared memory: whether it is K-major (k along the buffer's innermost
+// dimension), and the byte distances from one core matrix to the next along k and along m (or
+// n), for the instruction's descriptor.
+struct GroupOperand {
+  bool k_major = true;
+  int64_t k_stride_bytes = 0, mn_stride_bytes = 0;
+};
+GroupOperand group_operand(const Tile& t, bool is_a);
 
 } // namespace mt::gpu_codegen

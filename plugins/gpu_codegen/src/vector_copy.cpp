@@ -43,8 +43,11 @@ public:
     case ExprKind::FloorMod: {
       // (y * lanes + v) / d == (y * lanes) / d and (y * lanes + v) % d == (y * lanes) % d + v
       // when lanes divides d: the lanes stay within one multiple of d.
-      if (!P::is_const_int(e->args[1], &c) || c <= 0 || c % lanes_ != 0) return std::nullopt;
+      if (!P::is_const_int(e->args[1], &c) || c <= 0) return std::nullopt;
       auto a = step(e->args[0]);
+      // What does not move with the lane gives one quotient and one remainder for all of them.
+      if (a && *a == 0) return 0;
+      if (c % lanes_ != 0) return std::nullopt;
       if (!a || *a != 1 || !multiple_at_zero(e->args[0])) return std::nullopt;
       return e->kind == ExprKind::FloorDiv ? 0 : 1;
     }
@@ -81,7 +84,7 @@ private:
 
 } // namespace
 
-std::optional<VectorCopy> match_vector_copy(const P::Stmt& loop) {
+std::optional<VectorCopy> match_vector_copy(const P::Stmt& loop, const FlatIndex& flat_index) {
   if (!loop || loop->kind != P::StmtKind::For || loop->for_kind != P::ForKind::Vectorized)
     return std::nullopt;
   const P::Stmt& st = loop->body;
@@ -96,7 +99,7 @@ std::optional<VectorCopy> match_vector_copy(const P::Stmt& loop) {
   LaneStep lanes(loop->loop_var->var_id, loop->extent);
   for (const auto& [buffer, indices] :
        {std::pair{st->buffer, st->indices}, std::pair{v->buffer, v->args}}) {
-    P::Expr flat = P::flat_index(*buffer, indices);
+    P::Expr flat = flat_index(buffer, indices);
     auto step = lanes.step(flat);
     if (!step || *step != 1 || !lanes.multiple_at_zero(flat)) return std::nullopt;
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "metatune/gpu_codegen/kernel_plan.hpp"
@@ -20,8 +21,12 @@ struct VectorCopy {
   int64_t bytes = 0; // lanes * element size: 4, 8 or 16
 };
 
+// Where buffer[indices] is, in elements from the buffer's start: row-major unless a buffer is
+// laid out otherwise (wgmma's core matrices, tensor_op.h).
+using FlatIndex = std::function<P::Expr(const P::Buffer&, const std::vector<P::Expr>&)>;
+
 // The copy `loop` (a vectorised loop) is, when it is one; nullopt otherwise (the loop is then
 // written as a loop).
-std::optional<VectorCopy> match_vector_copy(const P::Stmt& loop);
+std::optional<VectorCopy> match_vector_copy(const P::Stmt& loop, const FlatIndex& flat_index);
 
 } // namespace mt::gpu_codegen

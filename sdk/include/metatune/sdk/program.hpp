@@ -191,6 +191,9 @@ inline constexpr const char* kTensorIntrinsicAnnotation = "meta_schedule.tensor_
 inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
 inline constexpr const char* kSoftwarePipelinePrologue = "software_pipeline_prologue";
 inline constexpr const char* kSoftwarePipelineAsyncCopy = "software_pipeline_async_copy";
+// Slots beyond the stages (the ABI's MT_LOOP_SOFTWARE_PIPELINE_SPARE_SLOTS): a fetch overwrites
+// the slot read n+1 iterations before, for consumers that read asynchronously.
+inline constexpr const char* kSoftwarePipelineSpareSlots = "software_pipeline_spare_slots";
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;

@@ -22,7 +22,9 @@ static_assert(std::string_view(MT_LOOP_SOFTWARE_PIPELINE_STAGES) ==
                   std::string_view(MT_LOOP_SOFTWARE_PIPELINE_PROLOGUE) ==
                       program::kSoftwarePipelinePrologue &&
                   std::string_view(MT_LOOP_SOFTWARE_PIPELINE_ASYNC_COPY) ==
-                      program::kSoftwarePipelineAsyncCopy,
+                      program::kSoftwarePipelineAsyncCopy &&
+                  std::string_view(MT_LOOP_SOFTWARE_PIPELINE_SPARE_SLOTS) ==
+                      program::kSoftwarePipelineSpareSlots,
               "the software pipelining annotations are spelled as the ABI spells them");
 
 class ProgramBuilder {

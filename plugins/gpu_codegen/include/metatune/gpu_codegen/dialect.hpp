@@ -125,6 +125,34 @@ public:
                                      int64_t /*ld*/, bool /*col_major*/) const {
     return pointer + frag;
   }
+  // Hopper's warpgroup MMA (wgmma, sm_90a; tensor_op.h), called only when has_tensor_cores():
+  // a warpgroup accumulator of `floats` per thread; the 64-bit shared-memory descriptor of an
+  // operand tile at `pointer` held as core matrices (`k_stride`/`mn_stride`: bytes from one
+  // core matrix to the next along k and along m or n); one m64n`cols`k16 product added to
+  // the accumulator's registers from `first` on (`trans_*`: the operand is MN-major); the
+  // commit and the wait below; the fence that makes ordinary shared-memory writes visible to
+  // them. Statements with their semicolons, the descriptor an expression.
+  virtual std::string group_mma_prologue() const { return ""; }
+  virtual std::string group_accumulator_array(const std::string& name, int64_t floats) const {
+    return name + std::to_string(floats);
+  }
+  virtual std::string group_mma_descriptor(const std::string& pointer, int64_t /*k_stride*/,
+                                           int64_t /*mn_stride*/, bool /*k_major*/) const {
+    return pointer;
+  }
+  virtual std::string group_mma(const std::string& acc, const std::string& first, int64_t /*cols*/,
+                                const std::string& desc_a, const std::string& desc_b,
+                                bool /*trans_a*/, bool /*trans_b*/, P::DType /*operand*/) const {
+    return acc + first + desc_a + desc_b;
+  }
+  // The products issued since the last commit made one group; the wait until at most
+  // `pending` of this thread's newest groups are still running.
+  virtual std::string group_mma_commit() const { return ""; }
+  virtual std::string group_mma_wait(int64_t /*pending*/) const { return ""; }
+  // A statement the compiler cannot move an access of register `reg` across (the asynchronous
+  // products write the accumulator behind its back).
+  virtual std::string register_fence(const std::string& reg) const { return reg; }
+  virtual std::string async_proxy_fence() const { return ""; }
   // One aligned move of `bytes` (4, 8 or 16) from address `src` to address `dst` (a
   // statement without its semicolon; `*_shared`: the address is in block-shared memory, else in
   // device memory), or "" where the dialect writes such copies as loops.

@@ -1,0 +1,107 @@
+// Hopper's warpgroup MMA (wgmma) schedules as CUDA C++: the operand descriptors, the
+// instruction in its K-major and transposed forms, the waits and proxy fences, and NVRTC's
+// sm_90a build without a warning (ptxas warns where it has to serialise wgmma). Their
+// arithmetic is checked on PoCL (warpgroup_mma_opencl_test.cpp) and on a device
+// (cuda_on_device_test.cpp).
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "cuda_driver.h"
+#include "generated_source.h"
+#include "nvrtc_compiler.h"
+#include "tensor_core_samples.h"
+
+namespace mt {
+namespace {
+
+namespace G = mt::gpu_codegen;
+using namespace std_rules_test;
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+// The CUDA source: descriptors and instructions, and NVRTC's sm_90a build without a warning.
+TEST(WarpgroupSchedules, WgmmaSchedulesCompileForSm90aWithoutWarnings) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  TuneAttributes attrs = gpu_test::sm90_attrs();
+  int compiled = 0;
+  std::set<std::string> shapes;
+  gpu_test::for_each_tensor_core_sample(
+      attrs, 2,
+      [&](const gpu_test::TensorCoreSample& s) {
+        std::string src = gpu_test::generated_source(s.scheduled, *G::cuda_dialect());
+        ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src;
+        EXPECT_GE(count(src, "wgmma.mma_async.sync.aligned.m64n"), 1) << src;
+        EXPECT_GE(count(src, "mt_wgmma_desc("), 2) << src;
+        EXPECT_GE(count(src, "wgmma.wait_group.sync.aligned 0"), 1) << src;
+        EXPECT_GE(count(src, "fence.proxy.async.shared::cta"), 1) << src;
+        EXPECT_EQ(src.find("nvcuda::wmma"), std::string::npos) << src;
+        // matmul's B[k, n] is MN-major: the transposed form; dense's weight is K-major.
+        const std::string b_major = s.spec.rfind("dense", 0) == 0 ? "1, 1, 0, 0;" : "1, 1, 0, 1;";
+        EXPECT_NE(src.find(b_major), std::string::npos) << s.spec << "\n" << src;
+        for (const char* n : {"m64n64k16", "m64n128k16"})
+          if (src.find(n) != std::string::npos) shapes.insert(n);
+        cuda::NvrtcResult r = nvrtc->compile(src, "wgmma_sample.cu", "sm_90a");
+        ASSERT_TRUE(r.ok) << r.log << "\n" << src;
+        EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << r.log << "\n" << src;
+        ++compiled;
+      },
+      gpu_test::warpgroup_space());
+  EXPECT_GE(compiled, 6);
+  EXPECT_EQ(shapes.size(), 2u) << "both N of wgmma_cols [64, 128] sampled";
+}
+
+// bench/gpu's shape on an H200's limits: the 4096^3 f16 matmul's wgmma space samples, its
+// samples pass the postprocessors and compile for sm_90a without a warning, the accumulator
+// indexed by constants once the tile loops are unrolled (no local memory: ptxas reports no
+// stack frame).
+TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  TuneAttributes attrs = gpu_test::sm90_attrs();
+  Function func = make_workload("matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)");
+  auto rules = gpu_test::tensor_core_rules(attrs, R"({"wgmma": "always"})");
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  int spaces = 0, accepted = 0, compiled = 0;
+  std::string last_refusal;
+  for (const auto& space : generate_design_spaces(func, rules, 1)) {
+    if (space->trace().to_json().find("wgmma.mma") == std::string::npos) continue;
+    ++spaces;
+    for (uint64_t k = 0; k < 20; ++k) {
+      std::shared_ptr<Schedule> s;
+      std::string refused;
+      if (sample(func, space->trace(), 900 + k, false, postprocs, &s, &refused) !=
+          SampleOutcome::Ok) {
+        last_refusal = refused;
+        continue;
+      }
+      if (++accepted > 4) continue; // compiling a few is enough
+      std::string src = gpu_test::generated_source(s->func(), *G::cuda_dialect());
+      ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src;
+      if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
+        std::ofstream(std::string(dump) + std::to_string(k) + ".cu") << src;
+      cuda::NvrtcResult r = nvrtc->compile(src, "wgmma_bench.cu", "sm_90a", {"--ptxas-options=-v"});
+      ASSERT_TRUE(r.ok) << r.log;
+      EXPECT_NE(r.log.find("0 bytes stack frame"), std::string::npos) << r.log;
+      EXPECT_EQ(r.log.find("C7514"), std::string::npos) << r.log; // wgmma serialised
+      EXPECT_EQ(r.log.find("C7519"), std::string::npos) << r.log; // arrive injected
+      ++compiled;
+    }
+  }
+  std::printf("[ cuda ] 4096^3 f16 wgmma: %d of 20 samples accepted, %d compiled\n", accepted,
+              compiled);
+  EXPECT_EQ(spaces, 1);
+  EXPECT_GE(accepted, 10) << "last refusal: " << last_refusal;
+  EXPECT_EQ(compiled, 4);
+}
+
+} // namespace
+} // namespace mt

@@ -1,0 +1,107 @@
+// Hopper's warpgroup MMA (wgmma) schedules of std.MultiLevelTilingTensorCore, checked without
+// an NVIDIA GPU: the OpenCL dialect writes each marked 64xN(x16) nest as its loops, after the
+// same recognition and the same one-warpgroup-along-threadIdx.x check as the CUDA dialect, with
+// the operand tiles in shared memory as the same core matrices (tensor_op.h) -- the fetches'
+// wide moves index them through that layout -- so PoCL and the interpreter check the
+// schedules, fetches and barriers. Also: the rule's arch gate and options, and VerifyGPUCode's
+// register limit on a warpgroup's accumulator. The CUDA side: warpgroup_mma_cuda_test.cpp.
+#include <set>
+
+#include "generated_source.h"
+#include "opencl_target.h"
+#include "tensor_core_samples.h"
+
+namespace mt {
+namespace {
+
+namespace G = mt::gpu_codegen;
+using namespace std_rules_test;
+
+TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
+  REQUIRE_OPENCL();
+  PluginTarget& target = *gpu_test::opencl().target;
+  gpu_test::Tally t;
+  int two_groups = 0, pipelined = 0, wide = 0;
+  int n = gpu_test::for_each_tensor_core_sample(
+      gpu_test::opencl().attrs, 4,
+      [&](const gpu_test::TensorCoreSample& s) {
+        std::string src = gpu_test::generated_source(s.scheduled, *G::opencl_dialect());
+        ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src << "\n" << s.trace_json;
+        // One warpgroup along x; warpgroups along y.
+        ASSERT_NE(src.find("reqd_work_group_size(128, "), std::string::npos) << src;
+        if (src.find("reqd_work_group_size(128, 2") != std::string::npos) ++two_groups;
+        // The fetches move 16 bytes a lane through the core-matrix index.
+        if (src.find("8 lanes in one move") != std::string::npos) ++wide;
+        if (gpu_test::is_pipelined(s.scheduled)) ++pipelined;
+        EXPECT_EQ(gpu_test::build_and_compare(target, s.scheduled, s.reference, t, 1e-4, 1e-4), "")
+            << s.spec << "\ntrace " << s.trace_json;
+      },
+      gpu_test::warpgroup_space());
+  std::printf("[ wgmma on opencl ] %d samples: %d ran and were compared, %d refused%s%s\n", n,
+              t.built, t.unsupported, t.last_unsupported.empty() ? "" : "; last: ",
+              t.last_unsupported.substr(0, 400).c_str());
+  std::printf("[ wgmma on opencl ] %d with two warpgroups, %d pipelined, %d with 16-byte fetches\n",
+              two_groups, pipelined, wide);
+  EXPECT_GE(n, 12);
+  EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
+  EXPECT_GE(two_groups, 1);
+  EXPECT_GE(pipelined, 2);
+  EXPECT_GE(wide, n / 2);
+}
+
+// "auto" adds the wgmma space where the arch is sm_90 or newer, and only there.
+TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    TuneAttributes attrs = gpu_set().attrs;
+    attrs["arch"] = std::string(arch);
+    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore"));
+    rules.back()->initialize(attrs);
+    int wgmma = 0, wmma = 0;
+    for (const auto& space : generate_design_spaces(
+             make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
+      const std::string json = space->trace().to_json();
+      wgmma += json.find("wgmma.mma") != std::string::npos;
+      wmma += json.find("wmma.mma") != std::string::npos;
+    }
+    EXPECT_EQ(wgmma, std::string(arch) == "sm_90" ? 1 : 0) << arch;
+    EXPECT_EQ(wmma, 1) << arch;
+  }
+  EXPECT_THROW(
+      host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma_cols": [72]})"),
+      std::exception);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma": "yes"})"),
+               std::exception);
+}
+
+// A thread holds at most 255 registers: a warpgroup accumulator of 64 x 256 floats (128 a
+// thread) passes VerifyGPUCode, one of 128 x 256 (256 a thread) is refused with the reason.
+TEST(WarpgroupSchedules, AnAccumulatorBeyondAThreadsRegistersIsRefusedWithTheReason) {
+  TuneAttributes attrs = gpu_set().attrs;
+  attrs["max_local_memory_per_block"] = int64_t{255 * 4};
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  Function func = make_workload("matmul(M=256,N=256,K=64,dtype=f16,out_dtype=f32)");
+  for (int64_t rows : {int64_t{64}, int64_t{128}}) {
+    Schedule sch(func);
+    BlockRV b = sch.get_block("matmul");
+    BlockRV acc = sch.cache_write(b, 0, "wgmma.accumulator");
+    std::vector<LoopRV> loops = sch.get_loops(b);
+    std::vector<LoopRV> i = sch.split(loops[0], {-1, 2, rows}); // [block, warpgroup, rows]
+    sch.bind(i[0], "blockIdx.x");
+    sch.bind(i[1], "threadIdx.y");
+    sch.reverse_compute_at(acc, i[1]);
+    std::shared_ptr<Schedule> s;
+    std::string refused;
+    SampleOutcome got = sample(func, sch.trace(), 1, false, postprocs, &s, &refused);
+    if (rows == 64) {
+      EXPECT_EQ(refused.find("bytes of local memory"), std::string::npos) << refused;
+    } else {
+      EXPECT_NE(got, SampleOutcome::Ok);
+      EXPECT_NE(refused.find("1024 bytes of local memory (limit 1020)"), std::string::npos)
+          << refused;
+    }
+  }
+}
+
+} // namespace
+} // namespace mt
