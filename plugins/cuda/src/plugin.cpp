@@ -32,10 +32,14 @@ namespace G = mt::gpu_codegen;
 namespace P = mt::sdk::program;
 
 // The device's primary context, made at the first build: inside a measurement worker in a
-// tuning run, never in the parent that forks them (CUDA does not survive fork()).
+// tuning run, never in the parent that forks them (CUDA does not survive fork()). It lives until
+// the process exits and is never destroyed: as a static it was destroyed at exit after the
+// driver (constructed later, so destroyed first), releasing the context through the driver's
+// freed function table -- a crash at exit after all else had run (gpu_cuda_device_tests, exit
+// 139 on the H200).
 Context& process_context(int ordinal) {
   static std::mutex m;
-  static std::unique_ptr<Context> context;
+  static Context* context = nullptr;
   static std::string failure;
   std::lock_guard<std::mutex> lock(m);
   if (!context && failure.empty()) {
@@ -45,7 +49,7 @@ Context& process_context(int ordinal) {
       failure = why;
     else
       try {
-        context = std::make_unique<Context>(*driver, ordinal);
+        context = new Context(*driver, ordinal);
       } catch (const std::exception& e) {
         failure = e.what();
       }
