@@ -234,8 +234,8 @@ public:
   std::string group_accumulator_array(const std::string& name, int64_t floats) const override {
     return "float " + name + "[" + std::to_string(floats) + "];";
   }
-  std::string group_mma_descriptor(const std::string& pointer, int64_t k_stride, int64_t mn_stride,
-                                   bool /*k_major*/) const override {
+  std::string group_mma_descriptor(const std::string& pointer, int64_t k_stride,
+                                   int64_t mn_stride) const override {
     return "mt_wgmma_desc(" + pointer + ", " + std::to_string(k_stride) + "u, " +
            std::to_string(mn_stride) + "u)";
   }

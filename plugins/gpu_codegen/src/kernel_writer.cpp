@@ -1231,10 +1231,7 @@ private:
                                                       "along threadIdx.x (32 threads), not ") +
                              std::to_string(kernel_.dims.block[0]));
     core_matrix_ = core_matrix_operands(tensor_ops_);
-    for (const auto& [id, layout] : core_matrix_) {
-      (void)layout;
-      if (d_.has_tensor_cores()) fragment_memory_.insert(id);
-    }
+    if (d_.has_tensor_cores()) fragment_memory_.insert(core_matrix_.begin(), core_matrix_.end());
     for (const TensorOp& op : tensor_ops_) {
       if (!op.mem.buffer) continue;
       const P::Buffer& m = op.mem.buffer;
@@ -1342,7 +1339,7 @@ private:
         *transposed = !g.k_major;
         return d_.group_mma_descriptor("&" + buffer_name(t.buffer) + "[" +
                                            row_major_index(t.buffer, t.base) + "]",
-                                       g.k_stride_bytes, g.mn_stride_bytes, g.k_major);
+                                       g.k_stride_bytes, g.mn_stride_bytes);
       };
       bool trans_a = false, trans_b = false;
       std::string da = descriptor(op.a, true, &trans_a), db = descriptor(op.b, false, &trans_b);
@@ -1516,8 +1513,8 @@ private:
   // Products (commit groups) that may stay in flight at a barrier: those of the spare slots'
   // iterations of the pipelined loop being written, 0 elsewhere.
   int64_t group_wait_depth_ = 0;
-  bool group_uncommitted_ = false;                  // products written since the last commit
-  std::map<int64_t, CoreMatrixLayout> core_matrix_; // shared arrays wgmma reads
+  bool group_uncommitted_ = false; // products written since the last commit
+  std::set<int64_t> core_matrix_;  // shared arrays wgmma reads (held as core matrices)
 
   bool in_tensor_op_ = false;
   bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies

@@ -256,10 +256,10 @@ int accumulator_rows(const std::vector<P::Expr>& indices, const Nest& n, int x, 
   return x;
 }
 
-void check_group_tile(const std::string& name, const Nest& n, int rows, int cols) {
+// The columns (N) need no check here: nest_of took only multiples of 8 up to 256.
+void check_group_rows(const std::string& name, const Nest& n, int rows) {
   if (n.extents[static_cast<size_t>(rows)] != kGroupRows)
     refuse(name, "does not cover 64 rows of the accumulator (a warpgroup's m64)");
-  (void)cols; // a multiple of 8 up to 256: nest_of checked it
 }
 
 TensorOp match_group_fill(const P::Stmt& loop, const std::string& name) {
@@ -269,7 +269,7 @@ TensorOp match_group_fill(const P::Stmt& loop, const std::string& name) {
     refuse(name, "does not write an f32 wgmma.accumulator buffer");
   if (st->value->kind != ExprKind::FloatImm) refuse(name, "does not store a constant");
   int rows = accumulator_rows(st->indices, n, 0, 1), cols = 1 - rows;
-  check_group_tile(name, n, rows, cols);
+  check_group_rows(name, n, rows);
   auto t = tile_of(st->buffer, st->indices, n.vars, rows, cols, kGroupRows,
                    n.extents[static_cast<size_t>(cols)]);
   if (!t) refuse(name, "does not write a 64xN tile");
@@ -292,7 +292,7 @@ TensorOp match_group_store(const P::Stmt& loop, const std::string& name) {
   if (!is_f32(st->buffer->dtype) || is_fragment_scope(st->buffer->scope))
     refuse(name, "does not write f32 memory");
   int rows = accumulator_rows(v->args, n, 0, 1), cols = 1 - rows;
-  check_group_tile(name, n, rows, cols);
+  check_group_rows(name, n, rows);
   const int64_t ncols = n.extents[static_cast<size_t>(cols)];
   auto frag = tile_of(v->buffer, v->args, n.vars, rows, cols, kGroupRows, ncols);
   auto mem = tile_of(st->buffer, st->indices, n.vars, rows, cols, kGroupRows, ncols);
@@ -340,7 +340,7 @@ TensorOp match_group_mma(const P::Stmt& loop, const std::string& name) {
   int i = accumulator_rows(acc->args, n, own_p, own_q);
   if (i == own_q) std::swap(p, q);
   int j = i == own_p ? own_q : own_p;
-  check_group_tile(name, n, i, j);
+  check_group_rows(name, n, i);
   if (n.extents[static_cast<size_t>(k)] != kTensorTile)
     refuse(name, "does not sum 16 products (a warpgroup's k16)");
   const int64_t ncols = n.extents[static_cast<size_t>(j)];
@@ -516,8 +516,8 @@ P::Expr fragment_index(const Tile& frag) {
 
 namespace mt::gpu_codegen {
 
-std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<TensorOp>& ops) {
-  std::map<int64_t, CoreMatrixLayout> out;
+std::set<int64_t> core_matrix_operands(const std::vector<TensorOp>& ops) {
+  std::set<int64_t> out;
   for (const TensorOp& op : ops) {
     if (op.unit != TensorUnit::Warpgroup || op.kind != TensorOpKind::Mma) continue;
     for (const Tile* t : {&op.a, &op.b}) {
@@ -532,7 +532,7 @@ std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<Tenso
             (t->row_dim == last - 1 && t->col_dim == last)))
         throw UnsupportedError("a wgmma tile of '" + t->buffer->name +
                                "' that does not run along its last two dimensions");
-      out[t->buffer->id] = CoreMatrixLayout{shape[nd - 2], shape[nd - 1]};
+      out.insert(t->buffer->id);
     }
   }
   return out;

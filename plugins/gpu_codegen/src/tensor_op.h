@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,12 +94,9 @@ P::Expr fragment_index(const Tile& frag);
 // plus R * C per step of the leading dimensions (a pipeline's stages). The next core matrix
 // along the rows is 128 bytes on, along the columns C * 16 bytes on. K-major operands (A[m, k],
 // B[n, k]) have k along C, MN-major ones (B[k, n], A[k, m]) along R.
-struct CoreMatrixLayout {
-  int64_t rows = 0, cols = 0; // R, C
-};
-// The shared buffers wgmma reads, by id, with their layouts; throws UnsupportedError when one
-// cannot be held so (dimensions not multiples of 8, not 16-bit).
-std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<TensorOp>& ops);
+// The shared buffers wgmma reads, by id; throws UnsupportedError when one cannot be held so
+// (its last two dimensions not multiples of 8, or the tile not along them).
+std::set<int64_t> core_matrix_operands(const std::vector<TensorOp>& ops);
 // The element offset of buffer[indices] in that layout.
 P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices);
 

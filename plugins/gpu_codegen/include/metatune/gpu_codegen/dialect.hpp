@@ -137,7 +137,7 @@ public:
     return name + std::to_string(floats);
   }
   virtual std::string group_mma_descriptor(const std::string& pointer, int64_t /*k_stride*/,
-                                           int64_t /*mn_stride*/, bool /*k_major*/) const {
+                                           int64_t /*mn_stride*/) const {
     return pointer;
   }
   virtual std::string group_mma(const std::string& acc, const std::string& first, int64_t /*cols*/,
