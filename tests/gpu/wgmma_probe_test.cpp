@@ -19,9 +19,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/runtime/ndarray.h"
 #include "cuda_driver.h"
 #include "nvrtc_compiler.h"
+#include "wgmma_probe_support.h"
 
 namespace mt {
 namespace {
@@ -115,20 +115,6 @@ wgmma_probe(const __half* a, const __half* b, float* out, unsigned a_lbo, unsign
 }
 
 // Small integers: every product and sum is exact in f16 inputs and f32 sums.
-float a_value(int m, int k) {
-  return static_cast<float>((m * 3 + k * 5) % 7 - 3);
-}
-float b_value(int k, int n) {
-  return static_cast<float>((k * 2 + n * 7) % 5 - 2);
-}
-
-std::vector<uint16_t> to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = float_to_half_bits(v[i]);
-  return out;
-}
-
 struct Compiled {
   cuda::NvrtcResult k_major, mn_major;
 };
@@ -167,23 +153,24 @@ TEST(WgmmaProbe, OnAnSm90DeviceTheManualsReadingOfEachLayoutComputesTheProduct) 
   std::vector<double> want(kM * kN, 0.0);
   for (int m = 0; m < kM; ++m)
     for (int k = 0; k < kK; ++k)
-      a[k_major_index(m, k)] = a_value(m, k);
+      a[k_major_index(m, k)] = wgmma_probe::a_value(m, k);
   for (int k = 0; k < kK; ++k)
     for (int n = 0; n < kN; ++n) {
-      b_k[k_major_index(n, k)] = b_value(k, n);
-      b_mn[mn_major_index(k, n)] = b_value(k, n);
+      b_k[k_major_index(n, k)] = wgmma_probe::b_value(k, n);
+      b_mn[mn_major_index(k, n)] = wgmma_probe::b_value(k, n);
     }
   for (int m = 0; m < kM; ++m)
     for (int n = 0; n < kN; ++n)
       for (int k = 0; k < kK; ++k)
-        want[m * kN + n] += static_cast<double>(a_value(m, k)) * b_value(k, n);
+        want[m * kN + n] +=
+            static_cast<double>(wgmma_probe::a_value(m, k)) * wgmma_probe::b_value(k, n);
 
   cuda::DeviceBuffer da(context, a.size() * 2), db(context, b_k.size() * 2),
       dout(context, want.size() * 4);
-  da.upload(to_f16(a));
+  da.upload(wgmma_probe::to_f16(a));
   std::vector<bool> correct;
   for (const Layout& lb : kLayoutsB) {
-    db.upload(to_f16(lb.mn_major ? b_mn : b_k));
+    db.upload(wgmma_probe::to_f16(lb.mn_major ? b_mn : b_k));
     dout.fill(0xff); // NaN: a value the kernel did not write shows
     unsigned a_lbo = kA.lbo, a_sbo = kA.sbo, b_lbo = lb.lbo, b_sbo = lb.sbo;
     // Exchanged for a K-major B, A's are exchanged too: one run tells whether the device
@@ -196,18 +183,7 @@ TEST(WgmmaProbe, OnAnSm90DeviceTheManualsReadingOfEachLayoutComputesTheProduct) 
     context.synchronize();
     std::vector<float> got(want.size());
     dout.download(got);
-    int wrong = 0, first = -1;
-    for (size_t i = 0; i < got.size(); ++i)
-      if (!(got[i] == static_cast<float>(want[i]))) {
-        if (first < 0) first = static_cast<int>(i);
-        ++wrong;
-      }
-    std::printf("[ wgmma ] %-58s %s", lb.name, wrong ? "wrong" : "correct");
-    if (wrong)
-      std::printf(" (%d of %d; first at row %d col %d: %g, want %g)", wrong, kM * kN, first / kN,
-                  first % kN, got[first], want[first]);
-    std::printf("\n");
-    correct.push_back(wrong == 0);
+    correct.push_back(wgmma_probe::report_exact("wgmma", lb.name, got, want, kN));
   }
   // The manual's reading of each layout is the one the generator is to use.
   EXPECT_TRUE(correct[0]) << kLayoutsB[0].name;

@@ -23,9 +23,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/runtime/ndarray.h"
 #include "cuda_driver.h"
 #include "nvrtc_compiler.h"
+#include "wgmma_probe_support.h"
 
 namespace mt {
 namespace {
@@ -123,20 +123,6 @@ wgmma_swizzle_probe(const __half* a, const __half* b, float* out, unsigned b_lbo
 )";
 }
 
-float a_value(int m, int k) {
-  return static_cast<float>((m * 3 + k * 5) % 7 - 3);
-}
-float b_value(int k, int n) {
-  return static_cast<float>((k * 2 + n * 7) % 5 - 2);
-}
-
-std::vector<uint16_t> to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = float_to_half_bits(v[i]);
-  return out;
-}
-
 TEST(WgmmaSwizzleProbe, TheProbeKernelsCompileForSm90a) {
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
@@ -167,23 +153,24 @@ TEST(WgmmaSwizzleProbe, OnAnSm90DeviceTheSwizzledLayoutsComputeTheProduct) {
   std::vector<double> want(kM * kN, 0.0);
   for (int m = 0; m < kM; ++m)
     for (int k = 0; k < kK; ++k)
-      a[swizzled_index(m, k, 512, 0)] = a_value(m, k);
+      a[swizzled_index(m, k, 512, 0)] = wgmma_probe::a_value(m, k);
   for (int k = 0; k < kK; ++k)
     for (int n = 0; n < kN; ++n) {
-      b_k[swizzled_index(n, k, 512, 0)] = b_value(k, n);
-      b_mn[swizzled_index(k, n, 512, 4096)] = b_value(k, n);
+      b_k[swizzled_index(n, k, 512, 0)] = wgmma_probe::b_value(k, n);
+      b_mn[swizzled_index(k, n, 512, 4096)] = wgmma_probe::b_value(k, n);
     }
   for (int m = 0; m < kM; ++m)
     for (int n = 0; n < kN; ++n)
       for (int k = 0; k < kK; ++k)
-        want[m * kN + n] += static_cast<double>(a_value(m, k)) * b_value(k, n);
+        want[m * kN + n] +=
+            static_cast<double>(wgmma_probe::a_value(m, k)) * wgmma_probe::b_value(k, n);
 
   cuda::DeviceBuffer da(context, a.size() * 2), db(context, b_k.size() * 2),
       dout(context, want.size() * 4);
-  da.upload(to_f16(a));
+  da.upload(wgmma_probe::to_f16(a));
   std::vector<bool> correct;
   for (const Case& c : kCases) {
-    db.upload(to_f16(c.b_mn_major ? b_mn : b_k));
+    db.upload(wgmma_probe::to_f16(c.b_mn_major ? b_mn : b_k));
     dout.fill(0xff);
     unsigned lbo = c.b_lbo, sbo = c.b_sbo, step = c.b_k_step;
     cuda::Function f = (c.b_mn_major ? mn_module : k_module).function("wgmma_swizzle_probe");
@@ -192,18 +179,7 @@ TEST(WgmmaSwizzleProbe, OnAnSm90DeviceTheSwizzledLayoutsComputeTheProduct) {
     context.synchronize();
     std::vector<float> got(want.size());
     dout.download(got);
-    int wrong = 0, first = -1;
-    for (size_t i = 0; i < got.size(); ++i)
-      if (!(got[i] == static_cast<float>(want[i]))) {
-        if (first < 0) first = static_cast<int>(i);
-        ++wrong;
-      }
-    std::printf("[ wgmma swizzle ] %-78s %s", c.name, wrong ? "wrong" : "correct");
-    if (wrong)
-      std::printf(" (%d of %d; first at row %d col %d: %g, want %g)", wrong, kM * kN, first / kN,
-                  first % kN, got[first], want[first]);
-    std::printf("\n");
-    correct.push_back(wrong == 0);
+    correct.push_back(wgmma_probe::report_exact("wgmma swizzle", c.name, got, want, kN));
   }
   EXPECT_TRUE(correct[0]) << kCases[0].name;
   EXPECT_TRUE(correct[1]) << kCases[1].name;
