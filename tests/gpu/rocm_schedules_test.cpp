@@ -6,8 +6,9 @@
 // the generator.
 #include <atomic>
 #include <cstdio>
-#include <mutex>
+#include <map>
 #include <thread>
+#include <utility>
 
 #include "core/lower/lower.h"
 #include "core_to_program.h"
@@ -24,17 +25,61 @@ struct Job {
   std::string label, source, name, arch;
 };
 
-// Compiles the jobs on every core; returns "" per success, else the failure.
-std::vector<std::string> compile_all(const rocm::HipCompiler& clang, const std::vector<Job>& jobs) {
+// Several jobs for one architecture as one translation unit. Parsing the HIP headers is most
+// of a small kernel's compile (0.8 s of 1.1 s here), and it is paid once a unit. Each job goes
+// into a namespace of its own and its kernels lose C linkage, so that equal names do not clash;
+// the f16 header is included first, so that a job's own #include of it is a no-op instead of
+// declarations inside the namespace.
+std::string unit_source(const std::vector<Job>& jobs, const std::vector<size_t>& unit) {
+  std::string out = "#include <hip/hip_fp16.h>\n";
+  for (size_t i : unit) {
+    std::string src = jobs[i].source;
+    for (size_t at; (at = src.find("extern \"C\" ")) != std::string::npos;)
+      src.erase(at, 11);
+    out += "namespace job" + std::to_string(i) + " {\n" + src + "\n} // namespace\n";
+  }
+  return out;
+}
+
+// "" for a clean compile, else the failure or the warnings with clang's log.
+std::string compile_one(const rocm::HipCompiler& clang, const std::string& source,
+                        const std::string& name, const std::string& arch) {
+  rocm::HipCompileResult r = clang.compile(source, name, arch);
+  if (!r.ok) return "failed:\n" + r.log;
+  if (!rocm::HipCompiler::log_is_clean(r.log)) return "warns:\n" + r.log;
+  return "";
+}
+
+// Compiles the jobs on every core, in units of up to `unit_size` jobs of one architecture; a unit
+// that is not clean is compiled again job by job, so that each failure names its own job and
+// source. Returns "" per clean job, else its failure.
+std::vector<std::string> compile_all(const rocm::HipCompiler& clang, const std::vector<Job>& jobs,
+                                     size_t unit_size = 8) {
+  std::vector<std::vector<size_t>> units;
+  std::map<std::string, std::vector<size_t>> open; // the unit being filled, per architecture
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::vector<size_t>& u = open[jobs[i].arch];
+    u.push_back(i);
+    if (u.size() == unit_size) units.push_back(std::exchange(u, {}));
+  }
+  for (auto& [arch, u] : open)
+    if (!u.empty()) units.push_back(u);
+
   std::vector<std::string> out(jobs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next++) < jobs.size();) {
-      rocm::HipCompileResult r = clang.compile(jobs[i].source, jobs[i].name, jobs[i].arch);
-      if (!r.ok)
-        out[i] = "failed:\n" + r.log;
-      else if (!rocm::HipCompiler::log_is_clean(r.log))
-        out[i] = "warns:\n" + r.log;
+    for (size_t k; (k = next++) < units.size();) {
+      const std::vector<size_t>& u = units[k];
+      const Job& first = jobs[u.front()];
+      const std::string whole = compile_one(clang, unit_source(jobs, u), first.name, first.arch);
+      if (whole.empty()) continue;
+      bool any = false;
+      for (size_t i : u) {
+        out[i] = compile_one(clang, jobs[i].source, jobs[i].name, jobs[i].arch);
+        any = any || !out[i].empty();
+      }
+      // Otherwise the joining itself broke, and every unit would cost its jobs' compiles again.
+      if (!any) out[u.front()] = "clean alone but not as one unit:\n" + whole;
     }
   };
   std::vector<std::thread> threads;
