@@ -59,6 +59,10 @@
 //
 // N is drawn from "wgmma_cols" ([64, 128, 256], those dividing j), wi and fi from 1 or 2 (fi
 // 1 when N is 256: a thread holds at most 128 accumulator floats), k1 up to max_k_tiles.
+// "wgmma_swizzle" ("both" | "always" | "never"): "both" makes two such spaces, one with the
+// operands as plain core matrices and one, with k-tiles of 64, that asks for the 128-byte
+// swizzled layout (kWgmmaSwizzleAnnotation; the layout CUTLASS and cuBLAS use, whose
+// descriptor reads fewer bank-conflicting lines), so that the search measures both.
 #include <optional>
 #include <set>
 
@@ -81,6 +85,7 @@ using sdk::Schedule;
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kGroupRows = 64;     // wgmma's m64
+constexpr int64_t kSwizzleK = 64;      // k-tile of the swizzled space: 128 bytes of f16
 constexpr int64_t kGroupThreads = 128; // a warpgroup
 
 // The roles of a matmul-like block's iteration variables and reads.
@@ -192,12 +197,21 @@ public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
-                        "pad_shared", "pipeline_stages", "vector_load_lens", "wgmma",
-                        "wgmma_cols"});
+                        "pad_shared", "pipeline_stages", "vector_load_lens", "wgmma", "wgmma_cols",
+                        "wgmma_swizzle"});
     wgmma_ = config_.get_string("wgmma", "auto");
     if (wgmma_ != "auto" && wgmma_ != "always" && wgmma_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma' must "
                                                   "be \"auto\", \"always\" or \"never\"");
+    const std::string swizzle = config_.get_string("wgmma_swizzle", "both");
+    if (swizzle == "both")
+      group_swizzles_ = {true, false};
+    else if (swizzle == "always" || swizzle == "never")
+      group_swizzles_ = {swizzle == "always"};
+    else
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
+                                                  "'wgmma_swizzle' must be \"both\", \"always\" or "
+                                                  "\"never\"");
     group_cols_ = config_.get_ints("wgmma_cols", group_cols_);
     for (int64_t n : group_cols_)
       if (n < 16 || n > 256 || n % 16)
@@ -256,14 +270,15 @@ public:
     const bool bf16 = roles->operand.kind == sdk::DTypeKind::BFloat;
     if (bf16 && enabled_ != "always" && sm_ < 80) return {sch};
     std::vector<Schedule> out;
-    if (group_active_) {
-      Schedule wg = sch.copy();
-      try {
-        tile_warpgroups(wg, block, *roles);
-        out.push_back(wg);
-      } catch (const sdk::ScheduleError&) {
+    if (group_active_)
+      for (bool swizzle : group_swizzles_) {
+        Schedule wg = sch.copy();
+        try {
+          tile_warpgroups(wg, block, *roles, swizzle);
+          out.push_back(wg);
+        } catch (const sdk::ScheduleError&) {
+        }
       }
-    }
     Schedule tc = sch.copy();
     try {
       tile(tc, block, *roles);
@@ -434,7 +449,7 @@ private:
   }
 
   // The wgmma design space (the header's second diagram).
-  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m) const {
+  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m, bool swizzle) const {
     const std::string block_name = sch.name_of(block);
     BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
     BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
@@ -463,8 +478,17 @@ private:
     std::vector<LoopRV> pi = sch.split(rest_frag[0], {w[0], w[1]});
     std::vector<LoopRV> tj = sch.split(lj, {sdk::Factor(-1), sdk::Factor(n)});
     std::vector<LoopRV> tk = split_tile(sch, lk);
-    std::vector<sdk::ExprRV> fk = sch.sample_perfect_tile(tk[0], 2, max_k_);
-    std::vector<LoopRV> k01 = sch.split(tk[0], {fk[0], fk[1]});
+    std::vector<LoopRV> k01;
+    if (swizzle) {
+      // k-tiles of 64: A's rows (K-major) are then whole 128-byte lines, as the swizzle needs.
+      if (ivs[m.k].extent % kSwizzleK)
+        throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " +
+                                                        block_name + ": k is not a multiple of 64");
+      k01 = sch.split(tk[0], {sdk::Factor(-1), sdk::Factor(kSwizzleK / kTile)});
+    } else {
+      std::vector<sdk::ExprRV> fk = sch.sample_perfect_tile(tk[0], 2, max_k_);
+      k01 = sch.split(tk[0], {fk[0], fk[1]});
+    }
     std::vector<LoopRV> order = batch;
     for (LoopRV l : {pi[0], tj[0], pi[1], k01[0], k01[1], rest_frag[1], ti[1], tj[1], tk[1]})
       order.push_back(l);
@@ -482,6 +506,7 @@ private:
     sch.compute_at(b_shared, k01[0]);
     BlockRV init = sch.decompose_reduction(block, k01[0]);
     sch.annotate(ti[1], sdk::program::kTensorIntrinsicAnnotation, std::string("wgmma.mma"));
+    if (swizzle) sch.annotate(ti[1], sdk::program::kWgmmaSwizzleAnnotation, int64_t{128});
     annotate_pipeline(sch, k01[0]);
     // One slot more than the stages: the products of a k-tile read shared memory after their
     // iteration, so the fetch overwrites the slot read two iterations before, and the barrier
@@ -542,6 +567,7 @@ private:
   Config config_;
   std::string enabled_;
   std::string wgmma_ = "auto";
+  std::vector<bool> group_swizzles_ = {true, false}; // one wgmma design space per layout
   std::vector<int64_t> group_cols_{64, 128, 256};
   bool group_active_ = false;
   bool pad_shared_ = true;

@@ -112,9 +112,9 @@ TEST(CudaOnDevice, TensorCoreSchedulesMatchTheInterpreter) {
 }
 
 // Hopper's warpgroup MMA (wgmma, sm_90a): the same check on an sm_90 device, the operands
-// read from shared memory through the generator's core-matrix descriptors.
-TEST(CudaOnDevice, WarpgroupMmaSchedulesMatchTheInterpreter) {
-  REQUIRE_CUDA_DEVICE();
+// read from shared memory through the generator's descriptors; `space`'s samples built for the
+// device and run against the interpreter.
+void check_wgmma_on_device(const gpu_test::TensorCoreSpace& space, const std::string& label) {
   TuneAttributes attrs = cuda_device().setup.attrs;
   auto arch = attrs.find("arch");
   if (arch == attrs.end() || !std::holds_alternative<std::string>(arch->second) ||
@@ -129,10 +129,22 @@ TEST(CudaOnDevice, WarpgroupMmaSchedulesMatchTheInterpreter) {
                   "")
             << s.spec << "\ntrace " << s.trace_json;
       },
-      gpu_test::warpgroup_space());
-  print_tally("wgmma samples (" + std::to_string(n) + ")", t);
+      space);
+  print_tally(label + " (" + std::to_string(n) + ")", t);
   EXPECT_GE(n, 12);
   EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
+}
+
+TEST(CudaOnDevice, WarpgroupMmaSchedulesMatchTheInterpreter) {
+  REQUIRE_CUDA_DEVICE();
+  check_wgmma_on_device(gpu_test::warpgroup_space(), "wgmma samples");
+}
+
+// The same with the operands in the 128-byte swizzled layout: its descriptors (swizzle bits,
+// MN-major leading offset along n) are read as tensor_op.h says, or the products are wrong.
+TEST(CudaOnDevice, SwizzledWarpgroupMmaSchedulesMatchTheInterpreter) {
+  REQUIRE_CUDA_DEVICE();
+  check_wgmma_on_device(gpu_test::warpgroup_swizzle_space(), "swizzled wgmma samples");
 }
 
 } // namespace

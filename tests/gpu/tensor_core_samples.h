@@ -89,8 +89,21 @@ struct TensorCoreSpace {
   std::vector<std::string> specs = tensor_core_specs();
 };
 inline TensorCoreSpace warpgroup_space() {
-  return {"wgmma.mma", R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128]})",
+  return {"wgmma.mma",
+          R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128],
+              "wgmma_swizzle": "never"})",
           warpgroup_specs()};
+}
+// The space with the 128-byte swizzled operands: k a multiple of 64 (its k-tiles), K-major and
+// MN-major B, two k-tiles and more (the pipeline's slots), bf16.
+inline TensorCoreSpace warpgroup_swizzle_space() {
+  return {"meta_schedule.wgmma_swizzle",
+          R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128],
+              "wgmma_swizzle": "always"})",
+          {"matmul(M=128,N=64,K=128,dtype=f16,out_dtype=f32)",
+           "dense(M=64,N=128,K=64,dtype=f16,out_dtype=f32)",
+           "batch_matmul(B=2,M=64,N=64,K=64,dtype=f16,out_dtype=f32)",
+           "matmul(M=64,N=128,K=128,dtype=bf16,out_dtype=f32)"}};
 }
 
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns

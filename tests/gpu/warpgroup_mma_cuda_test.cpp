@@ -25,8 +25,9 @@ int count(const std::string& s, const std::string& what) {
   return n;
 }
 
-// The CUDA source: descriptors and instructions, and NVRTC's sm_90a build without a warning.
-TEST(WarpgroupSchedules, WgmmaSchedulesCompileForSm90aWithoutWarnings) {
+// The CUDA source of `space`'s samples: descriptors and instructions, one wgmma.fence per
+// barrier (not one per product), and NVRTC's sm_90a build without a warning.
+void check_cuda_source(const gpu_test::TensorCoreSpace& space, bool swizzled) {
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
@@ -43,6 +44,13 @@ TEST(WarpgroupSchedules, WgmmaSchedulesCompileForSm90aWithoutWarnings) {
         EXPECT_GE(count(src, "wgmma.wait_group.sync.aligned 0"), 1) << src;
         EXPECT_GE(count(src, "fence.proxy.async.shared::cta"), 1) << src;
         EXPECT_EQ(src.find("nvcuda::wmma"), std::string::npos) << src;
+        EXPECT_LE(count(src, "wgmma.fence.sync.aligned"), count(src, "__syncthreads();") + 1)
+            << src;
+        // Swizzled: both operands' rows are whole 128-byte lines (k-tiles of 64, N >= 64).
+        EXPECT_EQ(count(src, "u, 1ull)"), swizzled ? count(src, "mt_wgmma_desc(") - 1 : 0) << src;
+        if (swizzled) {
+          EXPECT_NE(src.find("__align__(1024)"), std::string::npos) << src;
+        }
         // matmul's B[k, n] is MN-major: the transposed form; dense's weight is K-major.
         const std::string b_major = s.spec.rfind("dense", 0) == 0 ? "1, 1, 0, 0;" : "1, 1, 0, 1;";
         EXPECT_NE(src.find(b_major), std::string::npos) << s.spec << "\n" << src;
@@ -53,12 +61,20 @@ TEST(WarpgroupSchedules, WgmmaSchedulesCompileForSm90aWithoutWarnings) {
         EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << r.log << "\n" << src;
         ++compiled;
       },
-      gpu_test::warpgroup_space());
+      space);
   EXPECT_GE(compiled, 6);
   EXPECT_EQ(shapes.size(), 2u) << "both N of wgmma_cols [64, 128] sampled";
 }
 
-// bench/gpu's shape on an H200's limits: the 4096^3 f16 matmul's wgmma space samples, its
+TEST(WarpgroupSchedules, WgmmaSchedulesCompileForSm90aWithoutWarnings) {
+  check_cuda_source(gpu_test::warpgroup_space(), false);
+}
+
+TEST(WarpgroupSchedules, SwizzledWgmmaSchedulesCompileForSm90aWithoutWarnings) {
+  check_cuda_source(gpu_test::warpgroup_swizzle_space(), true);
+}
+
+// bench/gpu's shape on an H200's limits: the 4096^3 f16 matmul's wgmma spaces sample, their
 // samples pass the postprocessors and compile for sm_90a without a warning, the accumulator
 // indexed by constants once the tile loops are unrolled (no local memory: ptxas reports no
 // stack frame).
@@ -75,6 +91,7 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   for (const auto& space : generate_design_spaces(func, rules, 1)) {
     if (space->trace().to_json().find("wgmma.mma") == std::string::npos) continue;
     ++spaces;
+    int compiled_here = 0;
     for (uint64_t k = 0; k < 20; ++k) {
       std::shared_ptr<Schedule> s;
       std::string refused;
@@ -83,23 +100,26 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
         last_refusal = refused;
         continue;
       }
-      if (++accepted > 4) continue; // compiling a few is enough
+      ++accepted;
+      if (compiled_here == 2) continue; // compiling a few is enough
       std::string src = gpu_test::generated_source(s->func(), *G::cuda_dialect());
       ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src;
       if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
-        std::ofstream(std::string(dump) + std::to_string(k) + ".cu") << src;
+        std::ofstream(std::string(dump) + std::to_string(spaces) + "_" + std::to_string(k) + ".cu")
+            << src;
       cuda::NvrtcResult r = nvrtc->compile(src, "wgmma_bench.cu", "sm_90a", {"--ptxas-options=-v"});
       ASSERT_TRUE(r.ok) << r.log;
       EXPECT_NE(r.log.find("0 bytes stack frame"), std::string::npos) << r.log;
       EXPECT_EQ(r.log.find("C7514"), std::string::npos) << r.log; // wgmma serialised
       EXPECT_EQ(r.log.find("C7519"), std::string::npos) << r.log; // arrive injected
-      ++compiled;
+      ++compiled_here;
     }
+    compiled += compiled_here;
   }
-  std::printf("[ cuda ] 4096^3 f16 wgmma: %d of 20 samples accepted, %d compiled\n", accepted,
-              compiled);
-  EXPECT_EQ(spaces, 1);
-  EXPECT_GE(accepted, 10) << "last refusal: " << last_refusal;
+  std::printf("[ cuda ] 4096^3 f16 wgmma: %d of %d samples accepted, %d compiled\n", accepted,
+              20 * spaces, compiled);
+  EXPECT_EQ(spaces, 2) << "plain core matrices and the 128-byte swizzle";
+  EXPECT_GE(accepted, 20) << "last refusal: " << last_refusal;
   EXPECT_EQ(compiled, 4);
 }
 

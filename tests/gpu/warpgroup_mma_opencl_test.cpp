@@ -10,6 +10,7 @@
 #include "generated_source.h"
 #include "opencl_target.h"
 #include "tensor_core_samples.h"
+#include "tensor_op.h"
 
 namespace mt {
 namespace {
@@ -17,8 +18,8 @@ namespace {
 namespace G = mt::gpu_codegen;
 using namespace std_rules_test;
 
-TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
-  REQUIRE_OPENCL();
+// Samples of `space` on PoCL against the interpreter; `label` names them in the printout.
+void check_on_opencl(const gpu_test::TensorCoreSpace& space, const char* label) {
   PluginTarget& target = *gpu_test::opencl().target;
   gpu_test::Tally t;
   int two_groups = 0, pipelined = 0, wide = 0;
@@ -36,17 +37,83 @@ TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
         EXPECT_EQ(gpu_test::build_and_compare(target, s.scheduled, s.reference, t, 1e-4, 1e-4), "")
             << s.spec << "\ntrace " << s.trace_json;
       },
-      gpu_test::warpgroup_space());
-  std::printf("[ wgmma on opencl ] %d samples: %d ran and were compared, %d refused%s%s\n", n,
+      space);
+  std::printf("[ %s on opencl ] %d samples: %d ran and were compared, %d refused%s%s\n", label, n,
               t.built, t.unsupported, t.last_unsupported.empty() ? "" : "; last: ",
               t.last_unsupported.substr(0, 400).c_str());
-  std::printf("[ wgmma on opencl ] %d with two warpgroups, %d pipelined, %d with 16-byte fetches\n",
-              two_groups, pipelined, wide);
+  std::printf("[ %s on opencl ] %d with two warpgroups, %d pipelined, %d with 16-byte fetches\n",
+              label, two_groups, pipelined, wide);
   EXPECT_GE(n, 12);
   EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
   EXPECT_GE(two_groups, 1);
   EXPECT_GE(pipelined, 2);
   EXPECT_GE(wide, n / 2);
+}
+
+TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
+  REQUIRE_OPENCL();
+  check_on_opencl(gpu_test::warpgroup_space(), "wgmma");
+}
+
+// The 128-byte swizzled operands (tensor_op.h): the fetches' 16-byte moves and the products'
+// reads go through the same swizzled index, pipeline slots included.
+TEST(WarpgroupSchedules, RandomSwizzledWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
+  REQUIRE_OPENCL();
+  check_on_opencl(gpu_test::warpgroup_swizzle_space(), "wgmma swizzled");
+}
+
+// The value of an index expression over constants (the operations core_matrix_offset writes).
+int64_t evaluate(const sdk::program::Expr& e) {
+  using K = sdk::program::ExprKind;
+  if (e->kind == K::IntImm) return e->int_value;
+  const int64_t a = evaluate(e->args[0]), b = evaluate(e->args[1]);
+  switch (e->kind) {
+  case K::Add:
+    return a + b;
+  case K::Sub:
+    return a - b;
+  case K::Mul:
+    return a * b;
+  case K::FloorDiv:
+    return a / b; // the operands are not negative
+  case K::FloorMod:
+    return a % b;
+  default:
+    ADD_FAILURE() << "unexpected " << sdk::program::to_string(e);
+    return 0;
+  }
+}
+
+// The 128-byte swizzle as the hardware reads it (CUTLASS's Swizzle<3, 4, 3> on byte addresses,
+// as wgmma_swizzle_probe_test.cpp lays its operands out): in each 1024-byte atom of 8 rows of
+// 128 bytes, chunk j of row r at chunk j ^ r; atoms down the rows; 64-column blocks R*64 apart.
+TEST(WarpgroupSchedules, TheSwizzledLayoutIsTheHardwaresAndABijection) {
+  namespace P = sdk::program;
+  const int64_t slots = 2, R = 64, C = 128;
+  P::Buffer buf = P::make_buffer("B_shared", P::DType::f16(), {slots, R, C}, "shared");
+  std::vector<bool> seen(static_cast<size_t>(slots * R * C), false);
+  for (int64_t s = 0; s < slots; ++s)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t got = evaluate(G::core_matrix_offset(
+            *buf, {P::int_imm(s), P::int_imm(r), P::int_imm(c)}, G::CoreMatrixLayout::Swizzle128));
+        const int64_t byte = s * R * C * 2 + (c / 64) * R * 128 + r * 128 + (c % 64) * 2;
+        const int64_t swizzled = byte ^ (((byte >> 7) & 7) << 4);
+        ASSERT_EQ(got * 2, swizzled) << "slot " << s << " row " << r << " column " << c;
+        ASSERT_FALSE(seen[static_cast<size_t>(got)]);
+        seen[static_cast<size_t>(got)] = true;
+      }
+  // The descriptors' offsets: those the probe reads (K-major: stride 1024; MN-major B[k, n]:
+  // leading R * 128 along n, stride 1024 along k).
+  // One tile of rows x columns: as A[m, k] it is K-major, as B[k, n] MN-major.
+  G::Tile tile{buf, {}, 1, 2};
+  G::GroupOperand a = G::group_operand(tile, true, G::CoreMatrixLayout::Swizzle128);
+  G::GroupOperand b = G::group_operand(tile, false, G::CoreMatrixLayout::Swizzle128);
+  EXPECT_TRUE(a.k_major && a.swizzle128);
+  EXPECT_EQ(a.sbo_bytes, 1024);
+  EXPECT_TRUE(!b.k_major && b.swizzle128);
+  EXPECT_EQ(b.lbo_bytes, R * 128);
+  EXPECT_EQ(b.sbo_bytes, 1024);
 }
 
 // "auto" adds the wgmma space where the arch is sm_90 or newer, and only there.
@@ -57,16 +124,22 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
     std::vector<std::unique_ptr<PluginScheduleRule>> rules;
     rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore"));
     rules.back()->initialize(attrs);
-    int wgmma = 0, wmma = 0;
+    int wgmma = 0, swizzled = 0, wmma = 0;
     for (const auto& space : generate_design_spaces(
              make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
       const std::string json = space->trace().to_json();
       wgmma += json.find("wgmma.mma") != std::string::npos;
+      swizzled += json.find(sdk::program::kWgmmaSwizzleAnnotation) != std::string::npos;
       wmma += json.find("wmma.mma") != std::string::npos;
     }
-    EXPECT_EQ(wgmma, std::string(arch) == "sm_90" ? 1 : 0) << arch;
+    // Two wgmma spaces: plain core matrices and the 128-byte swizzle ("wgmma_swizzle": "both").
+    EXPECT_EQ(wgmma, std::string(arch) == "sm_90" ? 2 : 0) << arch;
+    EXPECT_EQ(swizzled, std::string(arch) == "sm_90" ? 1 : 0) << arch;
     EXPECT_EQ(wmma, 1) << arch;
   }
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
+                                           R"({"wgmma_swizzle": "sometimes"})"),
+               std::exception);
   EXPECT_THROW(
       host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma_cols": [72]})"),
       std::exception);

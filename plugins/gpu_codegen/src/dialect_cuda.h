@@ -2,6 +2,8 @@
 // (HIP C++: dialect_hip.cpp).
 #pragma once
 
+#include <algorithm>
+
 #include "metatune/gpu_codegen/dialect.hpp"
 #include "metatune/gpu_codegen/kernel_plan.hpp"
 
@@ -44,8 +46,10 @@ public:
   // A kernel's static shared arrays are limited to 48 KB; beyond, the driver needs the dynamic
   // size at launch (and the kernel's opt-in, cuda_driver.h).
   int64_t static_shared_limit() const override { return 48 * 1024; }
-  std::string dynamic_shared_pool(const std::string& pool, int64_t) const override {
-    return "extern __shared__ __align__(128) unsigned char " + pool + "[];";
+  std::string dynamic_shared_pool(const std::string& pool, int64_t,
+                                  int64_t alignment) const override {
+    return "extern __shared__ __align__(" + std::to_string(alignment) + ") unsigned char " + pool +
+           "[];";
   }
   std::string dynamic_shared_array(const std::string& type, const std::string& name,
                                    const std::string& pool, int64_t offset) const override {
@@ -219,25 +223,31 @@ public:
   }
   // wgmma. The descriptor (PTX ISA, "matrix descriptor" of wgmma): bits 0-13 the tile's
   // shared address / 16, 16-29 the leading byte offset / 16, 32-45 the stride byte offset / 16,
-  // no swizzle (bits 62-63 zero). The manual's reading, which tests/gpu/wgmma_probe_test.cpp
-  // checks on a device: the leading offset runs along k and the stride offset along m or n,
-  // for K-major and MN-major tiles alike.
+  // bits 62-63 the swizzle (0 none, 1 128 bytes). The manual's reading, which
+  // tests/gpu/wgmma_probe_test.cpp checks on a device for plain core matrices (the leading
+  // offset along k, the stride offset along m or n, K-major and MN-major alike) and
+  // wgmma_swizzle_probe_test.cpp for the swizzled layout (tensor_op.h).
   std::string group_mma_prologue() const override {
-    return R"(static __device__ __forceinline__ unsigned long long mt_wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
+    return R"(static __device__ __forceinline__ unsigned long long mt_wgmma_desc(const void* p, unsigned lbo, unsigned sbo, unsigned long long swizzle) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
          (static_cast<unsigned long long>(lbo >> 4) << 16) |
-         (static_cast<unsigned long long>(sbo >> 4) << 32);
+         (static_cast<unsigned long long>(sbo >> 4) << 32) | (swizzle << 62);
 }
 )";
   }
   std::string group_accumulator_array(const std::string& name, int64_t floats) const override {
     return "float " + name + "[" + std::to_string(floats) + "];";
   }
-  std::string group_mma_descriptor(const std::string& pointer, int64_t k_stride,
-                                   int64_t mn_stride) const override {
-    return "mt_wgmma_desc(" + pointer + ", " + std::to_string(k_stride) + "u, " +
-           std::to_string(mn_stride) + "u)";
+  std::string group_mma_descriptor(const std::string& pointer, int64_t lbo, int64_t sbo,
+                                   bool swizzle128) const override {
+    return "mt_wgmma_desc(" + pointer + ", " + std::to_string(lbo) + "u, " + std::to_string(sbo) +
+           "u, " + (swizzle128 ? "1ull" : "0ull") + ")";
+  }
+  // Consecutive products into the same accumulator need no fence between them (the PTX ISA's
+  // wgmma.fence); the generator writes one after each barrier and after the accumulator's fill.
+  std::string group_mma_fence() const override {
+    return "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");";
   }
   std::string group_mma(const std::string& acc, const std::string& first, int64_t cols,
                         const std::string& desc_a, const std::string& desc_b, bool trans_a,
@@ -250,15 +260,12 @@ public:
       ins += std::string(i ? ", " : "") + "\"+f\"(" + acc + "[" + first + " + " +
              std::to_string(i) + "])";
     }
-    // Products are added to the registers (scale-d 1: the fill zeroed them); the fence orders
-    // the registers' earlier writes before the asynchronous product reads them.
-    return "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n"
-           "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" +
-           std::to_string(n + 2) + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" +
-           std::to_string(cols) + "k16.f32." + t + "." + t + " {" + outs + "}, %" +
-           std::to_string(n) + ", %" + std::to_string(n + 1) + ", p, 1, 1, " +
-           (trans_a ? "1" : "0") + ", " + (trans_b ? "1" : "0") + ";\\n}\\n\" : " + ins +
-           " : \"l\"(" + desc_a + "), \"l\"(" + desc_b + "), \"r\"(1));";
+    // Products are added to the registers (scale-d 1: the fill zeroed them).
+    return "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(n + 2) +
+           ", 0;\\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(cols) + "k16.f32." + t +
+           "." + t + " {" + outs + "}, %" + std::to_string(n) + ", %" + std::to_string(n + 1) +
+           ", p, 1, 1, " + (trans_a ? "1" : "0") + ", " + (trans_b ? "1" : "0") +
+           ";\\n}\\n\" : " + ins + " : \"l\"(" + desc_a + "), \"l\"(" + desc_b + "), \"r\"(1));";
   }
   std::string group_mma_commit() const override {
     return "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");";
@@ -276,8 +283,9 @@ public:
   // load_matrix_sync wants 256-bit aligned addresses; every tile starts at a multiple of 16
   // elements of an f16 array, so aligning the array is enough.
   std::string fragment_source_array(const std::string& type, const std::string& name,
-                                    int64_t elements) const override {
-    return "__shared__ __align__(32) " + type + " " + name + "[" + std::to_string(elements) + "];";
+                                    int64_t elements, int64_t alignment) const override {
+    return "__shared__ __align__(" + std::to_string(std::max<int64_t>(32, alignment)) + ") " +
+           type + " " + name + "[" + std::to_string(elements) + "];";
   }
 };
 

@@ -47,9 +47,10 @@ public:
            "] __attribute__((aligned(16)));";
   }
   int64_t static_shared_limit() const override { return pool_beyond_; }
-  std::string dynamic_shared_pool(const std::string& pool, int64_t bytes) const override {
-    return "__local uchar " + pool + "[" + std::to_string(bytes) +
-           "] __attribute__((aligned(128)));";
+  std::string dynamic_shared_pool(const std::string& pool, int64_t bytes,
+                                  int64_t alignment) const override {
+    return "__local uchar " + pool + "[" + std::to_string(bytes) + "] __attribute__((aligned(" +
+           std::to_string(alignment) + ")));";
   }
   std::string dynamic_shared_array(const std::string& type, const std::string& name,
                                    const std::string& pool, int64_t offset) const override {

@@ -111,15 +111,19 @@ private:
     std::vector<SharedArray> arrays;
     for (const auto& b : shared_) {
       bool own = held_in_own_type(b);
+      // The 128-byte swizzle permutes chunks by address bits, within 1024-byte atoms.
+      auto cm = core_matrix_.find(b->id);
+      const bool swizzled = cm != core_matrix_.end() && cm->second == CoreMatrixLayout::Swizzle128;
       arrays.push_back({own ? storage_type(b) : type_of(b->dtype), buffer_name(b),
-                        b->num_elements(), held_bytes(b->dtype, own)});
+                        b->num_elements(), held_bytes(b->dtype, own),
+                        swizzled ? 1024 : kSharedAlignment});
     }
     for (const auto& [name, type, bytes] : scratch_)
       arrays.push_back({type, name, kernel_.dims.threads_per_block(), bytes});
     SharedLayout layout = layout_shared(arrays, d_.static_shared_limit());
     if (layout.dynamic) {
       std::string pool = fresh("mt_dynamic_shared");
-      os << "  " << d_.dynamic_shared_pool(pool, layout.bytes) << "\n";
+      os << "  " << d_.dynamic_shared_pool(pool, layout.bytes, layout.alignment) << "\n";
       for (size_t i = 0; i < arrays.size(); ++i)
         os << "  "
            << d_.dynamic_shared_array(arrays[i].type, arrays[i].name, pool, layout.offsets[i])
@@ -129,8 +133,11 @@ private:
     }
     for (size_t i = 0; i < arrays.size(); ++i) {
       bool fragment = i < shared_.size() && fragment_memory_.count(shared_[i]->id) > 0;
+      // Declared one by one, an array needs no more than its accesses do, unless it asks.
+      const int64_t asked = arrays[i].alignment > kSharedAlignment ? arrays[i].alignment : 0;
       os << "  "
-         << (fragment ? d_.fragment_source_array(arrays[i].type, arrays[i].name, arrays[i].elements)
+         << (fragment ? d_.fragment_source_array(arrays[i].type, arrays[i].name, arrays[i].elements,
+                                                 asked)
                       : d_.shared_array(arrays[i].type, arrays[i].name, arrays[i].elements))
          << "\n";
     }
@@ -285,7 +292,8 @@ private:
   }
 
   std::string row_major_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
-    if (core_matrix_.count(b->id)) return bare(core_matrix_offset(*b, indices));
+    if (auto cm = core_matrix_.find(b->id); cm != core_matrix_.end())
+      return bare(core_matrix_offset(*b, indices, cm->second));
     std::string out;
     int64_t stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
@@ -536,6 +544,12 @@ private:
                              ") under divergent control flow, where no barrier can be placed");
     group_mma_quiesce();
     line(d_.barrier());
+    if (group_ops_ && d_.has_tensor_cores()) {
+      // Every path from the accumulator's fill to a product crosses a barrier or the fence
+      // written at the product itself: one fence per k-tile, not one per product.
+      line(d_.group_mma_fence());
+      group_fenced_ = true;
+    }
     pending = Accesses{};
   }
 
@@ -684,7 +698,9 @@ private:
   // the dialect has them and both arrays hold the elements in their own type.
   bool vector_copy(const P::Stmt& loop, Accesses& pending) {
     auto vc = match_vector_copy(loop, [this](const P::Buffer& b, const std::vector<P::Expr>& i) {
-      return core_matrix_.count(b->id) ? core_matrix_offset(*b, i) : P::flat_index(*b, i);
+      auto cm = core_matrix_.find(b->id);
+      return cm != core_matrix_.end() ? core_matrix_offset(*b, i, cm->second)
+                                      : P::flat_index(*b, i);
     });
     if (!vc || active_xr_ || in_tensor_op_) return false;
     const P::Buffer& dst = vc->store->buffer;
@@ -1231,7 +1247,9 @@ private:
                                                       "along threadIdx.x (32 threads), not ") +
                              std::to_string(kernel_.dims.block[0]));
     core_matrix_ = core_matrix_operands(tensor_ops_);
-    if (d_.has_tensor_cores()) fragment_memory_.insert(core_matrix_.begin(), core_matrix_.end());
+    if (d_.has_tensor_cores())
+      for (const auto& [id, layout] : core_matrix_)
+        fragment_memory_.insert(id);
     for (const TensorOp& op : tensor_ops_) {
       if (!op.mem.buffer) continue;
       const P::Buffer& m = op.mem.buffer;
@@ -1331,18 +1349,21 @@ private:
       line("for (int " + r + " = 0; " + r + " < " + std::to_string(per_tile) + "; ++" + r + ") " +
            acc + "[" + first_register(op.frag) + " + " + r +
            "] = " + float_literal(op.fill, P::DType::f32()) + ";");
+      group_fenced_ = false;
       break;
     }
     case TensorOpKind::Mma: {
       auto descriptor = [&](const Tile& t, bool is_a, bool* transposed) {
-        GroupOperand g = group_operand(t, is_a);
+        GroupOperand g = group_operand(t, is_a, core_matrix_.at(t.buffer->id));
         *transposed = !g.k_major;
         return d_.group_mma_descriptor("&" + buffer_name(t.buffer) + "[" +
                                            row_major_index(t.buffer, t.base) + "]",
-                                       g.k_stride_bytes, g.mn_stride_bytes);
+                                       g.lbo_bytes, g.sbo_bytes, g.swizzle128);
       };
       bool trans_a = false, trans_b = false;
       std::string da = descriptor(op.a, true, &trans_a), db = descriptor(op.b, false, &trans_b);
+      if (!group_fenced_) line(d_.group_mma_fence());
+      group_fenced_ = true;
       line(d_.group_mma(acc, first_register(op.frag), op.cols, da, db, trans_a, trans_b,
                         op.a.buffer->dtype));
       group_uncommitted_ = true;
@@ -1351,6 +1372,7 @@ private:
     case TensorOpKind::Store: {
       commit_group_mmas();
       line(d_.group_mma_wait(0) + " // the accumulator is read next");
+      group_fenced_ = false;
       {
         std::string r = fresh("mt_r");
         line(d_.unroll_pragma());
@@ -1514,7 +1536,8 @@ private:
   // iterations of the pipelined loop being written, 0 elsewhere.
   int64_t group_wait_depth_ = 0;
   bool group_uncommitted_ = false; // products written since the last commit
-  std::set<int64_t> core_matrix_;  // shared arrays wgmma reads (held as core matrices)
+  bool group_fenced_ = false;      // a wgmma.fence since the accumulator was last touched
+  std::map<int64_t, CoreMatrixLayout> core_matrix_; // shared arrays wgmma reads, their layouts
 
   bool in_tensor_op_ = false;
   bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies

@@ -355,6 +355,13 @@ TensorOp match_group_mma(const P::Stmt& loop, const std::string& name) {
   op.frag = *tc;
   op.a = *ta;
   op.b = *tb;
+  auto swizzle = loop->annotations.find(P::kWgmmaSwizzleAnnotation);
+  if (swizzle != loop->annotations.end()) {
+    const auto* bytes = std::get_if<int64_t>(&swizzle->second);
+    if (!bytes || *bytes != 128)
+      refuse(name, "asks for a swizzle other than 128 bytes (the only one written)");
+    op.swizzle128 = true;
+  }
   return op;
 }
 
@@ -516,8 +523,8 @@ P::Expr fragment_index(const Tile& frag) {
 
 namespace mt::gpu_codegen {
 
-std::set<int64_t> core_matrix_operands(const std::vector<TensorOp>& ops) {
-  std::set<int64_t> out;
+std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<TensorOp>& ops) {
+  std::map<int64_t, CoreMatrixLayout> out;
   for (const TensorOp& op : ops) {
     if (op.unit != TensorUnit::Warpgroup || op.kind != TensorOpKind::Mma) continue;
     for (const Tile* t : {&op.a, &op.b}) {
@@ -532,23 +539,55 @@ std::set<int64_t> core_matrix_operands(const std::vector<TensorOp>& ops) {
             (t->row_dim == last - 1 && t->col_dim == last)))
         throw UnsupportedError("a wgmma tile of '" + t->buffer->name +
                                "' that does not run along its last two dimensions");
-      out.insert(t->buffer->id);
+      const bool whole_lines = shape[nd - 1] * t->buffer->dtype.bytes() % 128 == 0;
+      const CoreMatrixLayout layout = op.swizzle128 && whole_lines ? CoreMatrixLayout::Swizzle128
+                                                                   : CoreMatrixLayout::Interleaved;
+      auto [at, fresh] = out.emplace(t->buffer->id, layout);
+      if (!fresh && at->second != layout)
+        throw UnsupportedError("the wgmma operand '" + t->buffer->name +
+                               "' is read by products that want it swizzled and not");
     }
   }
   return out;
 }
 
-P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices) {
+namespace {
+
+// a ^ b for a, b in [0, 8), in the operations the program's expressions have: bit i of the sum
+// of a >> i and b >> i is the exclusive or of their bits i (the higher bits add even numbers).
+// The vector-copy analysis sees through it: neither operand moves with a lane.
+P::Expr xor3(const P::Expr& a, const P::Expr& b) {
+  P::Expr out;
+  for (int64_t bit = 1; bit <= 4; bit *= 2) {
+    P::Expr sum = bit == 1 ? a + b : a / P::int_imm(bit) + b / P::int_imm(bit);
+    P::Expr term = (sum % P::int_imm(2)) * P::int_imm(bit);
+    out = out ? out + term : term;
+  }
+  return out;
+}
+
+} // namespace
+
+P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices,
+                           CoreMatrixLayout layout) {
   const auto& shape = buffer.shape;
   const size_t nd = shape.size();
   const int64_t R = shape[nd - 2], C = shape[nd - 1];
   const P::Expr& r = indices[nd - 2];
   const P::Expr& c = indices[nd - 1];
   const P::Expr eight = P::int_imm(8);
-  // Kept in this shape (no canonical form): the vector-copy analysis follows a lane through
+  // Kept in these shapes (no canonical form): the vector-copy analysis follows a lane through
   // the divisions and remainders by 8 (vector_copy.h).
-  P::Expr core = (r / eight) * P::int_imm(C / 8) + c / eight;
-  P::Expr offset = core * P::int_imm(64) + ((r % eight) * eight + c % eight);
+  P::Expr offset;
+  if (layout == CoreMatrixLayout::Swizzle128) {
+    const int64_t line = 128 / buffer.dtype.bytes(); // elements in a row of an atom
+    P::Expr chunk = xor3((c % P::int_imm(line)) / eight, r % eight);
+    offset = (c / P::int_imm(line)) * P::int_imm(R * line) + (r / eight) * P::int_imm(8 * line) +
+             (r % eight) * P::int_imm(line) + chunk * eight + c % eight;
+  } else {
+    P::Expr core = (r / eight) * P::int_imm(C / 8) + c / eight;
+    offset = core * P::int_imm(64) + ((r % eight) * eight + c % eight);
+  }
   if (nd == 2) return offset;
   P::Expr outer = indices[0];
   for (size_t d = 1; d + 2 < nd; ++d)
@@ -556,18 +595,27 @@ P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Exp
   return outer * P::int_imm(R * C) + offset;
 }
 
-GroupOperand group_operand(const Tile& t, bool is_a) {
+GroupOperand group_operand(const Tile& t, bool is_a, CoreMatrixLayout layout) {
   const auto& shape = t.buffer->shape;
   const int last = static_cast<int>(shape.size()) - 1;
-  const int64_t C = shape[static_cast<size_t>(last)];
+  const int64_t R = shape[static_cast<size_t>(last - 1)], C = shape[static_cast<size_t>(last)];
   const int64_t bytes = t.buffer->dtype.bytes();
   // A's k is its tile's columns, B's its rows.
   const int k_dim = is_a ? t.col_dim : t.row_dim;
   GroupOperand g;
   g.k_major = k_dim == last;
+  if (layout == CoreMatrixLayout::Swizzle128) {
+    g.swizzle128 = true;
+    // The next atom down the rows (8 rows of m or n when K-major, of k when MN-major); K-major
+    // reads no leading offset (a k16 step stays inside a 128-byte line), MN-major's is the
+    // next 64-column block along m or n.
+    g.sbo_bytes = 1024;
+    g.lbo_bytes = g.k_major ? 16 : R * 128;
+    return g;
+  }
   const int64_t along_cols = 8 * bytes * 8, along_rows = C * 8 * bytes; // 128 B, C*16 B
-  g.k_stride_bytes = g.k_major ? along_cols : along_rows;
-  g.mn_stride_bytes = g.k_major ? along_rows : along_cols;
+  g.lbo_bytes = g.k_major ? along_cols : along_rows;
+  g.sbo_bytes = g.k_major ? along_rows : along_cols;
   return g;
 }
 

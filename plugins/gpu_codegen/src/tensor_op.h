@@ -49,6 +49,9 @@ struct TensorOp {
   Tile mem;        // loads and store: the memory side, rows and columns as the fragment's
   Tile a, b;       // mma: the operand fragments (wgmma: the operand tiles in shared memory)
   double fill = 0; // fill: the value
+  // wgmma.mma: the rule asked for the 128-byte swizzled layout (kWgmmaSwizzleAnnotation) of the
+  // operands whose rows are whole 128-byte lines.
+  bool swizzle128 = false;
 };
 
 // The nest under `loop` as the operation its annotation names; throws UnsupportedError saying
@@ -88,25 +91,42 @@ bool memory_tile_aligned(const Tile& mem);
 // and columns.
 P::Expr fragment_index(const Tile& frag);
 
-// wgmma's operands in shared memory: the buffer's last two dimensions [R, C] held as 8x8 core
-// matrices (8 rows of 16 bytes), row-major among themselves: element (r, c) at
-//   ((r / 8) * (C / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8
-// plus R * C per step of the leading dimensions (a pipeline's stages). The next core matrix
-// along the rows is 128 bytes on, along the columns C * 16 bytes on. K-major operands (A[m, k],
-// B[n, k]) have k along C, MN-major ones (B[k, n], A[k, m]) along R.
-// The shared buffers wgmma reads, by id; throws UnsupportedError when one cannot be held so
-// (its last two dimensions not multiples of 8, or the tile not along them).
-std::set<int64_t> core_matrix_operands(const std::vector<TensorOp>& ops);
-// The element offset of buffer[indices] in that layout.
-P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices);
+// wgmma's operands in shared memory: the buffer's last two dimensions [R, C], plus R * C
+// elements per step of the leading dimensions (a pipeline's slots), in one of two layouts.
+// K-major operands (A[m, k], B[n, k]) have k along C, MN-major ones (B[k, n], A[k, m]) along R.
+enum class CoreMatrixLayout {
+  // 8x8 core matrices (8 rows of 16 bytes), row-major among themselves: element (r, c) at
+  //   ((r / 8) * (C / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8.
+  // The next core matrix along the rows is 128 bytes on, along the columns C * 16 bytes on.
+  Interleaved,
+  // CUTLASS's and cuBLAS's layout, for C a multiple of 64 (rows of 128 bytes): atoms of 8 rows
+  // (1024 bytes, 1024-aligned) in which the 16-byte chunk j of row r sits at chunk j ^ (r % 8),
+  // so that the 8 rows of one chunk column lie in 8 different bank groups; the atoms follow each
+  // other down the rows of a 64-column block, and the blocks are R * 64 elements apart:
+  //   (c / 64) * R * 64 + (r / 8) * 512 + (r % 8) * 64 + (((c % 64) / 8) ^ (r % 8)) * 8 + c % 8.
+  Swizzle128,
+};
 
-// A wgmma operand tile in shared memory: whether it is K-major (k along the buffer's innermost
-// dimension), and the byte distances from one core matrix to the next along k and along m (or
-// n), for the instruction's descriptor.
+// The shared buffers wgmma reads, by id, with their layouts: swizzled where an operation asks
+// for it and the buffer's rows are whole 128-byte lines, else interleaved. Throws
+// UnsupportedError when one cannot be held so (its last two dimensions not multiples of 8, or
+// the tile not along them), or two operations want one buffer in two layouts.
+std::map<int64_t, CoreMatrixLayout> core_matrix_operands(const std::vector<TensorOp>& ops);
+// The element offset of buffer[indices] in that layout.
+P::Expr core_matrix_offset(const P::BufferNode& buffer, const std::vector<P::Expr>& indices,
+                           CoreMatrixLayout layout);
+
+// A wgmma operand tile in shared memory as the instruction's descriptor gives it: whether it is
+// K-major (k along the buffer's innermost dimension), the descriptor's leading and stride byte
+// offsets, and whether it is swizzled. Interleaved: the leading offset runs along k, the stride
+// offset along m or n. Swizzled K-major: the stride offset is the next 8 rows' (1024 bytes; the
+// leading one is not read); swizzled MN-major: the leading offset is the next 64-column block's
+// (along m or n), the stride offset the next 8 rows' (along k).
 struct GroupOperand {
   bool k_major = true;
-  int64_t k_stride_bytes = 0, mn_stride_bytes = 0;
+  int64_t lbo_bytes = 0, sbo_bytes = 0;
+  bool swizzle128 = false;
 };
-GroupOperand group_operand(const Tile& t, bool is_a);
+GroupOperand group_operand(const Tile& t, bool is_a, CoreMatrixLayout layout);
 
 } // namespace mt::gpu_codegen

@@ -183,6 +183,10 @@ inline constexpr const char* kUnrollHintAnnotation = "pragma_unroll_hint";
 //   wmma.fill   acc[16x16] = constant         wmma.load_a / wmma.load_b  frag[16x16] = memory
 //   wmma.mma    acc += f32(a) * f32(b)        wmma.store  memory[16x16] = acc
 inline constexpr const char* kTensorIntrinsicAnnotation = "meta_schedule.tensor_intrinsic";
+// Loop annotation next to a "wgmma.mma" tensor intrinsic: 128 asks for the operands whose rows
+// are whole 128-byte lines to be held in the 128-byte swizzled layout (the generator's
+// tensor_op.h); absent, they are held as plain 8x8 core matrices.
+inline constexpr const char* kWgmmaSwizzleAnnotation = "meta_schedule.wgmma_swizzle";
 
 // Loop annotations of software pipelining (the ABI's MT_LOOP_SOFTWARE_PIPELINE_*, which says
 // what the lowered loops look like): a rule asks with kSoftwarePipelineStages = S on a k loop;

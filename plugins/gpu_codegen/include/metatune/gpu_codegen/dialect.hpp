@@ -51,7 +51,8 @@ public:
   virtual int64_t static_shared_limit() const { return 0; }
   // The pool's declaration (`bytes` long) and an array of `type` at byte `offset` of it
   // (offset % 128 == 0).
-  virtual std::string dynamic_shared_pool(const std::string& /*pool*/, int64_t /*bytes*/) const {
+  virtual std::string dynamic_shared_pool(const std::string& /*pool*/, int64_t /*bytes*/,
+                                          int64_t /*alignment*/) const {
     return "";
   }
   virtual std::string dynamic_shared_array(const std::string& /*type*/, const std::string& name,
@@ -127,19 +128,22 @@ public:
   }
   // Hopper's warpgroup MMA (wgmma, sm_90a; tensor_op.h), called only when has_tensor_cores():
   // a warpgroup accumulator of `floats` per thread; the 64-bit shared-memory descriptor of an
-  // operand tile at `pointer` held as core matrices (`k_stride`/`mn_stride`: bytes from one
-  // core matrix to the next along k and along m or n); one m64n`cols`k16 product added to
-  // the accumulator's registers from `first` on (`trans_*`: the operand is MN-major); the
-  // commit and the wait below; the fence that makes ordinary shared-memory writes visible to
-  // them. Statements with their semicolons, the descriptor an expression.
+  // operand tile at `pointer` (`lbo`/`sbo`: the descriptor's leading and stride byte offsets,
+  // tensor_op.h's GroupOperand; `swizzle128`: held in the 128-byte swizzled layout, else as
+  // plain core matrices); the fence that orders the threads' own accesses of the accumulator
+  // registers before the products that follow; one m64n`cols`k16 product added to the
+  // accumulator's registers from `first` on (`trans_*`: the operand is MN-major); the commit
+  // and the wait below; the fence that makes ordinary shared-memory writes visible to them.
+  // Statements with their semicolons, the descriptor an expression.
   virtual std::string group_mma_prologue() const { return ""; }
   virtual std::string group_accumulator_array(const std::string& name, int64_t floats) const {
     return name + std::to_string(floats);
   }
-  virtual std::string group_mma_descriptor(const std::string& pointer, int64_t /*k_stride*/,
-                                           int64_t /*mn_stride*/) const {
+  virtual std::string group_mma_descriptor(const std::string& pointer, int64_t /*lbo*/,
+                                           int64_t /*sbo*/, bool /*swizzle128*/) const {
     return pointer;
   }
+  virtual std::string group_mma_fence() const { return ""; }
   virtual std::string group_mma(const std::string& acc, const std::string& first, int64_t /*cols*/,
                                 const std::string& desc_a, const std::string& desc_b,
                                 bool /*trans_a*/, bool /*trans_b*/, P::DType /*operand*/) const {
@@ -178,9 +182,9 @@ public:
     return "";
   }
   // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
-  // aligned as the loads require.
+  // aligned as the loads require and to at least `alignment` bytes.
   virtual std::string fragment_source_array(const std::string& type, const std::string& name,
-                                            int64_t elements) const {
+                                            int64_t elements, int64_t /*alignment*/) const {
     return shared_array(type, name, elements);
   }
 };
