@@ -112,8 +112,7 @@ private:
     for (const auto& b : shared_) {
       bool own = held_in_own_type(b);
       // The 128-byte swizzle permutes chunks by address bits, within 1024-byte atoms.
-      auto cm = core_matrix_.find(b->id);
-      const bool swizzled = cm != core_matrix_.end() && cm->second == CoreMatrixLayout::Swizzle128;
+      const bool swizzled = core_matrix_layout(b) == CoreMatrixLayout::Swizzle128;
       arrays.push_back({own ? storage_type(b) : type_of(b->dtype), buffer_name(b),
                         b->num_elements(), held_bytes(b->dtype, own),
                         swizzled ? 1024 : kSharedAlignment});
@@ -291,9 +290,15 @@ private:
     return flat + " + " + var_name(vt_->var) + " * " + std::to_string(e->second);
   }
 
+  // The layout of a shared array wgmma reads (tensor_op.h); nullopt for every other array.
+  std::optional<CoreMatrixLayout> core_matrix_layout(const P::Buffer& b) const {
+    auto it = core_matrix_.find(b->id);
+    if (it == core_matrix_.end()) return std::nullopt;
+    return it->second;
+  }
+
   std::string row_major_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
-    if (auto cm = core_matrix_.find(b->id); cm != core_matrix_.end())
-      return bare(core_matrix_offset(*b, indices, cm->second));
+    if (auto layout = core_matrix_layout(b)) return bare(core_matrix_offset(*b, indices, *layout));
     std::string out;
     int64_t stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
@@ -698,9 +703,8 @@ private:
   // the dialect has them and both arrays hold the elements in their own type.
   bool vector_copy(const P::Stmt& loop, Accesses& pending) {
     auto vc = match_vector_copy(loop, [this](const P::Buffer& b, const std::vector<P::Expr>& i) {
-      auto cm = core_matrix_.find(b->id);
-      return cm != core_matrix_.end() ? core_matrix_offset(*b, i, cm->second)
-                                      : P::flat_index(*b, i);
+      auto layout = core_matrix_layout(b);
+      return layout ? core_matrix_offset(*b, i, *layout) : P::flat_index(*b, i);
     });
     if (!vc || active_xr_ || in_tensor_op_) return false;
     const P::Buffer& dst = vc->store->buffer;
