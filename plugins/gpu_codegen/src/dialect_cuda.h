@@ -245,7 +245,8 @@ public:
            "u, " + (swizzle128 ? "1ull" : "0ull") + ")";
   }
   // Consecutive products into the same accumulator need no fence between them (the PTX ISA's
-  // wgmma.fence); the generator writes one after each barrier and after the accumulator's fill.
+  // wgmma.fence); the generator writes one after each barrier, and before a product that no
+  // barrier precedes since the accumulator was filled or read.
   std::string group_mma_fence() const override {
     return "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");";
   }
