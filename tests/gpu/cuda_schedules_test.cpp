@@ -99,16 +99,25 @@ TEST(CudaSchedules, TensorCoreSchedulesBecomeWmmaCallsThatCompileForSm80AndSm90)
         // METATUNE_DUMP_GPU_SOURCE=DIR keeps each sample's source.
         G::maybe_dump_source(p.name + "_tc" + std::to_string(n_seen++), src.code, "cu");
         if (src.code.find("lanes in one move") != std::string::npos) ++wide;
-        // A pipelined k loop (core's software_pipeline.h): the fetch ahead issued with cp.async,
-        // committed, the oldest group waited for, then the barrier before the tile is read.
+        // A pipelined k loop of 2 stages (core's software_pipeline.h): the wait for this
+        // iteration's tile (no newer group in flight), the iteration's one barrier, then the
+        // fetch ahead issued with cp.async and committed, and the products with no barrier
+        // between them and the fetch.
         if (gpu_test::is_pipelined(s.scheduled)) {
           ++pipelined;
-          size_t wait = src.code.find("mt_cp_async_wait<1>();");
+          size_t wait = src.code.find("mt_cp_async_wait<0>();");
           EXPECT_NE(wait, std::string::npos) << s.spec << "\n" << src.code;
           if (wait != std::string::npos) {
             size_t next = src.code.find_first_not_of(" \n", src.code.find('\n', wait));
             EXPECT_EQ(src.code.compare(next, 16, "__syncthreads();"), 0) << src.code;
-            EXPECT_NE(src.code.find("mt_cp_async_commit();"), std::string::npos);
+            size_t commit = src.code.find("mt_cp_async_commit();", wait);
+            size_t product = src.code.find("nvcuda::wmma::mma_sync", wait);
+            EXPECT_LT(commit, product) << src.code;
+            size_t barriers = 0;
+            for (size_t at = src.code.find("__syncthreads();", wait); at < product;
+                 at = src.code.find("__syncthreads();", at + 1))
+              ++barriers;
+            EXPECT_EQ(barriers, 1u) << "one barrier an iteration\n" << src.code;
           }
           if (src.code.find("mt_cp_async_16(&") != std::string::npos) ++async16;
         }

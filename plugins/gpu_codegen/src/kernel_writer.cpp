@@ -543,19 +543,25 @@ private:
     return a;
   }
 
-  void barrier(Accesses& pending, bool uniform, const std::string& why) {
+  // `fence_after`: the wgmma fence follows the barrier (else the caller writes it later).
+  void barrier(Accesses& pending, bool uniform, const std::string& why, bool fence_after = true) {
     if (!uniform)
       throw UnsupportedError("threads hand data to each other (" + why +
                              ") under divergent control flow, where no barrier can be placed");
     group_mma_quiesce();
     line(d_.barrier());
-    if (group_ops_ && d_.has_tensor_cores()) {
-      // Every path from the accumulator's fill to a product crosses a barrier or the fence
-      // written at the product itself: one fence per k-tile, not one per product.
-      line(d_.group_mma_fence());
-      group_fenced_ = true;
-    }
+    if (fence_after) group_mma_fence();
     pending = Accesses{};
+  }
+
+  // Every path from the accumulator's fill to a product crosses a barrier, a pipelined loop's
+  // fetch or the fence written at the product itself: one fence per k-tile, not one per
+  // product. Written right before the products' nest: ptxas injects a warpgroup.arrive of its
+  // own (note C7519) when other code lies between the fence and the products.
+  void group_mma_fence() {
+    if (!group_ops_ || !d_.has_tensor_cores()) return;
+    line(d_.group_mma_fence());
+    group_fenced_ = true;
   }
 
   void commit_group_mmas() {
@@ -778,11 +784,12 @@ private:
     // (one commit group each) may still be reading their slots at this loop's barriers.
     const int64_t outer_depth = group_wait_depth_;
     if (stages > 1 && group_ops_) group_wait_depth_ = spare_slots(s);
-    if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
-    if (stages > 1)
-      pipelined_body(s->body, stages, inner, uniform);
-    else
+    if (stages > 1) {
+      pipelined_body(s->body, stages, inner, uniform, v);
+    } else {
+      if (carried) barrier(inner, uniform, "between iterations of `" + v + "`");
       stmt(s->body, inner, uniform);
+    }
     // The products issued in an iteration form one group, which the next iteration's barrier
     // waits for (or leaves running, with spare slots).
     if (carried) commit_group_mmas();
@@ -818,18 +825,27 @@ private:
     line(text + ";");
   }
 
-  // A pipelined loop's body: the fetch ahead (statement 0, its copies issued asynchronously
-  // where the dialect can), committed as one group; then the wait until at most the newest
-  // stages - 1 groups are in flight -- this iteration's tile, fetched stages - 1 iterations
-  // ago (or by the prologue), has landed -- and a barrier that makes it every thread's, always
-  // (an asynchronous write is not what the access analysis sees as done); then the reads.
-  void pipelined_body(const P::Stmt& body, int64_t stages, Accesses& pending, bool uniform) {
+  // A pipelined loop's body, with one barrier an iteration (CUTLASS's multistage order): the
+  // wait until this iteration's tile -- fetched S-1 iterations ago, or by the prologue -- has
+  // landed (at most the newest S-2 groups still in flight), the barrier that makes it every
+  // thread's and that every thread passes only once done with the previous iteration's reads;
+  // then the fetch ahead (statement 0, its copies issued asynchronously where the dialect can,
+  // committed as one group), which overwrites the slot those reads used (software_pipeline.h:
+  // iteration k fetches into slot k - 1 - spare), and the reads of this iteration's slot, which
+  // the fetch does not touch -- so its writes are not among the accesses the reads are checked
+  // against. The barrier also covers whatever else the iterations hand each other: it
+  // separates every statement of one iteration from every statement of the next.
+  void pipelined_body(const P::Stmt& body, int64_t stages, Accesses& pending, bool uniform,
+                      const std::string& var) {
     std::vector<P::Stmt> items =
         body->kind == StmtKind::Seq ? body->stmts : std::vector<P::Stmt>{body};
-    stmt(items[0], pending, uniform);
+    async_line(d_.async_wait(stages - 2));
+    barrier(pending, uniform, "between iterations of pipelined `" + var + "`", false);
+    group_fenced_ = false;
+    Accesses fetch;
+    stmt(items[0], fetch, uniform);
     async_line(d_.async_commit());
-    async_line(d_.async_wait(stages - 1));
-    barrier(pending, uniform, "before the reads of a pipelined loop's tile");
+    group_mma_fence();
     seq(std::vector<P::Stmt>(items.begin() + 1, items.end()), pending, uniform);
   }
 
