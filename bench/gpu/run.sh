@@ -68,6 +68,13 @@ ops=(
   "dense bert (GEMM)|dense(M=128,N=3072,K=768,bias=0,act=none)|"
 )
 
+# TMA=1: the f16 operator's wgmma spaces include the one whose tiles are TMA box copies
+# (docs/gpu.md, "TMA copies"; off by default until measured on a device). on_device.sh sets it
+# when the on-device TMA test has passed.
+if [[ -n "${TMA:-}" ]]; then
+  ops[0]+=' --rules +std.MultiLevelTilingTensorCore{"wgmma_tma":"both"}'
+fi
+
 # ONLY: the operators to run, by number (1 f16, 2 f32, 3 BERT), e.g. ONLY=1 or ONLY=1,3.
 if [[ -n "${ONLY:-}" ]]; then
   picked=()

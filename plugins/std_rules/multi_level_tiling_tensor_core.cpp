@@ -63,6 +63,11 @@
 // operands as plain core matrices and one, with k-tiles of 64, that asks for the 128-byte
 // swizzled layout (kWgmmaSwizzleAnnotation; the layout CUTLASS and cuBLAS use, whose
 // descriptor reads fewer bank-conflicting lines), so that the search measures both.
+// "wgmma_tma" ("never", the default, | "both" | "always"): "both" makes the swizzled space twice,
+// once with the threads' own asynchronous copies and once asking for the fetches to be copies
+// by Hopper's tensor memory accelerator (kWgmmaTmaAnnotation: one thread issues a box copy that
+// swizzles the tile itself, counted on an mbarrier). "never" by default until the cuda target
+// makes the copies' tensor maps at launch (it refuses such kernels for now).
 #include <optional>
 #include <set>
 
@@ -198,7 +203,7 @@ public:
       : config_("std.MultiLevelTilingTensorCore", text) {
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
                         "pad_shared", "pipeline_stages", "vector_load_lens", "wgmma", "wgmma_cols",
-                        "wgmma_swizzle"});
+                        "wgmma_swizzle", "wgmma_tma"});
     wgmma_ = config_.get_string("wgmma", "auto");
     if (wgmma_ != "auto" && wgmma_ != "always" && wgmma_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma' must "
@@ -212,6 +217,17 @@ public:
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
                                                   "'wgmma_swizzle' must be \"both\", \"always\" or "
                                                   "\"never\"");
+    const std::string tma = config_.get_string("wgmma_tma", "never");
+    if (tma != "both" && tma != "always" && tma != "never")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma_tma' "
+                                                  "must be \"both\", \"always\" or \"never\"");
+    // (swizzled, TMA) per wgmma space: TMA copies lay out only the swizzled tiles.
+    std::vector<std::pair<bool, bool>> layouts;
+    for (bool swizzle : group_swizzles_) {
+      if (swizzle && tma != "never") layouts.emplace_back(true, true);
+      if (!swizzle || tma != "always") layouts.emplace_back(swizzle, false);
+    }
+    group_layouts_ = layouts;
     group_cols_ = config_.get_ints("wgmma_cols", group_cols_);
     for (int64_t n : group_cols_)
       if (n < 16 || n > 256 || n % 16)
@@ -271,10 +287,10 @@ public:
     if (bf16 && enabled_ != "always" && sm_ < 80) return {sch};
     std::vector<Schedule> out;
     if (group_active_)
-      for (bool swizzle : group_swizzles_) {
+      for (const auto& [swizzle, tma] : group_layouts_) {
         Schedule wg = sch.copy();
         try {
-          tile_warpgroups(wg, block, *roles, swizzle);
+          tile_warpgroups(wg, block, *roles, swizzle, tma);
           out.push_back(wg);
         } catch (const sdk::ScheduleError&) {
         }
@@ -449,7 +465,8 @@ private:
   }
 
   // The wgmma design space (the header's second diagram).
-  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m, bool swizzle) const {
+  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m, bool swizzle,
+                       bool tma) const {
     const std::string block_name = sch.name_of(block);
     BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
     BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
@@ -507,6 +524,7 @@ private:
     BlockRV init = sch.decompose_reduction(block, k01[0]);
     sch.annotate(ti[1], sdk::program::kTensorIntrinsicAnnotation, std::string("wgmma.mma"));
     if (swizzle) sch.annotate(ti[1], sdk::program::kWgmmaSwizzleAnnotation, int64_t{128});
+    if (tma) sch.annotate(ti[1], sdk::program::kWgmmaTmaAnnotation, int64_t{1});
     annotate_pipeline(sch, k01[0]);
     // One slot more than the stages: the products of a k-tile read shared memory after their
     // iteration, so the fetch overwrites the slot read two iterations before, and the barrier
@@ -567,7 +585,8 @@ private:
   Config config_;
   std::string enabled_;
   std::string wgmma_ = "auto";
-  std::vector<bool> group_swizzles_ = {true, false}; // one wgmma design space per layout
+  std::vector<bool> group_swizzles_ = {true, false}; // the layouts "wgmma_swizzle" asks for
+  std::vector<std::pair<bool, bool>> group_layouts_; // one wgmma space per (swizzled, TMA)
   std::vector<int64_t> group_cols_{64, 128, 256};
   bool group_active_ = false;
   bool pad_shared_ = true;

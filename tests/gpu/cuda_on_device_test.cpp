@@ -147,5 +147,13 @@ TEST(CudaOnDevice, SwizzledWarpgroupMmaSchedulesMatchTheInterpreter) {
   check_wgmma_on_device(gpu_test::warpgroup_swizzle_space(), "swizzled wgmma samples");
 }
 
+// The swizzled tiles of pipelined k loops copied by TMA (tma_copy.h): the tensor maps made at
+// launch, the boxes' coordinates and starts, the mbarriers' phases. A wrong one computes wrong
+// products, or hangs on a phase that never completes.
+TEST(CudaOnDevice, TmaWarpgroupMmaSchedulesMatchTheInterpreter) {
+  REQUIRE_CUDA_DEVICE();
+  check_wgmma_on_device(gpu_test::warpgroup_tma_space(), "wgmma TMA samples");
+}
+
 } // namespace
 } // namespace mt

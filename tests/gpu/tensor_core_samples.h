@@ -62,15 +62,23 @@ inline std::vector<std::unique_ptr<PluginPostproc>> gpu_postprocs(const TuneAttr
   return postprocs;
 }
 
-// Whether lowering software-pipelined the schedule's k loop (a prologue loop exists).
-inline bool is_pipelined(const Function& scheduled) {
+// Whether a loop of the lowered schedule carries annotation `key`.
+inline bool has_loop_annotated(const Function& scheduled, const char* key) {
   bool found = false;
   visit_stmts(lower(scheduled).body, [&](const Stmt& x) {
-    found = found || (x->kind == StmtKind::For &&
-                      as<ForNode>(x)->annotations.count(kSoftwarePipelinePrologue));
+    found = found || (x->kind == StmtKind::For && as<ForNode>(x)->annotations.count(key));
     return !found;
   });
   return found;
+}
+// Whether lowering software-pipelined the schedule's k loop (a prologue loop exists).
+inline bool is_pipelined(const Function& scheduled) {
+  return has_loop_annotated(scheduled, kSoftwarePipelinePrologue);
+}
+// Whether lowering pipelined a loop of the schedule (its prologue may have been a loop of one
+// iteration, which is_pipelined does not see).
+inline bool has_pipelined_loop(const Function& scheduled) {
+  return has_loop_annotated(scheduled, kSoftwarePipelineStages);
 }
 
 // The warpgroup (wgmma) space's workloads: m a multiple of 64, n of 64 (its smallest N).
@@ -94,16 +102,26 @@ inline TensorCoreSpace warpgroup_space() {
               "wgmma_swizzle": "never"})",
           warpgroup_specs()};
 }
+inline std::vector<std::string> swizzle_specs() {
+  return {"matmul(M=128,N=64,K=128,dtype=f16,out_dtype=f32)",
+          "dense(M=64,N=128,K=64,dtype=f16,out_dtype=f32)",
+          "batch_matmul(B=2,M=64,N=64,K=64,dtype=f16,out_dtype=f32)",
+          "matmul(M=64,N=128,K=128,dtype=bf16,out_dtype=f32)"};
+}
 // The space with the 128-byte swizzled operands: k a multiple of 64 (its k-tiles), K-major and
 // MN-major B, two k-tiles and more (the pipeline's slots), bf16.
 inline TensorCoreSpace warpgroup_swizzle_space() {
   return {"meta_schedule.wgmma_swizzle",
           R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128],
-              "wgmma_swizzle": "always"})",
-          {"matmul(M=128,N=64,K=128,dtype=f16,out_dtype=f32)",
-           "dense(M=64,N=128,K=64,dtype=f16,out_dtype=f32)",
-           "batch_matmul(B=2,M=64,N=64,K=64,dtype=f16,out_dtype=f32)",
-           "matmul(M=64,N=128,K=128,dtype=bf16,out_dtype=f32)"}};
+              "wgmma_swizzle": "always", "wgmma_tma": "never"})",
+          swizzle_specs()};
+}
+// The swizzled space with the fetches asked to be TMA box copies (tma_copy.h).
+inline TensorCoreSpace warpgroup_tma_space() {
+  return {"meta_schedule.wgmma_tma",
+          R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128],
+              "wgmma_swizzle": "always", "wgmma_tma": "always"})",
+          swizzle_specs()};
 }
 
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns

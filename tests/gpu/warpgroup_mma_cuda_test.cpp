@@ -74,17 +74,72 @@ TEST(WarpgroupSchedules, SwizzledWgmmaSchedulesCompileForSm90aWithoutWarnings) {
   check_cuda_source(gpu_test::warpgroup_swizzle_space(), true);
 }
 
-// bench/gpu's shape on an H200's limits: the 4096^3 f16 matmul's wgmma spaces sample, their
-// samples pass the postprocessors and compile for sm_90a without a warning, the accumulator
-// indexed by constants once the tile loops are unrolled (no local memory: ptxas reports no
-// stack frame).
+// TMA box copies (tma_copy.h) for the swizzled tiles of pipelined k loops: one thread issues
+// them against tensor maps passed as __grid_constant__ parameters, every thread waits on the
+// slot's mbarrier; the tensor maps the source reports are the operands' own shapes with boxes
+// of 64 columns; NVRTC builds it for sm_90a without a warning.
+TEST(WarpgroupSchedules, TmaWgmmaSchedulesCompileForSm90aWithTheirTensorMaps) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  int with_tma = 0, compiled = 0;
+  gpu_test::for_each_tensor_core_sample(
+      gpu_test::sm90_attrs(), 2,
+      [&](const gpu_test::TensorCoreSample& s) {
+        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+        G::KernelPlan plan = G::plan_kernels(p);
+        G::GpuSource src = G::write_kernels(plan, *G::cuda_dialect());
+        ASSERT_EQ(src.tensor_maps.size(), plan.kernels.size());
+        const bool tma = src.code.find("mt_tma_load_") != std::string::npos;
+        if (!gpu_test::has_pipelined_loop(s.scheduled)) {
+          EXPECT_FALSE(tma) << "a fetch outside a pipeline stays the threads' own\n" << src.code;
+        } else {
+          ++with_tma;
+          EXPECT_TRUE(tma) << src.code;
+          // Both operands are swizzled here, so no thread copies a tile itself.
+          EXPECT_EQ(count(src.code, "mt_cp_async_16("), 0) << src.code;
+          EXPECT_EQ(count(src.code, "const __grid_constant__ mt_tensor_map"), 2) << src.code;
+          EXPECT_EQ(count(src.code, "  mt_tma_wait("), 1) << src.code;
+          EXPECT_GE(count(src.code, "  mt_tma_expect("), 4) << src.code;
+          size_t maps = 0;
+          for (const auto& kernel_maps : src.tensor_maps)
+            for (const G::TensorMapSpec& m : kernel_maps) {
+              ++maps;
+              const auto& shape = plan.buffers[m.buffer]->shape;
+              ASSERT_EQ(m.dims.size(), shape.size());
+              for (size_t k = 0; k < shape.size(); ++k)
+                EXPECT_EQ(m.dims[k], static_cast<uint64_t>(shape[shape.size() - 1 - k]));
+              EXPECT_EQ(m.strides_bytes.front(), static_cast<uint64_t>(shape.back() * 2));
+              EXPECT_EQ(m.box.front(), 64u);
+              EXPECT_EQ(m.box.size(), shape.size());
+              EXPECT_GE(m.box[1] * (m.box.size() > 2 ? m.box[2] : 1), 8u);
+              EXPECT_EQ(m.bf16, s.spec.find("bf16") != std::string::npos);
+            }
+          EXPECT_EQ(maps, 2u) << "one tensor map an operand";
+        }
+        if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
+          std::ofstream(std::string(dump) + "tma_" + std::to_string(compiled) + ".cu") << src.code;
+        cuda::NvrtcResult r = nvrtc->compile(src.code, "wgmma_tma.cu", "sm_90a");
+        ASSERT_TRUE(r.ok) << r.log << "\n" << src.code;
+        EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << r.log << "\n" << src.code;
+        ++compiled;
+      },
+      gpu_test::warpgroup_tma_space());
+  EXPECT_GE(with_tma, 2);
+  EXPECT_GE(compiled, 6);
+}
+
+// bench/gpu's shape on an H200's limits: the 4096^3 f16 matmul's wgmma spaces (TMA's too)
+// sample, their samples pass the postprocessors and compile for sm_90a without a warning, the
+// accumulator indexed by constants once the tile loops are unrolled (no local memory: ptxas
+// reports no stack frame).
 TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   TuneAttributes attrs = gpu_test::sm90_attrs();
   Function func = make_workload("matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)");
-  auto rules = gpu_test::tensor_core_rules(attrs, R"({"wgmma": "always"})");
+  auto rules = gpu_test::tensor_core_rules(attrs, R"({"wgmma": "always", "wgmma_tma": "both"})");
   auto postprocs = gpu_test::gpu_postprocs(attrs);
   int spaces = 0, accepted = 0, compiled = 0;
   std::string last_refusal;
@@ -118,9 +173,9 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   }
   std::printf("[ cuda ] 4096^3 f16 wgmma: %d of %d samples accepted, %d compiled\n", accepted,
               20 * spaces, compiled);
-  EXPECT_EQ(spaces, 2) << "plain core matrices and the 128-byte swizzle";
+  EXPECT_EQ(spaces, 3) << "plain core matrices, the 128-byte swizzle, and that with TMA copies";
   EXPECT_GE(accepted, 20) << "last refusal: " << last_refusal;
-  EXPECT_EQ(compiled, 4);
+  EXPECT_EQ(compiled, 6);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "opencl_target.h"
 #include "tensor_core_samples.h"
 #include "tensor_op.h"
+#include "tma_copy.h"
 
 namespace mt {
 namespace {
@@ -18,11 +19,19 @@ namespace {
 namespace G = mt::gpu_codegen;
 using namespace std_rules_test;
 
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 // Samples of `space` on PoCL against the interpreter; `label` names them in the printout.
-void check_on_opencl(const gpu_test::TensorCoreSpace& space, const char* label) {
+// `tma`: the swizzled operands' fetches are TMA box copies, emulated (tma_copy.h).
+void check_on_opencl(const gpu_test::TensorCoreSpace& space, const char* label, bool tma = false) {
   PluginTarget& target = *gpu_test::opencl().target;
   gpu_test::Tally t;
-  int two_groups = 0, pipelined = 0, wide = 0;
+  int two_groups = 0, pipelined = 0, wide = 0, boxes = 0;
   int n = gpu_test::for_each_tensor_core_sample(
       gpu_test::opencl().attrs, 4,
       [&](const gpu_test::TensorCoreSample& s) {
@@ -33,7 +42,14 @@ void check_on_opencl(const gpu_test::TensorCoreSpace& space, const char* label) 
         if (src.find("reqd_work_group_size(128, 2") != std::string::npos) ++two_groups;
         // The fetches move 16 bytes a lane through the core-matrix index.
         if (src.find("8 lanes in one move") != std::string::npos) ++wide;
-        if (gpu_test::is_pipelined(s.scheduled)) ++pipelined;
+        // A box copy per operand fetch, in the prologue and in the pipelined loop (a fetch
+        // outside a pipeline stays the threads' own).
+        const bool is_pipelined = gpu_test::is_pipelined(s.scheduled);
+        if (is_pipelined) ++pipelined;
+        if (tma && gpu_test::has_pipelined_loop(s.scheduled)) {
+          EXPECT_GE(count(src, "TMA emulated"), 2) << src;
+        }
+        if (src.find("TMA emulated") != std::string::npos) ++boxes;
         EXPECT_EQ(gpu_test::build_and_compare(target, s.scheduled, s.reference, t, 1e-4, 1e-4), "")
             << s.spec << "\ntrace " << s.trace_json;
       },
@@ -47,7 +63,13 @@ void check_on_opencl(const gpu_test::TensorCoreSpace& space, const char* label) 
   EXPECT_EQ(t.unsupported, 0) << t.last_unsupported;
   EXPECT_GE(two_groups, 1);
   EXPECT_GE(pipelined, 2);
-  EXPECT_GE(wide, n / 2);
+  if (tma) {
+    std::printf("[ %s on opencl ] %d with TMA box copies\n", label, boxes);
+    EXPECT_GE(boxes, 2);
+  } else {
+    EXPECT_GE(wide, n / 2);
+    EXPECT_EQ(boxes, 0);
+  }
 }
 
 TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
@@ -60,6 +82,65 @@ TEST(WarpgroupSchedules, RandomWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
 TEST(WarpgroupSchedules, RandomSwizzledWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
   REQUIRE_OPENCL();
   check_on_opencl(gpu_test::warpgroup_swizzle_space(), "wgmma swizzled");
+}
+
+// The swizzled tiles filled by TMA's box copies (tma_copy.h), which the OpenCL dialect writes
+// from TMA's own definition of the swizzle and of a box: PoCL then checks the recogniser's boxes
+// (coordinates, shared-memory starts, slots) and the two spellings of the layout against each
+// other and the interpreter.
+TEST(WarpgroupSchedules, RandomTmaWgmmaSchedulesMatchTheInterpreterOnOpenCl) {
+  REQUIRE_OPENCL();
+  check_on_opencl(gpu_test::warpgroup_tma_space(), "wgmma TMA", true);
+}
+
+// The recogniser (tma_copy.h) on hand-made fetch nests: a box copy is found with its row
+// dimension and each box's first iteration; a transposed copy, a partial one, a slot that moves
+// and a cast are refused with the reason.
+TEST(WarpgroupSchedules, TheTmaRecogniserFindsBoxCopiesAndRefusesTheRest) {
+  namespace P = sdk::program;
+  P::Buffer S = P::make_buffer("S", P::DType::f16(), {2, 16, 128}, "shared");
+  P::Buffer G = P::make_buffer("G", P::DType::f16(), {64, 256}, "global");
+  P::Expr k = P::make_var("k"), r = P::make_var("r"), c = P::make_var("c"),
+          lane = P::make_var("lane");
+  // r, then c in chunks of 8 (a thread-bound loop and a vector, as a cooperative fetch is).
+  auto nest = [&](const std::vector<P::Expr>& s, const std::vector<P::Expr>& g, int64_t rows) {
+    P::Stmt store = P::make_store(S, s, P::make_load(G, g));
+    return P::make_for(r, rows,
+                       P::make_for(c, 16, P::make_for(lane, 8, store, P::ForKind::Vectorized),
+                                   P::ForKind::ThreadBinding, {}, "threadIdx.x"));
+  };
+  P::Expr col = c * 8 + lane;
+  std::string why;
+  auto copy =
+      G::match_tma_copy(nest({(k + 1) % 2, r, col}, {k * 0 + r + 16, k * 128 + col}, 16), &why);
+  ASSERT_TRUE(copy) << why;
+  EXPECT_EQ(copy->row_dim, 0);
+  EXPECT_EQ(copy->rows, 16);
+  EXPECT_EQ(copy->cols, 128);
+  EXPECT_EQ(copy->bytes(), 16 * 128 * 2);
+  ASSERT_EQ(copy->boxes.size(), 2u);
+  // Box 1 starts at column 64: chunk 8 of the thread-bound loop, lane 0, row 0.
+  EXPECT_EQ(copy->boxes[1].first.at(c->var_id), 8);
+  EXPECT_EQ(copy->boxes[1].first.at(lane->var_id), 0);
+  EXPECT_EQ(copy->boxes[1].first.at(r->var_id), 0);
+
+  auto refused = [&](const P::Stmt& loop) {
+    std::string reason;
+    EXPECT_FALSE(G::match_tma_copy(loop, &reason));
+    return reason;
+  };
+  EXPECT_EQ(refused(nest({(k + 1) % 2, r, col}, {col, r}, 16)),
+            "the global index is not the tile's index plus one origin");
+  EXPECT_EQ(refused(nest({(k + 1) % 2, r, col}, {r, col}, 8)),
+            "the nest does not move every element of the tile");
+  EXPECT_EQ(refused(nest({r % 2, r, col}, {r, col}, 16)), "the slot changes within the nest");
+  P::Buffer F = P::make_buffer("F", P::DType::f32(), {64, 256}, "global");
+  EXPECT_NE(refused(P::make_for(r, 16,
+                                P::make_for(c, 128,
+                                            P::make_store(S, {k % 2, r, c},
+                                                          P::make_cast(P::DType::f16(),
+                                                                       P::make_load(F, {r, c})))))),
+            "");
 }
 
 // The value of an index expression over constants (the operations core_matrix_offset writes).

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 // The opaque handle tags carry the same names as in cuda.h/nvrtc.h, so that a translation unit
 // that also sees the real headers gets compatible pointer types rather than a clash.
@@ -191,6 +192,14 @@ using PFN_cuEventRecord = CUresult (*)(CUevent event, CUstream stream);
 using PFN_cuEventSynchronize = CUresult (*)(CUevent event);
 using PFN_cuEventElapsedTime = CUresult (*)(float* milliseconds, CUevent start, CUevent end);
 using PFN_cuEventDestroy_v2 = CUresult (*)(CUevent event);
+// cuTensorMapEncodeTiled (CUDA 12.0+). CUtensorMap is 128 opaque bytes, 64-aligned; the enums
+// are int-sized C enums: data type (6 FLOAT16, 9 BFLOAT16), interleave (0 NONE), swizzle
+// (3 128B), L2 promotion (2 L2_128B), out-of-bounds fill (0 NONE).
+using PFN_cuTensorMapEncodeTiled =
+    CUresult (*)(void* tensor_map, int data_type, unsigned int rank, void* global_address,
+                 const std::uint64_t* global_dim, const std::uint64_t* global_strides,
+                 const std::uint32_t* box_dim, const std::uint32_t* element_strides, int interleave,
+                 int swizzle, int l2_promotion, int oob_fill);
 }
 
 // ---------------------------------------------------------------------------- libnvrtc.so

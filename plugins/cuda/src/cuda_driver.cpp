@@ -54,6 +54,7 @@ struct CudaDriver::Api {
   abi::PFN_cuEventSynchronize event_synchronize = nullptr;
   abi::PFN_cuEventElapsedTime event_elapsed_time = nullptr;
   abi::PFN_cuEventDestroy_v2 event_destroy = nullptr;
+  abi::PFN_cuTensorMapEncodeTiled tensor_map_encode_tiled = nullptr; // null before CUDA 12
 };
 
 // Found by nlohmann::json through argument-dependent lookup, hence in DeviceInfo's namespace
@@ -215,6 +216,7 @@ std::unique_ptr<CudaDriver> CudaDriver::load(std::string* why) {
   need({"cuEventSynchronize"}, api->event_synchronize);
   need({"cuEventElapsedTime_v2", "cuEventElapsedTime"}, api->event_elapsed_time);
   need({"cuEventDestroy_v2"}, api->event_destroy);
+  resolve(handle, "cuTensorMapEncodeTiled", api->tensor_map_encode_tiled);
   if (missing) {
     dlclose(handle);
     return fail(library + " lacks " + missing + ": the driver is too old");
@@ -592,6 +594,34 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
       end.context_->driver().api().event_elapsed_time(&ms, start.event_, end.event_),
       "cuEventElapsedTime");
   return ms;
+}
+
+} // namespace mt::cuda
+
+namespace mt::cuda {
+
+std::array<uint64_t, 16> encode_tensor_map(const CudaDriver& driver, DevicePtr base, bool bf16,
+                                           const std::vector<uint64_t>& dims,
+                                           const std::vector<uint64_t>& strides_bytes,
+                                           const std::vector<uint32_t>& box) {
+  const auto encode = driver.api().tensor_map_encode_tiled;
+  if (!encode)
+    throw CudaError("cuTensorMapEncodeTiled: the driver has none (CUDA 12 or newer needed)", 0);
+  const auto rank = static_cast<unsigned>(dims.size());
+  if (rank < 1 || rank > 5 || box.size() != rank || strides_bytes.size() + 1 != rank)
+    throw CudaError("cuTensorMapEncodeTiled: a tensor map of rank " + std::to_string(rank) +
+                        " with " + std::to_string(box.size()) + " box extents and " +
+                        std::to_string(strides_bytes.size()) + " strides",
+                    0);
+  alignas(64) std::array<uint64_t, 16> map{};
+  const std::vector<uint32_t> element_strides(rank, 1u);
+  constexpr int kFloat16 = 6, kBFloat16 = 9, kSwizzle128 = 3, kL2Promotion128 = 2;
+  driver.check(encode(map.data(), bf16 ? kBFloat16 : kFloat16, rank,
+                      reinterpret_cast<void*>(static_cast<uintptr_t>(base)), dims.data(),
+                      strides_bytes.data(), box.data(), element_strides.data(), 0, kSwizzle128,
+                      kL2Promotion128, 0),
+               "cuTensorMapEncodeTiled");
+  return map;
 }
 
 } // namespace mt::cuda

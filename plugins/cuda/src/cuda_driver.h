@@ -108,6 +108,15 @@ private:
   int device_count_;
 };
 
+// The tensor map (CUtensorMap's 128 bytes) of a 16-bit tensor at device address `base` for
+// TMA box copies with the 128-byte swizzle: `dims` elements and `box` extents innermost first,
+// `strides_bytes` between steps of dims 1.. (the generator's tensor_map.hpp). Throws CudaError
+// where the driver has no cuTensorMapEncodeTiled or rejects the description.
+std::array<uint64_t, 16> encode_tensor_map(const CudaDriver& driver, DevicePtr base, bool bf16,
+                                           const std::vector<uint64_t>& dims,
+                                           const std::vector<uint64_t>& strides_bytes,
+                                           const std::vector<uint32_t>& box);
+
 // Forks; the child opens and initialises the driver and sends back devices_to_json() of every
 // device; the parent waits at most `timeout`. The parent never initialises CUDA. When the
 // parent already has (initialised_in_this_process()), a forked child could not use CUDA, so

@@ -89,6 +89,10 @@ struct CudaBackend {
   }
   void synchronize() { context->synchronize(); }
   void flush_l2() { context->flush_l2(); }
+  std::array<uint64_t, 16> tensor_map(const Buffer& b, const G::TensorMapSpec& spec) {
+    return encode_tensor_map(context->driver(), b.ptr(), spec.bf16, spec.dims, spec.strides_bytes,
+                             spec.box);
+  }
 };
 
 class CudaTarget : public sdk::Target {
@@ -166,7 +170,7 @@ public:
           backend.functions.back().use_dynamic_shared(context, static_cast<unsigned>(bytes));
       }
       return std::make_unique<G::DeviceModule<CudaBackend>>(std::move(backend), std::move(g.plan),
-                                                            "cuda");
+                                                            "cuda", g.source.tensor_maps);
     } catch (const CudaError& e) {
       throw sdk::Error(MT_ERROR_UNKNOWN, std::string("cuda: ") + e.what());
     }

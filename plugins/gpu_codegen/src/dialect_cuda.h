@@ -27,7 +27,9 @@ public:
     for (size_t i = 0; i < params.size(); ++i) {
       const KernelParam& p = params[i];
       s += i ? ", " : "";
-      s += p.buffer ? p.type + "* __restrict__ " + p.name : "const " + p.type + " " + p.name;
+      s += p.tensor_map ? "const __grid_constant__ mt_tensor_map " + p.name
+           : p.buffer   ? p.type + "* __restrict__ " + p.name
+                        : "const " + p.type + " " + p.name;
     }
     return s + ") ";
   }
@@ -281,6 +283,70 @@ public:
   std::string async_proxy_fence() const override {
     return "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");";
   }
+  // TMA (PTX ISA: cp.async.bulk.tensor, mbarrier). The tensor map is CUtensorMap's 128 opaque
+  // bytes, 64-aligned, passed as a __grid_constant__ parameter whose generic address the copy
+  // takes. The wait spins on try_wait, which itself suspends the thread for a while.
+  bool has_tma() const override { return true; }
+  std::string tma_prologue(const std::vector<int64_t>& ranks) const override {
+    std::string out = R"(struct __align__(64) mt_tensor_map { unsigned long long opaque[16]; };
+static __device__ __forceinline__ unsigned mt_smem(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+static __device__ __forceinline__ void mt_tma_init(unsigned long long* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(mt_smem(bar)), "r"(arrivals) : "memory");
+}
+static __device__ __forceinline__ void mt_tma_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+static __device__ __forceinline__ void mt_tma_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(mt_smem(bar)), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mt_tma_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nmt_tma_wait_again:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra mt_tma_wait_again;\n}\n" :: "r"(mt_smem(bar)), "r"(parity) : "memory");
+}
+)";
+    for (int64_t rank : ranks) {
+      std::string params, coords, operands;
+      for (int64_t i = 0; i < rank; ++i) {
+        params += ", int c" + std::to_string(i);
+        coords += (i ? ", %" : "%") + std::to_string(i + 2);
+        operands += ", \"r\"(c" + std::to_string(i) + ")";
+      }
+      const std::string n = std::to_string(rank);
+      out += "static __device__ __forceinline__ void mt_tma_load_" + n +
+             "d(void* dst, const mt_tensor_map* map" + params +
+             ", unsigned long long* bar) {\n"
+             "  asm volatile(\"cp.async.bulk.tensor." +
+             n + "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {" +
+             coords + "}], [%" + std::to_string(rank + 2) +
+             "];\\n\" :: \"r\"(mt_smem(dst)), \"l\"(reinterpret_cast<unsigned long long>(map))" +
+             operands + ", \"r\"(mt_smem(bar)) : \"memory\");\n}\n";
+    }
+    return out;
+  }
+  std::string tma_barriers(const std::string& name, int64_t count) const override {
+    return "__shared__ __align__(8) unsigned long long " + name + "[" + std::to_string(count) +
+           "];";
+  }
+  std::string tma_barrier_init(const std::string& bar, int64_t arrivals) const override {
+    return "mt_tma_init(" + bar + ", " + std::to_string(arrivals) + "u)";
+  }
+  std::string tma_barrier_init_fence() const override { return "mt_tma_init_fence()"; }
+  std::string tma_expect(const std::string& bar, int64_t bytes) const override {
+    return "mt_tma_expect(" + bar + ", " + std::to_string(bytes) + "u)";
+  }
+  std::string tma_load(const std::string& dst, const std::string& map,
+                       const std::vector<std::string>& coords,
+                       const std::string& bar) const override {
+    std::string s = "mt_tma_load_" + std::to_string(coords.size()) + "d(" + dst + ", &" + map;
+    for (const auto& c : coords)
+      s += ", " + c;
+    return s + ", " + bar + ")";
+  }
+  std::string tma_wait(const std::string& bar, const std::string& parity) const override {
+    return "mt_tma_wait(" + bar + ", " + parity + ")";
+  }
+
   // load_matrix_sync wants 256-bit aligned addresses; every tile starts at a multiple of 16
   // elements of an f16 array, so aligning the array is enough.
   std::string fragment_source_array(const std::string& type, const std::string& name,

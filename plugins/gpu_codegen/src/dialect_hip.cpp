@@ -23,6 +23,7 @@ public:
   // CUDA's WMMA header has no HIP counterpart here (rocWMMA is not in Debian's ROCm 5.2): the
   // marked nests run as loops, as in OpenCL, until matrix cores (MFMA) are generated.
   bool has_tensor_cores() const override { return false; }
+  bool has_tma() const override { return false; }
   // The CUDA spelling's shared alignment and wide moves are not checked against clang's HIP
   // headers here: copies stay loops, arrays as they were.
   std::string shared_array(const std::string& type, const std::string& name,

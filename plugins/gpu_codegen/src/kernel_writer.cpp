@@ -20,6 +20,7 @@
 #include "metatune/sdk/index_analysis.hpp"
 #include "shared_access.h"
 #include "tensor_op.h"
+#include "tma_copy.h"
 #include "vector_copy.h"
 
 namespace mt::gpu_codegen {
@@ -32,6 +33,8 @@ constexpr const char* kF16 = "<f16>";
 constexpr const char* kTensorCores = "<tensor cores>";
 constexpr const char* kAsyncCopies = "<async copies>";
 constexpr const char* kGroupMma = "<warpgroup mma>";
+constexpr const char* kTma = "<tma>";
+const std::string kTmaOfRank = "<tma of rank> ";           // + the rank
 const std::string kAsyncCopyOf = "<async copy of bytes> "; // + the size
 
 using P::ExprKind;
@@ -84,8 +87,10 @@ public:
     });
     preregister_reductions();
     find_tensor_ops();
+    find_tma();
     Accesses pending;
     indent_ = 1;
+    init_tma_barriers();
     stmt(kernel_.body, pending, true);
 
     std::vector<KernelParam> params;
@@ -95,6 +100,8 @@ public:
     }
     for (const auto& v : kernel_.host_vars)
       params.push_back({d_.int64_type(), var_name(v), false, true});
+    for (const auto& [id, map] : tensor_maps_)
+      params.push_back({"", map.name, false, true, true});
     std::ostringstream os;
     os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
     declare_shared(os);
@@ -104,6 +111,13 @@ public:
 
   // Bytes of dynamic shared memory the kernel's launch must give it (after write()).
   int64_t dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
+  // The tensor maps its TMA copies read, in parameter order (after write()).
+  std::vector<TensorMapSpec> tensor_maps() const {
+    std::vector<TensorMapSpec> out;
+    for (const auto& [id, map] : tensor_maps_)
+      out.push_back(map.spec);
+    return out;
+  }
 
 private:
   // The shared arrays at kernel scope: the tiles, then the reductions' scratch.
@@ -119,6 +133,8 @@ private:
     }
     for (const auto& [name, type, bytes] : scratch_)
       arrays.push_back({type, name, kernel_.dims.threads_per_block(), bytes});
+    if (!tma_copies_.empty() && d_.has_tma())
+      os << "  " << d_.tma_barriers(tma_bar_, tma_slots_) << "\n";
     SharedLayout layout = layout_shared(arrays, d_.static_shared_limit());
     if (layout.dynamic) {
       std::string pool = fresh("mt_dynamic_shared");
@@ -673,6 +689,10 @@ private:
         tensor_op(s, pending, uniform);
         return;
       }
+      if (auto tma = tma_copies_.find(s.get()); tma != tma_copies_.end()) {
+        tma_copy(s, tma->second, pending);
+        return;
+      }
       if (s->annotations.count(P::kSoftwarePipelineAsyncCopy) && !in_async_) {
         in_async_ = true;
         stmt_for(s, pending, uniform);
@@ -840,11 +860,19 @@ private:
     std::vector<P::Stmt> items =
         body->kind == StmtKind::Seq ? body->stmts : std::vector<P::Stmt>{body};
     async_line(d_.async_wait(stages - 2));
+    if (!tma_copies_.empty() && d_.has_tma()) {
+      // This iteration's tile is the (var / slots)-th its slot's barrier counts.
+      const std::string slots = std::to_string(tma_slots_);
+      line(d_.tma_wait("&" + tma_bar_ + "[" + var + " % " + slots + "]",
+                       "(unsigned)((" + var + " / " + slots + ") % 2)") +
+           ";");
+    }
     barrier(pending, uniform, "between iterations of pipelined `" + var + "`", false);
     group_fenced_ = false;
     Accesses fetch;
     stmt(items[0], fetch, uniform);
     async_line(d_.async_commit());
+    if (!tma_copies_.empty() && group_ops_ && d_.has_tensor_cores()) accumulator_fences();
     group_mma_fence();
     seq(std::vector<P::Stmt>(items.begin() + 1, items.end()), pending, uniform);
   }
@@ -1205,6 +1233,243 @@ private:
     return buffer_name(v->buffer) + "[" + flat_index(v->buffer, v->args) + "]";
   }
 
+  // The accumulators' registers pinned where they are (CUTLASS's warpgroup_fence_operand):
+  // after a TMA issue, a branch of one thread, ptxas otherwise moves them across the fence and
+  // injects a warpgroup.arrive of its own (note C7519).
+  void accumulator_fences() {
+    for (const auto& [id, info] : frag_info_) {
+      if (info.unit != TensorUnit::Warpgroup || info.role != FragmentRole::Accumulator) continue;
+      for (const TensorOp& op : tensor_ops_) {
+        if (op.kind != TensorOpKind::Mma || op.frag.buffer->id != id) continue;
+        const std::string r = fresh("mt_r");
+        line(d_.unroll_pragma());
+        line("for (int " + r + " = 0; " + r + " < " + std::to_string(info.count * info.cols / 2) +
+             "; ++" + r + ") " + d_.register_fence(buffer_name(op.frag.buffer) + "[" + r + "]"));
+        break;
+      }
+    }
+  }
+
+  // ---- TMA copies (tma_copy.h)
+  // ------------------------------------------------------------------- The pipelined fetches of
+  // the swizzled wgmma operands whose operation asks for TMA, each recognised as a box copy, or
+  // none at all: every fetch of such a buffer must be one, and the kernel's one pipeline must run
+  // once (under no serial loop), because the barriers' phases count its tiles from the start of the
+  // kernel. Otherwise the fetches stay the threads' own copies, which is the same program.
+  void find_tma() {
+    std::set<int64_t> wanted;
+    for (const TensorOp& op : tensor_ops_)
+      if (op.kind == TensorOpKind::Mma && op.tma)
+        for (const Tile* t : {&op.a, &op.b})
+          if (core_matrix_layout(t->buffer) == CoreMatrixLayout::Swizzle128)
+            wanted.insert(t->buffer->id);
+    if (wanted.empty()) return;
+    std::map<int64_t, std::vector<std::pair<const P::StmtNode*, TmaCopy>>> copies;
+    std::set<int64_t> refused;
+    bool nested = false;
+    int pipelines = 0;
+    std::function<void(const P::Stmt&, int)> walk = [&](const P::Stmt& x, int serial) {
+      if (!x) return;
+      if (x->kind == StmtKind::For) {
+        const bool pipeline = x->annotations.count(P::kSoftwarePipelineStages) ||
+                              x->annotations.count(P::kSoftwarePipelinePrologue);
+        if (pipeline && serial > 0) nested = true;
+        if (x->annotations.count(P::kSoftwarePipelineStages)) ++pipelines;
+        if (x->annotations.count(P::kSoftwarePipelineAsyncCopy)) {
+          P::Stmt store;
+          P::visit_stmts(x, [&](const P::Stmt& y) {
+            if (!store && y->kind == StmtKind::Store) store = y;
+            return !store;
+          });
+          if (store && wanted.count(store->buffer->id)) {
+            std::string why;
+            if (auto c = match_tma_copy(x, &why))
+              copies[store->buffer->id].emplace_back(x.get(), std::move(*c));
+            else
+              refused.insert(store->buffer->id);
+          }
+          return;
+        }
+        const bool counts = !pipeline && x->for_kind != P::ForKind::ThreadBinding && x->extent > 1;
+        walk(x->body, serial + (counts ? 1 : 0));
+        return;
+      }
+      for (const auto& c : x->stmts)
+        walk(c, serial);
+      walk(x->then_case, serial);
+      walk(x->else_case, serial);
+      if (x->kind == StmtKind::Allocate) walk(x->body, serial);
+    };
+    walk(kernel_.body, 0);
+    // One pipeline a kernel: the barriers' phases and arrivals are its own.
+    if (nested || pipelines != 1) return;
+    int64_t slots = 0;
+    for (const auto& [id, list] : copies) {
+      // One fetch in the prologue, one in the pipelined loop.
+      if (refused.count(id) || list.size() != 2) return;
+      for (const auto& [node, c] : list) {
+        if (slots && slots != c.shared->shape[0]) return;
+        slots = c.shared->shape[0];
+      }
+    }
+    std::map<int64_t, TensorMap> maps;
+    for (const auto& [id, list] : copies)
+      for (const auto& [node, c] : list) {
+        TensorMap m = tensor_map(c);
+        auto [it, fresh_map] = maps.emplace(c.global->id, m);
+        if (!fresh_map && (it->second.spec.box != m.spec.box)) return;
+      }
+    for (auto& [id, list] : copies)
+      for (auto& [node, c] : list)
+        tma_copies_.emplace(node, std::move(c));
+    tma_slots_ = slots;
+    tma_arrivals_ = static_cast<int64_t>(copies.size());
+    tma_bar_ = fresh("mt_tma_bar");
+    if (copies.empty()) return;
+    if (d_.has_tma()) {
+      tensor_maps_ = std::move(maps);
+      used_helpers_.insert(kTma);
+      for (const auto& [id, map] : tensor_maps_)
+        used_helpers_.insert(kTmaOfRank + std::to_string(map.spec.dims.size()));
+    }
+  }
+
+  struct TensorMap {
+    std::string name;
+    TensorMapSpec spec;
+  };
+
+  TensorMap tensor_map(const TmaCopy& c) {
+    TensorMap m;
+    m.name = "mt_tmap_" + buffer_name(c.global);
+    const P::BufferNode& g = *c.global;
+    for (size_t i = 0; i < plan_.buffers.size(); ++i)
+      if (plan_.buffers[i]->id == g.id) m.spec.buffer = i;
+    m.spec.bf16 = g.dtype.kind == P::DTypeKind::BFloat;
+    const size_t rank = g.shape.size();
+    uint64_t stride = static_cast<uint64_t>(g.dtype.bits / 8);
+    for (size_t k = 0; k < rank; ++k) {
+      const size_t d = rank - 1 - k; // innermost first
+      m.spec.dims.push_back(static_cast<uint64_t>(g.shape[d]));
+      if (k) m.spec.strides_bytes.push_back(stride);
+      stride *= static_cast<uint64_t>(g.shape[d]);
+      m.spec.box.push_back(k == 0                             ? uint32_t{kTmaBoxCols}
+                           : static_cast<int>(d) == c.row_dim ? static_cast<uint32_t>(c.rows)
+                                                              : 1u);
+    }
+    return m;
+  }
+
+  // The barriers' initialisation, once at the kernel's start by one thread, before any thread
+  // waits on them or a copy counts on them.
+  void init_tma_barriers() {
+    if (tma_copies_.empty() || !d_.has_tma()) return;
+    const std::string leader = leader_condition();
+    if (!leader.empty()) line("if (" + leader + ") {");
+    ++indent_;
+    for (int64_t i = 0; i < tma_slots_; ++i)
+      line(d_.tma_barrier_init("&" + tma_bar_ + "[" + std::to_string(i) + "]", tma_arrivals_) +
+           ";");
+    line(d_.tma_barrier_init_fence() + ";");
+    --indent_;
+    if (!leader.empty()) line("}");
+    line(d_.barrier());
+  }
+
+  // Thread (0, 0, 0) of the block.
+  std::string leader_condition() const {
+    std::string out;
+    for (int d = 0; d < 3; ++d)
+      if (kernel_.dims.block[d] > 1)
+        out += (out.empty() ? "" : " && ") + d_.thread_index(d) + " == 0";
+    return out;
+  }
+
+  // A fetch nest as its TMA box copies: issued by one thread, each box's coordinates and
+  // shared-memory start the nest's indices at the box's first element. A dialect without TMA
+  // gets the same boxes copied by every thread of the block, element (r, c) of a box to where
+  // TMA's 128-byte swizzle puts it -- written here from that definition, apart from the layout
+  // wgmma reads (tensor_op.h), so that PoCL checks the two against each other and the
+  // boxes against the nest.
+  void tma_copy(const P::Stmt& loop, const TmaCopy& c, Accesses& pending) {
+    const std::string S = buffer_name(c.shared);
+    const bool hw = d_.has_tma();
+    line(std::string("{ // ") + (hw ? "TMA" : "TMA emulated") + ": " + buffer_name(c.global) +
+         " -> " + S + ", " + std::to_string(c.boxes.size()) + " box(es) of " +
+         std::to_string(c.rows) + " x " + std::to_string(kTmaBoxCols));
+    ++indent_;
+    const std::string leader = leader_condition();
+    const bool guarded = hw && !leader.empty();
+    if (guarded) {
+      line("if (" + leader + ") {");
+      ++indent_;
+    }
+    const std::vector<P::Expr>& gi = c.store->value->args;
+    const size_t rank = gi.size();
+    for (size_t j = 0; j < c.boxes.size(); ++j) {
+      line("{");
+      ++indent_;
+      for (const auto& v : c.vars)
+        line("const " + idx_ + " " + var_name(v) + " = " +
+             std::to_string(c.boxes[j].first.at(v->var_id)) + ";");
+      const std::string dst = flat_index(c.shared, c.store->indices);
+      const std::string bar = "&" + tma_bar_ + "[" + bare(c.store->indices[0]) + "]";
+      if (hw) {
+        if (j == 0) line(d_.tma_expect(bar, c.bytes()) + ";");
+        std::vector<std::string> coords;
+        for (size_t k = 0; k < rank; ++k)
+          coords.push_back("(int)(" + bare(gi[rank - 1 - k]) + ")");
+        line(d_.tma_load("&" + S + "[" + dst + "]", tensor_maps_.at(c.global->id).name, coords,
+                         bar) +
+             ";");
+      } else {
+        std::string tid, threads = std::to_string(kernel_.dims.threads_per_block());
+        int64_t below = 1;
+        for (int d = 0; d < 3; ++d) {
+          if (kernel_.dims.block[d] <= 1) continue;
+          tid += (tid.empty() ? "" : " + ") + std::string("(") + idx_ + ")" + d_.thread_index(d) +
+                 (below > 1 ? " * " + std::to_string(below) : "");
+          below *= kernel_.dims.block[d];
+        }
+        if (tid.empty()) tid = "0";
+        const std::string e = fresh("mt_e"), r = fresh("mt_r"), col = fresh("mt_c");
+        const std::string n = std::to_string(c.rows * kTmaBoxCols);
+        line("for (" + idx_ + " " + e + " = " + tid + "; " + e + " < " + n + "; " + e +
+             " += " + threads + ") {");
+        ++indent_;
+        line("const " + idx_ + " " + r + " = " + e + " / " + std::to_string(kTmaBoxCols) + ", " +
+             col + " = " + e + " % " + std::to_string(kTmaBoxCols) + ";");
+        std::string g;
+        int64_t stride = 1;
+        for (size_t k = 0; k < rank; ++k) {
+          const size_t d = rank - 1 - k;
+          std::string term = "(" + expr(gi[d]) +
+                             (d == rank - 1                      ? " + " + col
+                              : static_cast<int>(d) == c.row_dim ? " + " + r
+                                                                 : std::string()) +
+                             ")";
+          g = term + (stride > 1 ? " * " + std::to_string(stride) : "") + (g.empty() ? "" : " + ") +
+              g;
+          stride *= c.global->shape[d];
+        }
+        const std::string si = "(" + dst + ") + " + r + " * " + std::to_string(kTmaBoxCols) +
+                               " + (((" + col + " / 8) ^ (" + r + " % 8)) * 8) + " + col + " % 8";
+        line(write_element(c.shared, si, read_element(c.global, g)) + ";");
+        --indent_;
+        line("}");
+      }
+      --indent_;
+      line("}");
+    }
+    if (guarded) {
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+    pending.merge(accesses(loop));
+  }
+
   // ---- tensor cores (tensor_op.h) --------------------------------------------------------------
   // Every marked nest of the kernel recognised up front (the fragments' declarations need
   // their roles and layouts), with what the hardware requires of the kernel checked whether
@@ -1559,6 +1824,11 @@ private:
   bool group_fenced_ = false;      // a wgmma.fence since the accumulator was last touched
   std::map<int64_t, CoreMatrixLayout> core_matrix_; // shared arrays wgmma reads, their layouts
 
+  std::unordered_map<const P::StmtNode*, TmaCopy> tma_copies_; // fetch nests copied by TMA
+  int64_t tma_slots_ = 0, tma_arrivals_ = 0; // the pipeline's slots; TMA copies a fetch
+  std::string tma_bar_;                      // the slots' mbarriers
+  std::map<int64_t, TensorMap> tensor_maps_; // global buffer id -> its kernel parameter
+
   bool in_tensor_op_ = false;
   bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies
 };
@@ -1635,12 +1905,19 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
     kernels << writer.write() << "\n";
     out.kernel_names.push_back(k.name);
     out.dynamic_shared_bytes.push_back(writer.dynamic_shared_bytes());
+    out.tensor_maps.push_back(writer.tensor_maps());
   }
   std::ostringstream os;
   os << dialect.prologue();
   if (used.count(kF16)) os << dialect.f16_prologue();
   if (used.count(kTensorCores)) os << dialect.tensor_core_prologue();
   if (used.count(kGroupMma)) os << dialect.group_mma_prologue();
+  if (used.count(kTma)) {
+    std::vector<int64_t> ranks;
+    for (int64_t rank = 2; rank <= 5; ++rank)
+      if (used.count(kTmaOfRank + std::to_string(rank))) ranks.push_back(rank);
+    os << dialect.tma_prologue(ranks);
+  }
   if (used.count(kAsyncCopies)) {
     std::vector<int64_t> sizes;
     for (int64_t bytes : {4, 8, 16})

@@ -362,6 +362,7 @@ TensorOp match_group_mma(const P::Stmt& loop, const std::string& name) {
       refuse(name, "asks for a swizzle other than 128 bytes (the only one written)");
     op.swizzle128 = true;
   }
+  op.tma = loop->annotations.count(P::kWgmmaTmaAnnotation) > 0;
   return op;
 }
 

@@ -52,6 +52,9 @@ struct TensorOp {
   // wgmma.mma: the rule asked for the 128-byte swizzled layout (kWgmmaSwizzleAnnotation) of the
   // operands whose rows are whole 128-byte lines.
   bool swizzle128 = false;
+  // wgmma.mma: the rule asked for the swizzled operands' pipelined fetches to be TMA copies
+  // (kWgmmaTmaAnnotation, tma_copy.h).
+  bool tma = false;
 };
 
 // The nest under `loop` as the operation its annotation names; throws UnsupportedError saying
@@ -126,6 +129,9 @@ struct GroupOperand {
   bool k_major = true;
   int64_t lbo_bytes = 0, sbo_bytes = 0;
   bool swizzle128 = false;
+  // wgmma.mma: the rule asked for the swizzled operands' pipelined fetches to be TMA copies
+  // (kWgmmaTmaAnnotation, tma_copy.h).
+  bool tma = false;
 };
 GroupOperand group_operand(const Tile& t, bool is_a, CoreMatrixLayout layout);
 

@@ -187,6 +187,11 @@ inline constexpr const char* kTensorIntrinsicAnnotation = "meta_schedule.tensor_
 // are whole 128-byte lines to be held in the 128-byte swizzled layout (the generator's
 // tensor_op.h); absent, they are held as plain 8x8 core matrices.
 inline constexpr const char* kWgmmaSwizzleAnnotation = "meta_schedule.wgmma_swizzle";
+// Loop annotation next to kWgmmaSwizzleAnnotation: 1 asks for the pipelined fetches of the
+// swizzled operands to be copies by Hopper's tensor memory accelerator (TMA: one thread issues
+// a box copy that lays the tile out swizzled itself; the generator's tma_copy.h), where the
+// target has it; elsewhere they stay the threads' own copies.
+inline constexpr const char* kWgmmaTmaAnnotation = "meta_schedule.wgmma_tma";
 
 // Loop annotations of software pipelining (the ABI's MT_LOOP_SOFTWARE_PIPELINE_*, which says
 // what the lowered loops look like): a rule asks with kSoftwarePipelineStages = S on a k loop;

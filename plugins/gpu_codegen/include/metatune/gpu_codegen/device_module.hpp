@@ -13,6 +13,8 @@
 //                 const std::array<unsigned, 3>& block, const std::vector<void*>& params);
 //     void synchronize();
 //     void flush_l2();
+//     // Only where kernels copy with TMA (tensor_map.hpp): the map of `spec` over `buffer`.
+//     std::array<uint64_t, 16> tensor_map(const Buffer& buffer, const TensorMapSpec& spec);
 //   };
 #pragma once
 
@@ -24,17 +26,31 @@
 
 #include "metatune/gpu_codegen/kernel_plan.hpp"
 #include "metatune/gpu_codegen/plan_arguments.hpp"
+#include "metatune/gpu_codegen/tensor_map.hpp"
 #include "metatune/sdk/components.hpp"
 
 namespace mt::gpu_codegen {
 
 template <class Backend> class DeviceModule : public sdk::Module {
 public:
-  DeviceModule(Backend backend, KernelPlan plan, std::string target)
+  // `tensor_maps`: per kernel, the maps its TMA copies read (GpuSource::tensor_maps), made once
+  // here over the module's buffers, which never move.
+  DeviceModule(Backend backend, KernelPlan plan, std::string target,
+               const std::vector<std::vector<TensorMapSpec>>& tensor_maps = {})
       : backend_(std::move(backend)), plan_(std::move(plan)), target_(std::move(target)),
         written_(written_params(plan_)) {
     for (const auto& b : plan_.buffers)
       buffers_.push_back(backend_.buffer(static_cast<size_t>(b->size_bytes())));
+    maps_.resize(plan_.kernels.size());
+    for (size_t k = 0; k < tensor_maps.size() && k < maps_.size(); ++k)
+      for (const TensorMapSpec& spec : tensor_maps[k]) {
+        if constexpr (requires(Backend & b, const typename Backend::Buffer& buffer,
+                               const TensorMapSpec& s) { b.tensor_map(buffer, s); })
+          maps_[k].push_back({backend_.tensor_map(buffers_.at(spec.buffer), spec)});
+        else
+          throw UnsupportedError(target_ + ": TMA copies need tensor maps, which this target "
+                                           "cannot make");
+      }
   }
 
   void run(const std::vector<sdk::TensorView>& args) override {
@@ -91,6 +107,8 @@ private:
         params.push_back(b.kernel_param());
       for (auto& v : values)
         params.push_back(&v);
+      for (auto& m : maps_[static_cast<size_t>(k)])
+        params.push_back(m.bytes.data());
       std::array<unsigned, 3> grid{}, block{};
       for (size_t i = 0; i < 3; ++i) {
         grid[i] = static_cast<unsigned>(d.grid[i]);
@@ -105,6 +123,10 @@ private:
   std::string target_;
   std::vector<bool> written_;
   std::vector<typename Backend::Buffer> buffers_;
+  struct alignas(64) Map {
+    std::array<uint64_t, 16> bytes; // CUtensorMap
+  };
+  std::vector<std::vector<Map>> maps_; // per kernel, in parameter order
 };
 
 } // namespace mt::gpu_codegen

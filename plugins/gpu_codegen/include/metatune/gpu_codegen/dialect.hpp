@@ -19,6 +19,7 @@ struct KernelParam {
   std::string name;
   bool buffer = true;
   bool read_only = false;
+  bool tensor_map = false; // a TMA tensor map passed by value (tensor_map.hpp)
 };
 
 // What a tensor-core fragment holds (tensor_op.h).
@@ -181,6 +182,32 @@ public:
   virtual std::string async_copy_prologue(const std::vector<int64_t>& /*bytes*/) const {
     return "";
   }
+  // Hopper's tensor memory accelerator (tma_copy.h), called only when has_tma(): helper
+  // functions (box copies of the tensor ranks in `ranks`); the declaration of `count` mbarriers;
+  // their initialisation for `arrivals` arrivals a phase (by one thread, then fenced); the
+  // expectation of `bytes` on barrier `bar` (an address) with this thread's arrival; one box copy
+  // to shared address `dst` from tensor map `map` (a kernel parameter) at `coords` (innermost
+  // first), counted on `bar`; the wait until `bar` has completed the phase of parity `parity`.
+  // Statements without their semicolons.
+  virtual bool has_tma() const { return false; }
+  virtual std::string tma_prologue(const std::vector<int64_t>& /*ranks*/) const { return ""; }
+  virtual std::string tma_barriers(const std::string& name, int64_t /*count*/) const {
+    return name;
+  }
+  virtual std::string tma_barrier_init(const std::string& bar, int64_t /*arrivals*/) const {
+    return bar;
+  }
+  virtual std::string tma_barrier_init_fence() const { return ""; }
+  virtual std::string tma_expect(const std::string& bar, int64_t /*bytes*/) const { return bar; }
+  virtual std::string tma_load(const std::string& dst, const std::string& map,
+                               const std::vector<std::string>& /*coords*/,
+                               const std::string& bar) const {
+    return dst + map + bar;
+  }
+  virtual std::string tma_wait(const std::string& bar, const std::string& /*parity*/) const {
+    return bar;
+  }
+
   // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
   // aligned as the loads require and to at least `alignment` bytes.
   virtual std::string fragment_source_array(const std::string& type, const std::string& name,

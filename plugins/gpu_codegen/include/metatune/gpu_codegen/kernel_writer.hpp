@@ -10,6 +10,7 @@
 
 #include "metatune/gpu_codegen/dialect.hpp"
 #include "metatune/gpu_codegen/kernel_plan.hpp"
+#include "metatune/gpu_codegen/tensor_map.hpp"
 
 namespace mt::gpu_codegen {
 
@@ -20,6 +21,9 @@ struct GpuSource {
   // Per kernel: bytes of dynamic shared memory its launch must give it (shared_layout.hpp),
   // 0 where its shared arrays are declared statically.
   std::vector<int64_t> dynamic_shared_bytes;
+  // Per kernel: the tensor maps its TMA copies read (tensor_map.hpp), passed after its
+  // host_vars in this order.
+  std::vector<std::vector<TensorMapSpec>> tensor_maps;
 };
 
 // Throws UnsupportedError for a program the generator cannot express (the message says why).
