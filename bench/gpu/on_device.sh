@@ -94,7 +94,7 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
     exit "$rc"
   ' _ "$build" >"$out/tests.log" 2>&1
   rc=$?
-  grep -E '^\[ cuda \] (total|f16|tensor|wgmma)|^\[ wgmma (swizzle )?\]|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
+  grep -E '^\[ cuda \] (total|f16|tensor|wgmma)|^\[ wgmma (swizzle )?\]|^\[ tma \]|^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test' \
     "$out/tests.log" | tee -a "$summary"
   say "- tests: exit $rc after $(($(date +%s) - start)) s$([[ $rc == 124 ]] && echo ' (cut at the cap)')"
   # TMA copies join the f16 tuning only once their kernels have computed right here.
