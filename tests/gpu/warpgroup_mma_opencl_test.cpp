@@ -213,7 +213,8 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
       swizzled += json.find(sdk::program::kWgmmaSwizzleAnnotation) != std::string::npos;
       wmma += json.find("wmma.mma") != std::string::npos;
     }
-    // Two wgmma spaces: plain core matrices and the 128-byte swizzle ("wgmma_swizzle": "both").
+    // Two wgmma spaces: plain core matrices and the 128-byte swizzle ("wgmma_swizzle": "both";
+    // "wgmma_tma": "never" by default).
     EXPECT_EQ(wgmma, std::string(arch) == "sm_90" ? 2 : 0) << arch;
     EXPECT_EQ(swizzled, std::string(arch) == "sm_90" ? 1 : 0) << arch;
     EXPECT_EQ(wmma, 1) << arch;
@@ -221,6 +222,27 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
                                            R"({"wgmma_swizzle": "sometimes"})"),
                std::exception);
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
+                                           R"({"wgmma_tma": "sometimes"})"),
+               std::exception);
+  // "wgmma_tma": a third wgmma space ("both"), or the swizzled one asking for TMA ("always").
+  for (const char* tma : {"both", "always"}) {
+    TuneAttributes attrs = gpu_set().attrs;
+    attrs["arch"] = std::string("sm_90");
+    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
+                                                std::string(R"({"wgmma_tma": ")") + tma + "\"}"));
+    rules.back()->initialize(attrs);
+    int wgmma = 0, with_tma = 0;
+    for (const auto& space : generate_design_spaces(
+             make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
+      const std::string json = space->trace().to_json();
+      wgmma += json.find("wgmma.mma") != std::string::npos;
+      with_tma += json.find(sdk::program::kWgmmaTmaAnnotation) != std::string::npos;
+    }
+    EXPECT_EQ(wgmma, std::string(tma) == "both" ? 3 : 2) << tma;
+    EXPECT_EQ(with_tma, 1) << tma;
+  }
   EXPECT_THROW(
       host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma_cols": [72]})"),
       std::exception);
