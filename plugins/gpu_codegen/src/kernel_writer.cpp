@@ -314,7 +314,10 @@ private:
   }
 
   std::string row_major_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
-    if (auto layout = core_matrix_layout(b)) return bare(core_matrix_offset(*b, indices, *layout));
+    if (auto layout = core_matrix_layout(b)) {
+      if (*layout == CoreMatrixLayout::Swizzle128) return swizzled_index(b, indices);
+      return bare(core_matrix_offset(*b, indices, *layout));
+    }
     std::string out;
     int64_t stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
@@ -331,6 +334,26 @@ private:
       stride *= b->shape[i];
     }
     return out.empty() ? "0" : out;
+  }
+
+  // tensor_op.h's Swizzle128 offset written with the exclusive or itself: the same value as
+  // core_matrix_offset's, whose xor is spelled in sums and remainders for the vector-copy
+  // analysis, in a form the compilers fold into a few instructions. The row and column are
+  // indices of the buffer, never negative, so C's division and remainder are the floor ones.
+  std::string swizzled_index(const P::Buffer& b, const std::vector<P::Expr>& indices) {
+    const size_t nd = indices.size();
+    const int64_t R = b->shape[nd - 2], C = b->shape[nd - 1];
+    const int64_t line = 128 / b->dtype.bytes();
+    const std::string r = expr(indices[nd - 2]), c = expr(indices[nd - 1]);
+    const std::string l = std::to_string(line);
+    std::string out = "(" + c + " / " + l + ") * " + std::to_string(R * line) + " + (" + r +
+                      " / 8) * " + std::to_string(8 * line) + " + (" + r + " % 8) * " + l +
+                      " + (((" + c + " % " + l + ") / 8) ^ (" + r + " % 8)) * 8 + " + c + " % 8";
+    if (nd == 2) return out;
+    std::string outer = expr(indices[0]);
+    for (size_t d = 1; d + 2 < nd; ++d)
+      outer = "(" + outer + ") * " + std::to_string(b->shape[d]) + " + " + expr(indices[d]);
+    return "(" + outer + ") * " + std::to_string(R * C) + " + " + out;
   }
 
   // An expression where nothing binds tighter around it (a condition, a right-hand side):
