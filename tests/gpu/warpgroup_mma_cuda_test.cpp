@@ -98,6 +98,8 @@ TEST(WarpgroupSchedules, TmaWgmmaSchedulesCompileForSm90aWithTheirTensorMaps) {
           EXPECT_TRUE(tma) << src.code;
           // Both operands are swizzled here, so no thread copies a tile itself.
           EXPECT_EQ(count(src.code, "mt_cp_async_16("), 0) << src.code;
+          // TMA writes and wgmma reads are both the asynchronous proxy's: no proxy fence.
+          EXPECT_EQ(count(src.code, "fence.proxy.async"), 0) << src.code;
           EXPECT_EQ(count(src.code, "const __grid_constant__ mt_tensor_map"), 2) << src.code;
           EXPECT_EQ(count(src.code, "  mt_tma_wait("), 1) << src.code;
           EXPECT_GE(count(src.code, "  mt_tma_expect("), 4) << src.code;

@@ -617,7 +617,9 @@ private:
     if (!group_ops_ || !d_.has_tensor_cores()) return;
     commit_group_mmas();
     line(d_.group_mma_wait(group_wait_depth_));
-    line(d_.async_proxy_fence());
+    // Where TMA writes every tile wgmma reads, both are the asynchronous proxy's, ordered by
+    // the mbarriers: no thread's own write needs making visible to it.
+    if (!tma_writes_every_operand_) line(d_.async_proxy_fence());
   }
 
   std::string describe(const P::Stmt& s) {
@@ -1347,6 +1349,9 @@ private:
         tma_copies_.emplace(node, std::move(c));
     tma_slots_ = slots;
     tma_arrivals_ = static_cast<int64_t>(copies.size());
+    tma_writes_every_operand_ = d_.has_tma();
+    for (const auto& [id, layout] : core_matrix_)
+      tma_writes_every_operand_ = tma_writes_every_operand_ && copies.count(id) > 0;
     tma_bar_ = fresh("mt_tma_bar");
     if (copies.empty()) return;
     if (d_.has_tma()) {
@@ -1850,6 +1855,7 @@ private:
   std::unordered_map<const P::StmtNode*, TmaCopy> tma_copies_; // fetch nests copied by TMA
   int64_t tma_slots_ = 0, tma_arrivals_ = 0; // the pipeline's slots; TMA copies a fetch
   std::string tma_bar_;                      // the slots' mbarriers
+  bool tma_writes_every_operand_ = false;    // no thread writes a tile wgmma reads
   std::map<int64_t, TensorMap> tensor_maps_; // global buffer id -> its kernel parameter
 
   bool in_tensor_op_ = false;
