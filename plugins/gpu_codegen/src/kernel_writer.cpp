@@ -1420,10 +1420,9 @@ private:
   // wgmma reads (tensor_op.h), so that PoCL checks the two against each other and the
   // boxes against the nest.
   void tma_copy(const P::Stmt& loop, const TmaCopy& c, Accesses& pending) {
-    const std::string S = buffer_name(c.shared);
     const bool hw = d_.has_tma();
     line(std::string("{ // ") + (hw ? "TMA" : "TMA emulated") + ": " + buffer_name(c.global) +
-         " -> " + S + ", " + std::to_string(c.boxes.size()) + " box(es) of " +
+         " -> " + buffer_name(c.shared) + ", " + std::to_string(c.boxes.size()) + " box(es) of " +
          std::to_string(c.rows) + " x " + std::to_string(kTmaBoxCols));
     ++indent_;
     const std::string leader = leader_condition();
@@ -1432,60 +1431,17 @@ private:
       line("if (" + leader + ") {");
       ++indent_;
     }
-    const std::vector<P::Expr>& gi = c.store->value->args;
-    const size_t rank = gi.size();
     for (size_t j = 0; j < c.boxes.size(); ++j) {
       line("{");
       ++indent_;
+      // The nest's variables at the box's first element: its indices are then the box's.
       for (const auto& v : c.vars)
         line("const " + idx_ + " " + var_name(v) + " = " +
              std::to_string(c.boxes[j].first.at(v->var_id)) + ";");
-      const std::string dst = flat_index(c.shared, c.store->indices);
-      const std::string bar = "&" + tma_bar_ + "[" + bare(c.store->indices[0]) + "]";
-      if (hw) {
-        if (j == 0) line(d_.tma_expect(bar, c.bytes()) + ";");
-        std::vector<std::string> coords;
-        for (size_t k = 0; k < rank; ++k)
-          coords.push_back("(int)(" + bare(gi[rank - 1 - k]) + ")");
-        line(d_.tma_load("&" + S + "[" + dst + "]", tensor_maps_.at(c.global->id).name, coords,
-                         bar) +
-             ";");
-      } else {
-        std::string tid, threads = std::to_string(kernel_.dims.threads_per_block());
-        int64_t below = 1;
-        for (int d = 0; d < 3; ++d) {
-          if (kernel_.dims.block[d] <= 1) continue;
-          tid += (tid.empty() ? "" : " + ") + std::string("(") + idx_ + ")" + d_.thread_index(d) +
-                 (below > 1 ? " * " + std::to_string(below) : "");
-          below *= kernel_.dims.block[d];
-        }
-        if (tid.empty()) tid = "0";
-        const std::string e = fresh("mt_e"), r = fresh("mt_r"), col = fresh("mt_c");
-        const std::string n = std::to_string(c.rows * kTmaBoxCols);
-        line("for (" + idx_ + " " + e + " = " + tid + "; " + e + " < " + n + "; " + e +
-             " += " + threads + ") {");
-        ++indent_;
-        line("const " + idx_ + " " + r + " = " + e + " / " + std::to_string(kTmaBoxCols) + ", " +
-             col + " = " + e + " % " + std::to_string(kTmaBoxCols) + ";");
-        std::string g;
-        int64_t stride = 1;
-        for (size_t k = 0; k < rank; ++k) {
-          const size_t d = rank - 1 - k;
-          std::string term = "(" + expr(gi[d]) +
-                             (d == rank - 1                      ? " + " + col
-                              : static_cast<int>(d) == c.row_dim ? " + " + r
-                                                                 : std::string()) +
-                             ")";
-          g = term + (stride > 1 ? " * " + std::to_string(stride) : "") + (g.empty() ? "" : " + ") +
-              g;
-          stride *= c.global->shape[d];
-        }
-        const std::string si = "(" + dst + ") + " + r + " * " + std::to_string(kTmaBoxCols) +
-                               " + (((" + col + " / 8) ^ (" + r + " % 8)) * 8) + " + col + " % 8";
-        line(write_element(c.shared, si, read_element(c.global, g)) + ";");
-        --indent_;
-        line("}");
-      }
+      if (hw)
+        issue_tma_box(c, j == 0);
+      else
+        emulate_tma_box(c);
       --indent_;
       line("}");
     }
@@ -1496,6 +1452,60 @@ private:
     --indent_;
     line("}");
     pending.merge(accesses(loop));
+  }
+
+  // One box's copy, counted on the slot's barrier; the first box of a fetch also expects the
+  // whole fetch's bytes there (with this thread's arrival).
+  void issue_tma_box(const TmaCopy& c, bool expect) {
+    const std::vector<P::Expr>& gi = c.store->value->args;
+    const std::string bar = "&" + tma_bar_ + "[" + bare(c.store->indices[0]) + "]";
+    if (expect) line(d_.tma_expect(bar, c.bytes()) + ";");
+    std::vector<std::string> coords;
+    for (size_t k = gi.size(); k-- > 0;) // innermost first
+      coords.push_back("(int)(" + bare(gi[k]) + ")");
+    line(d_.tma_load("&" + buffer_name(c.shared) + "[" + flat_index(c.shared, c.store->indices) +
+                         "]",
+                     tensor_maps_.at(c.global->id).name, coords, bar) +
+         ";");
+  }
+
+  // One box copied by every thread of the block, element (r, c) from G[origin + (r, c)] to
+  // the box's start + r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8: TMA's 128-byte swizzle.
+  void emulate_tma_box(const TmaCopy& c) {
+    const std::vector<P::Expr>& gi = c.store->value->args;
+    const size_t rank = gi.size();
+    std::string tid;
+    int64_t below = 1;
+    for (int d = 0; d < 3; ++d) {
+      if (kernel_.dims.block[d] <= 1) continue;
+      tid += (tid.empty() ? "" : " + ") + std::string("(") + idx_ + ")" + d_.thread_index(d) +
+             (below > 1 ? " * " + std::to_string(below) : "");
+      below *= kernel_.dims.block[d];
+    }
+    if (tid.empty()) tid = "0";
+    const std::string e = fresh("mt_e"), r = fresh("mt_r"), col = fresh("mt_c");
+    const std::string cols = std::to_string(kTmaBoxCols);
+    line("for (" + idx_ + " " + e + " = " + tid + "; " + e + " < " +
+         std::to_string(c.rows * kTmaBoxCols) + "; " + e +
+         " += " + std::to_string(kernel_.dims.threads_per_block()) + ") {");
+    ++indent_;
+    line("const " + idx_ + " " + r + " = " + e + " / " + cols + ", " + col + " = " + e + " % " +
+         cols + ";");
+    std::string g;
+    int64_t stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      const std::string step = d == rank - 1                      ? " + " + col
+                               : static_cast<int>(d) == c.row_dim ? " + " + r
+                                                                  : std::string();
+      g = "(" + expr(gi[d]) + step + ")" + (stride > 1 ? " * " + std::to_string(stride) : "") +
+          (g.empty() ? "" : " + ") + g;
+      stride *= c.global->shape[d];
+    }
+    const std::string s = "(" + flat_index(c.shared, c.store->indices) + ") + " + r + " * " + cols +
+                          " + (((" + col + " / 8) ^ (" + r + " % 8)) * 8) + " + col + " % 8";
+    line(write_element(c.shared, s, read_element(c.global, g)) + ";");
+    --indent_;
+    line("}");
   }
 
   // ---- tensor cores (tensor_op.h) --------------------------------------------------------------
