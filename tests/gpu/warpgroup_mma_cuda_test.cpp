@@ -169,6 +169,7 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
       EXPECT_NE(r.log.find("0 bytes stack frame"), std::string::npos) << r.log;
       EXPECT_EQ(r.log.find("C7514"), std::string::npos) << r.log; // wgmma serialised
       EXPECT_EQ(r.log.find("C7519"), std::string::npos) << r.log; // arrive injected
+      EXPECT_EQ(r.log.find("C7517"), std::string::npos) << r.log; // wait injected
       ++compiled_here;
     }
     compiled += compiled_here;

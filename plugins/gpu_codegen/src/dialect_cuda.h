@@ -285,7 +285,10 @@ public:
   }
   // TMA (PTX ISA: cp.async.bulk.tensor, mbarrier). The tensor map is CUtensorMap's 128 opaque
   // bytes, 64-aligned, passed as a __grid_constant__ parameter whose generic address the copy
-  // takes. The wait spins on try_wait, which itself suspends the thread for a while.
+  // takes. The wait spins on try_wait, which itself suspends the thread for a while; a phase
+  // that has not completed after 2^20 tries (seconds, where a copy takes microseconds) traps,
+  // so that a wrong kernel fails its trial at once instead of hanging until the run timeout
+  // (after its products in flight, or ptxas injects that wait itself: note C7517).
   bool has_tma() const override { return true; }
   std::string tma_prologue(const std::vector<int64_t>& ranks) const override {
     std::string out = R"(struct __align__(64) mt_tensor_map { unsigned long long opaque[16]; };
@@ -302,7 +305,15 @@ static __device__ __forceinline__ void mt_tma_expect(unsigned long long* bar, un
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(mt_smem(bar)), "r"(bytes) : "memory");
 }
 static __device__ __forceinline__ void mt_tma_wait(unsigned long long* bar, unsigned parity) {
-  asm volatile("{\n.reg .pred p;\nmt_tma_wait_again:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra mt_tma_wait_again;\n}\n" :: "r"(mt_smem(bar)), "r"(parity) : "memory");
+  for (unsigned tries = 0;; ++tries) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(mt_smem(bar)), "r"(parity) : "memory");
+    if (done) return;
+    if (tries == (1u << 20)) {
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      __trap();
+    }
+  }
 }
 )";
     for (int64_t rank : ranks) {
