@@ -17,6 +17,7 @@
 #include "cuda_driver.h"
 #include "metatune/gpu_codegen/dialect.hpp"
 #include "nvrtc_compiler.h"
+#include "wgmma_probe_support.h"
 
 namespace mt {
 namespace {
@@ -61,14 +62,11 @@ TEST(TmaProbe, TheProbeKernelCompilesForSm90a) {
 
 TEST(TmaProbe, OnAnSm90DeviceABoxLandsInTheSwizzledLayout) {
   std::string why;
-  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
-  if (!nvrtc) GTEST_SKIP() << why;
-  cuda::CudaDriver* driver = cuda::CudaDriver::get(&why);
-  if (!driver || driver->device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: " << (why.empty() ? "none found" : why);
-  cuda::Context context(*driver, 0);
-  if (context.device().arch() != "sm_90")
-    GTEST_SKIP() << "TMA needs sm_90; the device is " << context.device().arch();
+  std::optional<wgmma_probe::Sm90Device> device = wgmma_probe::sm90_device("TMA", &why);
+  if (!device) GTEST_SKIP() << why;
+  cuda::Nvrtc* nvrtc = device->nvrtc;
+  cuda::CudaDriver* driver = device->driver;
+  cuda::Context& context = *device->context;
   // Ids below 0x7C00: no f16 NaN or infinity among the bit patterns the copy moves.
   std::vector<uint16_t> tensor(kRows * kCols);
   for (int r = 0; r < kRows; ++r)

@@ -1,17 +1,45 @@
-// Shared by the wgmma probes (wgmma_probe_test.cpp, wgmma_swizzle_probe_test.cpp): operands of
-// small integers, whose f16 values and f32 sums are exact, and the exact comparison of a
-// product with its double-precision reference, printed as one "[ tag ] layout: correct/wrong"
-// line.
+// Shared by the probes (wgmma_probe_test.cpp, wgmma_swizzle_probe_test.cpp, tma_probe_test.cpp):
+// the sm_90 device they run on, operands of small integers, whose f16 values and f32 sums are
+// exact, and the exact comparison of a product with its double-precision reference, printed as
+// one "[ tag ] layout: correct/wrong" line.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/runtime/ndarray.h"
+#include "cuda_driver.h"
+#include "nvrtc_compiler.h"
 
 namespace mt::wgmma_probe {
+
+// NVRTC and a context on device 0 when that is an sm_90 device; nullopt otherwise, with `why`
+// the reason to skip (`feature`: what needs sm_90, for the message).
+struct Sm90Device {
+  cuda::Nvrtc* nvrtc = nullptr;
+  cuda::CudaDriver* driver = nullptr;
+  std::unique_ptr<cuda::Context> context;
+};
+inline std::optional<Sm90Device> sm90_device(const std::string& feature, std::string* why) {
+  Sm90Device d;
+  d.nvrtc = cuda::Nvrtc::get(why);
+  if (!d.nvrtc) return std::nullopt;
+  d.driver = cuda::CudaDriver::get(why);
+  if (!d.driver || d.driver->device_count() == 0) {
+    *why = "no CUDA device: " + (why->empty() ? std::string("none found") : *why);
+    return std::nullopt;
+  }
+  d.context = std::make_unique<cuda::Context>(*d.driver, 0);
+  if (d.context->device().arch() != "sm_90") {
+    *why = feature + " needs sm_90; the device is " + d.context->device().arch();
+    return std::nullopt;
+  }
+  return d;
+}
 
 inline float a_value(int m, int k) {
   return static_cast<float>((m * 3 + k * 5) % 7 - 3);

@@ -137,14 +137,10 @@ TEST(WgmmaProbe, TheProbeKernelsCompileForSm90a) {
 
 TEST(WgmmaProbe, OnAnSm90DeviceTheManualsReadingOfEachLayoutComputesTheProduct) {
   std::string why;
-  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
-  if (!nvrtc) GTEST_SKIP() << why;
-  cuda::CudaDriver* driver = cuda::CudaDriver::get(&why);
-  if (!driver || driver->device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: " << (why.empty() ? "none found" : why);
-  cuda::Context context(*driver, 0);
-  if (context.device().arch() != "sm_90")
-    GTEST_SKIP() << "wgmma needs sm_90; the device is " << context.device().arch();
+  std::optional<wgmma_probe::Sm90Device> device = wgmma_probe::sm90_device("wgmma", &why);
+  if (!device) GTEST_SKIP() << why;
+  cuda::Nvrtc* nvrtc = device->nvrtc;
+  cuda::Context& context = *device->context;
   Compiled c = compile_probes(*nvrtc);
   ASSERT_TRUE(c.k_major.ok && c.mn_major.ok) << c.k_major.log << c.mn_major.log;
   cuda::Module k_module(context, c.k_major.binary), mn_module(context, c.mn_major.binary);

@@ -136,14 +136,10 @@ TEST(WgmmaSwizzleProbe, TheProbeKernelsCompileForSm90a) {
 
 TEST(WgmmaSwizzleProbe, OnAnSm90DeviceTheSwizzledLayoutsComputeTheProduct) {
   std::string why;
-  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
-  if (!nvrtc) GTEST_SKIP() << why;
-  cuda::CudaDriver* driver = cuda::CudaDriver::get(&why);
-  if (!driver || driver->device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: " << (why.empty() ? "none found" : why);
-  cuda::Context context(*driver, 0);
-  if (context.device().arch() != "sm_90")
-    GTEST_SKIP() << "wgmma needs sm_90; the device is " << context.device().arch();
+  std::optional<wgmma_probe::Sm90Device> device = wgmma_probe::sm90_device("wgmma", &why);
+  if (!device) GTEST_SKIP() << why;
+  cuda::Nvrtc* nvrtc = device->nvrtc;
+  cuda::Context& context = *device->context;
   cuda::NvrtcResult k_src = nvrtc->compile(probe_source(false), "swizzle_k.cu", "sm_90a");
   cuda::NvrtcResult mn_src = nvrtc->compile(probe_source(true), "swizzle_mn.cu", "sm_90a");
   ASSERT_TRUE(k_src.ok && mn_src.ok) << k_src.log << mn_src.log;
