@@ -104,6 +104,13 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   else
     say "- TMA wgmma samples not confirmed on the device: the f16 tuning leaves them out"
   fi
+  if [[ -n "${TMA:-}" ]] &&
+    grep -q '^\[       OK \] CudaOnDevice.ProducerWarpgroupMmaSchedulesMatchTheInterpreter' "$out/tests.log"; then
+    export PRODUCER=1
+    say "- producer-warpgroup wgmma samples correct on the device: the f16 tuning measures them too"
+  else
+    say "- producer-warpgroup wgmma samples not confirmed on the device: the f16 tuning leaves them out"
+  fi
 fi
 
 if [[ -z "${SKIP_BENCH:-}" ]]; then

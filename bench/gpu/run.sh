@@ -71,7 +71,11 @@ ops=(
 # TMA=1: the f16 operator's wgmma spaces include the one whose tiles are TMA box copies
 # (docs/gpu.md, "TMA copies"; off by default until measured on a device). on_device.sh sets it
 # when the on-device TMA test has passed.
-if [[ -n "${TMA:-}" ]]; then
+# PRODUCER=1 (with TMA=1): and the one whose copies a producer warpgroup issues (warp
+# specialisation; on_device.sh sets it when that on-device test has passed too).
+if [[ -n "${TMA:-}" && -n "${PRODUCER:-}" ]]; then
+  ops[0]+=' --rules +std.MultiLevelTilingTensorCore{"wgmma_tma":"both","wgmma_producer":"both"}'
+elif [[ -n "${TMA:-}" ]]; then
   ops[0]+=' --rules +std.MultiLevelTilingTensorCore{"wgmma_tma":"both"}'
 fi
 

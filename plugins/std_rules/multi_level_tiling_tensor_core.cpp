@@ -66,8 +66,12 @@
 // "wgmma_tma" ("never", the default, | "both" | "always"): "both" makes the swizzled space twice,
 // once with the threads' own asynchronous copies and once asking for the fetches to be copies
 // by Hopper's tensor memory accelerator (kWgmmaTmaAnnotation: one thread issues a box copy that
-// swizzles the tile itself, counted on an mbarrier). "never" by default until the cuda target
-// makes the copies' tensor maps at launch (it refuses such kernels for now).
+// swizzles the tile itself, counted on an mbarrier). "wgmma_producer" ("never", the default, |
+// "both" | "always") likewise doubles the TMA space, once asking for those copies to be issued
+// by a producer warpgroup of their own (kWgmmaProducerAnnotation: warp specialisation, the
+// generator's producer_warpgroup.h). Both default to "never" until a device has shown them
+// right and fast (bench/gpu/on_device.sh turns them on for its run when their device tests
+// pass).
 #include <optional>
 #include <set>
 
@@ -197,13 +201,19 @@ int read_index(const Schedule& sch, BlockRV block, const std::string& name) {
 
 inline constexpr int64_t kDeepPipelineShared = 96 * 1024;
 
+// A wgmma design space's operand tiles: 128-byte swizzled, copied by TMA, and those copies
+// issued by a producer warpgroup.
+struct GroupLayout {
+  bool swizzle = false, tma = false, producer = false;
+};
+
 class MultiLevelTilingTensorCore : public sdk::ScheduleRule {
 public:
   explicit MultiLevelTilingTensorCore(std::string_view text)
       : config_("std.MultiLevelTilingTensorCore", text) {
     config_.allow_only({"enabled", "max_warps_per_axis", "max_fragments_per_axis", "max_k_tiles",
                         "pad_shared", "pipeline_stages", "vector_load_lens", "wgmma", "wgmma_cols",
-                        "wgmma_swizzle", "wgmma_tma"});
+                        "wgmma_swizzle", "wgmma_tma", "wgmma_producer"});
     wgmma_ = config_.get_string("wgmma", "auto");
     if (wgmma_ != "auto" && wgmma_ != "always" && wgmma_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma' must "
@@ -221,13 +231,20 @@ public:
     if (tma != "both" && tma != "always" && tma != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: 'wgmma_tma' "
                                                   "must be \"both\", \"always\" or \"never\"");
-    // (swizzled, TMA) per wgmma space: TMA copies lay out only the swizzled tiles.
-    std::vector<std::pair<bool, bool>> layouts;
+    const std::string producer = config_.get_string("wgmma_producer", "never");
+    if (producer != "both" && producer != "always" && producer != "never")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiLevelTilingTensorCore: "
+                                                  "'wgmma_producer' must be \"both\", \"always\" "
+                                                  "or \"never\"");
+    // One wgmma space per layout: TMA copies lay out only the swizzled tiles, and only TMA
+    // copies have a producer warpgroup.
     for (bool swizzle : group_swizzles_) {
-      if (swizzle && tma != "never") layouts.emplace_back(true, true);
-      if (!swizzle || tma != "always") layouts.emplace_back(swizzle, false);
+      if (swizzle && tma != "never") {
+        if (producer != "never") group_layouts_.push_back({true, true, true});
+        if (producer != "always") group_layouts_.push_back({true, true, false});
+      }
+      if (!swizzle || tma != "always") group_layouts_.push_back({swizzle, false, false});
     }
-    group_layouts_ = layouts;
     group_cols_ = config_.get_ints("wgmma_cols", group_cols_);
     for (int64_t n : group_cols_)
       if (n < 16 || n > 256 || n % 16)
@@ -287,10 +304,10 @@ public:
     if (bf16 && enabled_ != "always" && sm_ < 80) return {sch};
     std::vector<Schedule> out;
     if (group_active_)
-      for (const auto& [swizzle, tma] : group_layouts_) {
+      for (const GroupLayout& layout : group_layouts_) {
         Schedule wg = sch.copy();
         try {
-          tile_warpgroups(wg, block, *roles, swizzle, tma);
+          tile_warpgroups(wg, block, *roles, layout);
           out.push_back(wg);
         } catch (const sdk::ScheduleError&) {
         }
@@ -465,8 +482,9 @@ private:
   }
 
   // The wgmma design space (the header's second diagram).
-  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m, bool swizzle,
-                       bool tma) const {
+  void tile_warpgroups(Schedule& sch, BlockRV block, const MatmulRoles& m,
+                       const GroupLayout& layout) const {
+    const bool swizzle = layout.swizzle;
     const std::string block_name = sch.name_of(block);
     BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
     BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
@@ -524,7 +542,8 @@ private:
     BlockRV init = sch.decompose_reduction(block, k01[0]);
     sch.annotate(ti[1], sdk::program::kTensorIntrinsicAnnotation, std::string("wgmma.mma"));
     if (swizzle) sch.annotate(ti[1], sdk::program::kWgmmaSwizzleAnnotation, int64_t{128});
-    if (tma) sch.annotate(ti[1], sdk::program::kWgmmaTmaAnnotation, int64_t{1});
+    if (layout.tma) sch.annotate(ti[1], sdk::program::kWgmmaTmaAnnotation, int64_t{1});
+    if (layout.producer) sch.annotate(ti[1], sdk::program::kWgmmaProducerAnnotation, int64_t{1});
     annotate_pipeline(sch, k01[0]);
     // One slot more than the stages: the products of a k-tile read shared memory after their
     // iteration, so the fetch overwrites the slot read two iterations before, and the barrier
@@ -586,7 +605,7 @@ private:
   std::string enabled_;
   std::string wgmma_ = "auto";
   std::vector<bool> group_swizzles_ = {true, false}; // the layouts "wgmma_swizzle" asks for
-  std::vector<std::pair<bool, bool>> group_layouts_; // one wgmma space per (swizzled, TMA)
+  std::vector<GroupLayout> group_layouts_;           // one wgmma space each
   std::vector<int64_t> group_cols_{64, 128, 256};
   bool group_active_ = false;
   bool pad_shared_ = true;

@@ -155,5 +155,14 @@ TEST(CudaOnDevice, TmaWarpgroupMmaSchedulesMatchTheInterpreter) {
   check_wgmma_on_device(gpu_test::warpgroup_tma_space(), "wgmma TMA samples");
 }
 
+// Those copies issued by a producer warpgroup (producer_warpgroup.h): the consumers wait on the
+// full mbarriers and hand slots back on the empty ones, the producer waits for them before each
+// refill, and the launch has the producer's warpgroup. A wrong phase or count computes wrong
+// products (a slot refilled while read) or traps on a wait that never completes.
+TEST(CudaOnDevice, ProducerWarpgroupMmaSchedulesMatchTheInterpreter) {
+  REQUIRE_CUDA_DEVICE();
+  check_wgmma_on_device(gpu_test::warpgroup_producer_space(), "wgmma producer samples");
+}
+
 } // namespace
 } // namespace mt

@@ -124,6 +124,14 @@ inline TensorCoreSpace warpgroup_tma_space() {
           swizzle_specs()};
 }
 
+// The TMA space with its copies issued by a producer warpgroup (warp specialisation).
+inline TensorCoreSpace warpgroup_producer_space() {
+  return {"meta_schedule.wgmma_producer",
+          R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [64, 128],
+              "wgmma_swizzle": "always", "wgmma_tma": "always", "wgmma_producer": "always"})",
+          swizzle_specs()};
+}
+
 // Calls `f` for `samples` accepted samples of each tensor-core space of each workload; returns
 // how many were handed over. `attrs`: the device's limits.
 inline int for_each_tensor_core_sample(TuneAttributes attrs, int samples,

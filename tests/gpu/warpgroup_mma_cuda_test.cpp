@@ -74,6 +74,22 @@ TEST(WarpgroupSchedules, SwizzledWgmmaSchedulesCompileForSm90aWithoutWarnings) {
   check_cuda_source(gpu_test::warpgroup_swizzle_space(), true);
 }
 
+// `space`'s samples (2 a workload) written as CUDA for sm_90: `check` gets each one's plan, its
+// source and whether its k loop is pipelined.
+void for_each_cuda_sample(
+    const gpu_test::TensorCoreSpace& space,
+    const std::function<void(const G::KernelPlan&, const G::GpuSource&, bool)>& check) {
+  gpu_test::for_each_tensor_core_sample(
+      gpu_test::sm90_attrs(), 2,
+      [&](const gpu_test::TensorCoreSample& s) {
+        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
+        G::KernelPlan plan = G::plan_kernels(p);
+        check(plan, G::write_kernels(plan, *G::cuda_dialect()),
+              gpu_test::has_pipelined_loop(s.scheduled));
+      },
+      space);
+}
+
 // TMA box copies (tma_copy.h) for the swizzled tiles of pipelined k loops: one thread issues
 // them against tensor maps passed as __grid_constant__ parameters, every thread waits on the
 // slot's mbarrier; the tensor maps the source reports are the operands' own shapes with boxes
@@ -83,51 +99,111 @@ TEST(WarpgroupSchedules, TmaWgmmaSchedulesCompileForSm90aWithTheirTensorMaps) {
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   int with_tma = 0, compiled = 0;
-  gpu_test::for_each_tensor_core_sample(
-      gpu_test::sm90_attrs(), 2,
-      [&](const gpu_test::TensorCoreSample& s) {
-        sdk::program::Program p = llvm_cpu::test::core_to_program(lower(s.scheduled));
-        G::KernelPlan plan = G::plan_kernels(p);
-        G::GpuSource src = G::write_kernels(plan, *G::cuda_dialect());
-        ASSERT_EQ(src.tensor_maps.size(), plan.kernels.size());
-        const bool tma = src.code.find("mt_tma_load_") != std::string::npos;
-        if (!gpu_test::has_pipelined_loop(s.scheduled)) {
-          EXPECT_FALSE(tma) << "a fetch outside a pipeline stays the threads' own\n" << src.code;
-        } else {
-          ++with_tma;
-          EXPECT_TRUE(tma) << src.code;
-          // Both operands are swizzled here, so no thread copies a tile itself.
-          EXPECT_EQ(count(src.code, "mt_cp_async_16("), 0) << src.code;
-          // TMA writes and wgmma reads are both the asynchronous proxy's: no proxy fence.
-          EXPECT_EQ(count(src.code, "fence.proxy.async"), 0) << src.code;
-          EXPECT_EQ(count(src.code, "const __grid_constant__ mt_tensor_map"), 2) << src.code;
-          EXPECT_EQ(count(src.code, "  mt_tma_wait("), 1) << src.code;
-          EXPECT_GE(count(src.code, "  mt_tma_expect("), 4) << src.code;
-          size_t maps = 0;
-          for (const auto& kernel_maps : src.tensor_maps)
-            for (const G::TensorMapSpec& m : kernel_maps) {
-              ++maps;
-              const auto& shape = plan.buffers[m.buffer]->shape;
-              ASSERT_EQ(m.dims.size(), shape.size());
-              for (size_t k = 0; k < shape.size(); ++k)
-                EXPECT_EQ(m.dims[k], static_cast<uint64_t>(shape[shape.size() - 1 - k]));
-              EXPECT_EQ(m.strides_bytes.front(), static_cast<uint64_t>(shape.back() * 2));
-              EXPECT_EQ(m.box.front(), 64u);
-              EXPECT_EQ(m.box.size(), shape.size());
-              EXPECT_GE(m.box[1] * (m.box.size() > 2 ? m.box[2] : 1), 8u);
-              EXPECT_EQ(m.bf16, s.spec.find("bf16") != std::string::npos);
-            }
-          EXPECT_EQ(maps, 2u) << "one tensor map an operand";
+  for_each_cuda_sample(gpu_test::warpgroup_tma_space(), [&](const G::KernelPlan& plan,
+                                                            const G::GpuSource& src,
+                                                            bool pipelined) {
+    ASSERT_EQ(src.tensor_maps.size(), plan.kernels.size());
+    const bool tma = src.code.find("mt_tma_load_") != std::string::npos;
+    if (!pipelined) {
+      EXPECT_FALSE(tma) << "a fetch outside a pipeline stays the threads' own\n" << src.code;
+    } else {
+      ++with_tma;
+      EXPECT_TRUE(tma) << src.code;
+      // Both operands are swizzled here, so no thread copies a tile itself.
+      EXPECT_EQ(count(src.code, "mt_cp_async_16("), 0) << src.code;
+      // TMA writes and wgmma reads are both the asynchronous proxy's: no proxy fence.
+      EXPECT_EQ(count(src.code, "fence.proxy.async"), 0) << src.code;
+      EXPECT_EQ(count(src.code, "const __grid_constant__ mt_tensor_map"), 2) << src.code;
+      EXPECT_EQ(count(src.code, "  mt_tma_wait("), 1) << src.code;
+      EXPECT_GE(count(src.code, "  mt_tma_expect("), 4) << src.code;
+      size_t maps = 0;
+      for (const auto& kernel_maps : src.tensor_maps)
+        for (const G::TensorMapSpec& m : kernel_maps) {
+          ++maps;
+          const auto& shape = plan.buffers[m.buffer]->shape;
+          ASSERT_EQ(m.dims.size(), shape.size());
+          for (size_t k = 0; k < shape.size(); ++k)
+            EXPECT_EQ(m.dims[k], static_cast<uint64_t>(shape[shape.size() - 1 - k]));
+          EXPECT_EQ(m.strides_bytes.front(), static_cast<uint64_t>(shape.back() * 2));
+          EXPECT_EQ(m.box.front(), 64u);
+          EXPECT_EQ(m.box.size(), shape.size());
+          EXPECT_GE(m.box[1] * (m.box.size() > 2 ? m.box[2] : 1), 8u);
+          EXPECT_EQ(m.bf16, plan.buffers[m.buffer]->dtype.kind == sdk::program::DTypeKind::BFloat);
         }
-        if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
-          std::ofstream(std::string(dump) + "tma_" + std::to_string(compiled) + ".cu") << src.code;
-        cuda::NvrtcResult r = nvrtc->compile(src.code, "wgmma_tma.cu", "sm_90a");
-        ASSERT_TRUE(r.ok) << r.log << "\n" << src.code;
-        EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << r.log << "\n" << src.code;
-        ++compiled;
-      },
-      gpu_test::warpgroup_tma_space());
+      EXPECT_EQ(maps, 2u) << "one tensor map an operand";
+    }
+    if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
+      std::ofstream(std::string(dump) + "tma_" + std::to_string(compiled) + ".cu") << src.code;
+    cuda::NvrtcResult r = nvrtc->compile(src.code, "wgmma_tma.cu", "sm_90a");
+    ASSERT_TRUE(r.ok) << r.log << "\n" << src.code;
+    EXPECT_TRUE(cuda::Nvrtc::log_is_clean(r.log)) << r.log << "\n" << src.code;
+    ++compiled;
+  });
   EXPECT_GE(with_tma, 2);
+  EXPECT_GE(compiled, 6);
+}
+
+// Warp specialisation: a producer warpgroup past the schedule's issues every TMA copy and the
+// consumers hand slots back through the empty mbarriers, with no block barrier after the
+// mbarriers' initialisation; the launch grows by that warpgroup, the registers move to the
+// consumers where three warpgroups or more share them, and NVRTC builds it for sm_90a cleanly.
+TEST(WarpgroupSchedules, ProducerWarpgroupSchedulesCompileForSm90a) {
+  std::string why;
+  cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  int specialised = 0, compiled = 0;
+  for_each_cuda_sample(gpu_test::warpgroup_producer_space(), [&](const G::KernelPlan& plan,
+                                                                 const G::GpuSource& src,
+                                                                 bool pipelined) {
+    ASSERT_EQ(src.launch_dims.size(), plan.kernels.size());
+    const bool producer = src.code.find("// producer") != std::string::npos;
+    if (!pipelined) {
+      EXPECT_FALSE(producer) << src.code;
+    } else {
+      ++specialised;
+      ASSERT_TRUE(producer) << src.code;
+      ASSERT_EQ(plan.kernels.size(), 1u);
+      const G::LaunchDims& asked = plan.kernels[0].dims;
+      const G::LaunchDims& launched = src.launch_dims[0];
+      EXPECT_EQ(asked.block[0], 128);
+      EXPECT_EQ(launched.block[1], asked.block[1] + 1) << "one producer warpgroup more";
+      EXPECT_NE(
+          src.code.find("__launch_bounds__(" + std::to_string(launched.threads_per_block()) + ")"),
+          std::string::npos)
+          << src.code;
+      EXPECT_NE(
+          src.code.find("threadIdx.y == " + std::to_string(asked.block[1]) + ") { // producer"),
+          std::string::npos)
+          << src.code;
+      // The one block barrier: after the mbarriers' initialisation, before the roles part.
+      EXPECT_EQ(count(src.code, "__syncthreads()"), 1) << src.code;
+      EXPECT_EQ(count(src.code, "bar.sync"), 0) << src.code;
+      EXPECT_EQ(count(src.code, "mt_tma_wait_free(&"), 1) << src.code;
+      EXPECT_EQ(count(src.code, "  mt_tma_wait(&"), 1) << src.code;
+      EXPECT_EQ(count(src.code, "mt_tma_release(&"), 1) << src.code;
+      EXPECT_EQ(count(src.code, "mt_cp_async_16("), 0) << src.code;
+      // Two operands, each fetched in the prologue and the loop, all in the producer.
+      EXPECT_EQ(count(src.code, "  mt_tma_expect(&"), 4) << src.code;
+      const bool gives = asked.block[1] + 1 >= 3;
+      EXPECT_EQ(count(src.code, "setmaxnreg.dec.sync.aligned.u32 40;"), gives ? 1 : 0);
+      EXPECT_EQ(count(src.code, "setmaxnreg.inc"), gives ? 1 : 0);
+      // The consumers' threads, each handing every slot back.
+      EXPECT_NE(src.code.find(", " + std::to_string(asked.threads_per_block()) + "u);"),
+                std::string::npos)
+          << src.code;
+    }
+    if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
+      std::ofstream(std::string(dump) + "producer_" + std::to_string(compiled) + ".cu") << src.code;
+    cuda::NvrtcResult r =
+        nvrtc->compile(src.code, "wgmma_producer.cu", "sm_90a", {"--ptxas-options=-v"});
+    ASSERT_TRUE(r.ok) << r.log << "\n" << src.code;
+    // ptxas's report (-v), and nothing else: no warning, no note, no spill.
+    EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log << "\n" << src.code;
+    EXPECT_EQ(r.log.find("C75"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("0 bytes stack frame"), std::string::npos) << r.log;
+    ++compiled;
+  });
+  EXPECT_GE(specialised, 2);
   EXPECT_GE(compiled, 6);
 }
 
@@ -141,9 +217,10 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   if (!nvrtc) GTEST_SKIP() << why;
   TuneAttributes attrs = gpu_test::sm90_attrs();
   Function func = make_workload("matmul(M=4096,N=4096,K=4096,dtype=f16,out_dtype=f32)");
-  auto rules = gpu_test::tensor_core_rules(attrs, R"({"wgmma": "always", "wgmma_tma": "both"})");
+  auto rules = gpu_test::tensor_core_rules(
+      attrs, R"({"wgmma": "always", "wgmma_tma": "both", "wgmma_producer": "both"})");
   auto postprocs = gpu_test::gpu_postprocs(attrs);
-  int spaces = 0, accepted = 0, compiled = 0;
+  int spaces = 0, accepted = 0, compiled = 0, specialised = 0;
   std::string last_refusal;
   for (const auto& space : generate_design_spaces(func, rules, 1)) {
     if (space->trace().to_json().find("wgmma.mma") == std::string::npos) continue;
@@ -161,12 +238,14 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
       if (compiled_here == 2) continue; // compiling a few is enough
       std::string src = gpu_test::generated_source(s->func(), *G::cuda_dialect());
       ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src;
+      specialised += src.find("// producer") != std::string::npos;
       if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
         std::ofstream(std::string(dump) + std::to_string(spaces) + "_" + std::to_string(k) + ".cu")
             << src;
       cuda::NvrtcResult r = nvrtc->compile(src, "wgmma_bench.cu", "sm_90a", {"--ptxas-options=-v"});
       ASSERT_TRUE(r.ok) << r.log;
       EXPECT_NE(r.log.find("0 bytes stack frame"), std::string::npos) << r.log;
+      EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;
       EXPECT_EQ(r.log.find("C7514"), std::string::npos) << r.log; // wgmma serialised
       EXPECT_EQ(r.log.find("C7519"), std::string::npos) << r.log; // arrive injected
       EXPECT_EQ(r.log.find("C7517"), std::string::npos) << r.log; // wait injected
@@ -176,9 +255,11 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   }
   std::printf("[ cuda ] 4096^3 f16 wgmma: %d of %d samples accepted, %d compiled\n", accepted,
               20 * spaces, compiled);
-  EXPECT_EQ(spaces, 3) << "plain core matrices, the 128-byte swizzle, and that with TMA copies";
+  EXPECT_EQ(spaces, 4) << "plain core matrices, the 128-byte swizzle, that with TMA copies, and "
+                          "those issued by a producer warpgroup";
   EXPECT_GE(accepted, 20) << "last refusal: " << last_refusal;
-  EXPECT_EQ(compiled, 6);
+  EXPECT_EQ(compiled, 8);
+  EXPECT_GE(specialised, 2) << "a producer warpgroup in the compiled samples of its space";
 }
 
 } // namespace

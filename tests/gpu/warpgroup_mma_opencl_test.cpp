@@ -243,6 +243,38 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
     EXPECT_EQ(wgmma, std::string(tma) == "both" ? 3 : 2) << tma;
     EXPECT_EQ(with_tma, 1) << tma;
   }
+  EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
+                                           R"({"wgmma_producer": "sometimes"})"),
+               std::exception);
+  // "wgmma_producer" doubles the TMA space ("both": one of the two asks for a producer
+  // warpgroup) or makes it ask ("always"); without TMA ("never", the default) it adds nothing.
+  for (const char* producer : {"both", "always"})
+    for (const char* tma : {"both", "never"}) {
+      TuneAttributes attrs = gpu_set().attrs;
+      attrs["arch"] = std::string("sm_90");
+      std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+      rules.push_back(host().create_schedule_rule(
+          "std.MultiLevelTilingTensorCore", std::string(R"({"wgmma_tma": ")") + tma +
+                                                R"(", "wgmma_producer": ")" + producer + "\"}"));
+      rules.back()->initialize(attrs);
+      int wgmma = 0, with_tma = 0, with_producer = 0;
+      for (const auto& space : generate_design_spaces(
+               make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
+        const std::string json = space->trace().to_json();
+        wgmma += json.find("wgmma.mma") != std::string::npos;
+        with_tma += json.find(sdk::program::kWgmmaTmaAnnotation) != std::string::npos;
+        with_producer += json.find(sdk::program::kWgmmaProducerAnnotation) != std::string::npos;
+      }
+      const bool both = std::string(producer) == "both";
+      if (std::string(tma) == "never") {
+        EXPECT_EQ(wgmma, 2) << producer;
+        EXPECT_EQ(with_producer, 0) << producer;
+        continue;
+      }
+      EXPECT_EQ(wgmma, both ? 4 : 3) << producer;
+      EXPECT_EQ(with_tma, both ? 2 : 1) << producer;
+      EXPECT_EQ(with_producer, 1) << producer;
+    }
   EXPECT_THROW(
       host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma_cols": [72]})"),
       std::exception);

@@ -357,6 +357,37 @@ static __device__ __forceinline__ void mt_tma_wait(unsigned long long* bar, unsi
   std::string tma_wait(const std::string& bar, const std::string& parity) const override {
     return "mt_tma_wait(" + bar + ", " + parity + ")";
   }
+  // After tma_prologue's helpers, where a producer warpgroup issues the copies.
+  std::string tma_producer_prologue() const override {
+    return R"(static __device__ __forceinline__ void mt_tma_wait_free(unsigned long long* bar, unsigned parity) {
+  for (unsigned tries = 0;; ++tries) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(mt_smem(bar)), "r"(parity) : "memory");
+    if (done) return;
+    if (tries == (1u << 20)) __trap();
+  }
+}
+static __device__ __forceinline__ void mt_tma_release(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(mt_smem(bar)) : "memory");
+}
+)";
+  }
+  std::string tma_release(const std::string& bar) const override {
+    return "mt_tma_release(" + bar + ")";
+  }
+  std::string tma_producer_wait(const std::string& bar, const std::string& parity) const override {
+    return "mt_tma_wait_free(" + bar + ", " + parity + ")";
+  }
+  // bar.sync with a thread count: the `threads` threads (whole warps) that execute it meet there;
+  // hardware barrier 0 is __syncthreads'.
+  std::string named_barrier(int64_t id, int64_t threads) const override {
+    return "asm volatile(\"bar.sync " + std::to_string(id) + ", " + std::to_string(threads) +
+           ";\\n\" ::: \"memory\");";
+  }
+  std::string set_max_registers(bool increase, int64_t regs) const override {
+    return std::string("asm volatile(\"setmaxnreg.") + (increase ? "inc" : "dec") +
+           ".sync.aligned.u32 " + std::to_string(regs) + ";\\n\" ::: \"memory\");";
+  }
 
   // load_matrix_sync wants 256-bit aligned addresses; every tile starts at a multiple of 16
   // elements of an f16 array, so aligning the array is enough.

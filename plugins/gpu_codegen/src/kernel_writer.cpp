@@ -18,6 +18,7 @@
 #include "cross_thread_reduction.h"
 #include "metatune/gpu_codegen/shared_layout.hpp"
 #include "metatune/sdk/index_analysis.hpp"
+#include "producer_warpgroup.h"
 #include "shared_access.h"
 #include "tensor_op.h"
 #include "tma_copy.h"
@@ -34,8 +35,19 @@ constexpr const char* kTensorCores = "<tensor cores>";
 constexpr const char* kAsyncCopies = "<async copies>";
 constexpr const char* kGroupMma = "<warpgroup mma>";
 constexpr const char* kTma = "<tma>";
+constexpr const char* kTmaProducer = "<tma producer>";
 const std::string kTmaOfRank = "<tma of rank> ";           // + the rank
 const std::string kAsyncCopyOf = "<async copy of bytes> "; // + the size
+
+// Warp specialisation: the consumers' hardware barrier (0 is __syncthreads'); a warpgroup's
+// threads; the most threads a block of them may have; the register file an SM gives a block,
+// what the producer keeps a thread (CUTLASS's choice too) and the most a thread may hold.
+constexpr int64_t kConsumerBarrier = 1;
+constexpr int64_t kWarpgroupThreads = 128;
+constexpr int64_t kMaxSpecialisedThreads = 1024;
+constexpr int64_t kRegisterFile = 65536;
+constexpr int64_t kProducerRegisters = 40;
+constexpr int64_t kMaxThreadRegisters = 256;
 
 using P::ExprKind;
 using P::StmtKind;
@@ -88,10 +100,14 @@ public:
     preregister_reductions();
     find_tensor_ops();
     find_tma();
+    find_producer();
     Accesses pending;
     indent_ = 1;
     init_tma_barriers();
-    stmt(kernel_.body, pending, true);
+    if (producer_)
+      warp_specialised(pending);
+    else
+      stmt(kernel_.body, pending, true);
 
     std::vector<KernelParam> params;
     for (size_t i = 0; i < plan_.buffers.size(); ++i) {
@@ -103,12 +119,21 @@ public:
     for (const auto& [id, map] : tensor_maps_)
       params.push_back({"", map.name, false, true, true});
     std::ostringstream os;
-    os << d_.kernel_signature(kernel_.name, params, kernel_.dims.block) << "{\n";
+    const LaunchDims launch = launch_dims();
+    os << d_.kernel_signature(kernel_.name, params, launch.block) << "{\n";
+    if (!producer_why_.empty()) os << "  // no producer warpgroup: " << producer_why_ << "\n";
     declare_shared(os);
     os << body_.str() << "}\n";
     return os.str();
   }
 
+  // The launch: the plan's, with one more warpgroup along threadIdx.y where a producer
+  // warpgroup issues the copies (after write()).
+  LaunchDims launch_dims() const {
+    LaunchDims d = kernel_.dims;
+    if (producer_) d.block[1] += 1;
+    return d;
+  }
   // Bytes of dynamic shared memory the kernel's launch must give it (after write()).
   int64_t dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
   // The tensor maps its TMA copies read, in parameter order (after write()).
@@ -135,6 +160,7 @@ private:
       arrays.push_back({type, name, kernel_.dims.threads_per_block(), bytes});
     if (!tma_copies_.empty() && d_.has_tma())
       os << "  " << d_.tma_barriers(tma_bar_, tma_slots_) << "\n";
+    if (producer_) os << "  " << d_.tma_barriers(empty_bar_, tma_slots_) << "\n";
     SharedLayout layout = layout_shared(arrays, d_.static_shared_limit());
     if (layout.dynamic) {
       std::string pool = fresh("mt_dynamic_shared");
@@ -588,7 +614,9 @@ private:
       throw UnsupportedError("threads hand data to each other (" + why +
                              ") under divergent control flow, where no barrier can be placed");
     group_mma_quiesce();
-    line(d_.barrier());
+    // The consumers alone: the producer warpgroup never reaches their barriers.
+    line(in_consumer_ ? d_.named_barrier(kConsumerBarrier, kernel_.dims.threads_per_block())
+                      : d_.barrier());
     if (fence_after) group_mma_fence();
     pending = Accesses{};
   }
@@ -718,6 +746,8 @@ private:
         tma_copy(s, tma->second, pending);
         return;
       }
+      // The producer warpgroup fetches the prologue's tiles.
+      if (in_consumer_ && s.get() == producer_->prologue) return;
       if (s->annotations.count(P::kSoftwarePipelineAsyncCopy) && !in_async_) {
         in_async_ = true;
         stmt_for(s, pending, uniform);
@@ -884,6 +914,10 @@ private:
                       const std::string& var) {
     std::vector<P::Stmt> items =
         body->kind == StmtKind::Seq ? body->stmts : std::vector<P::Stmt>{body};
+    if (in_consumer_) {
+      consumer_body(items, pending, var);
+      return;
+    }
     async_line(d_.async_wait(stages - 2));
     if (!tma_copies_.empty() && d_.has_tma()) {
       // This iteration's tile is the (var / slots)-th its slot's barrier counts.
@@ -1362,6 +1396,203 @@ private:
     }
   }
 
+  // ---- warp specialisation (producer_warpgroup.h)
+  // ------------------------------------------------------------------- Asked for by an
+  // operation, done where every operand tile is a TMA copy, the block is whole warpgroups along
+  // threadIdx.y (x = 128) with room for one more, and the pipeline's shape allows it (the
+  // plan); otherwise the kernel stays the block's own copies and says why in a comment.
+  void find_producer() {
+    bool asked = false;
+    for (const TensorOp& op : tensor_ops_)
+      asked = asked || (op.kind == TensorOpKind::Mma && op.producer);
+    if (!asked || !d_.has_tma()) return;
+    const int64_t* b = kernel_.dims.block;
+    if (tma_copies_.empty() || !tma_writes_every_operand_) {
+      producer_why_ = "not every operand tile is a TMA copy";
+      return;
+    }
+    if (b[0] != kWarpgroupThreads || b[2] != 1 ||
+        (b[1] + 1) * kWarpgroupThreads > kMaxSpecialisedThreads) {
+      producer_why_ = "the block is not warpgroups along threadIdx.y with room for one more";
+      return;
+    }
+    std::string why;
+    auto plan = plan_producer(
+        kernel_.body, [&](const P::StmtNode* n) { return tma_copies_.count(n) > 0; }, &why);
+    if (plan && plan->stages + plan->spare != tma_slots_) why = "the slots are not the stages'";
+    if (!plan || !why.empty()) {
+      producer_why_ = why;
+      return;
+    }
+    producer_ = plan;
+    empty_bar_ = fresh("mt_tma_empty");
+    used_helpers_.insert(kTmaProducer);
+  }
+
+  // The kernel as two roles: the producer warpgroup (threadIdx.y one past the schedule's)
+  // gives its registers to the consumers where three or more warpgroups share the register
+  // file, and its first thread issues every copy in tile order, each into a slot the consumers
+  // have handed back; the consumers run the schedule without the copies.
+  void warp_specialised(Accesses& pending) {
+    const int64_t consumers = kernel_.dims.block[1];
+    const bool give = consumers + 1 >= 3;
+    line("if (" + d_.thread_index(1) + " == " + std::to_string(consumers) + ") { // producer");
+    ++indent_;
+    if (give) line(d_.set_max_registers(false, kProducerRegisters));
+    line("if (" + d_.thread_index(0) + " == 0) {");
+    ++indent_;
+    in_producer_ = true;
+    producer_stmt(kernel_.body);
+    in_producer_ = false;
+    --indent_;
+    line("}");
+    --indent_;
+    line("} else { // consumers");
+    ++indent_;
+    if (give) {
+      // What the producer gave back, shared among the consumers, in steps of 8.
+      const int64_t regs = (kRegisterFile - kWarpgroupThreads * kProducerRegisters) /
+                           (consumers * kWarpgroupThreads) / 8 * 8;
+      line(d_.set_max_registers(true, std::min<int64_t>(regs, kMaxThreadRegisters)));
+    }
+    in_consumer_ = true;
+    stmt(kernel_.body, pending, true);
+    in_consumer_ = false;
+    --indent_;
+    line("}");
+  }
+
+  bool contains_tma(const P::Stmt& s) const {
+    bool found = false;
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      found = found || tma_copies_.count(x.get()) > 0;
+      return !found;
+    });
+    return found;
+  }
+
+  // The producer's part of `s`: the statements on the way to the copies (their shape is
+  // producer_warpgroup.h's plan), the thread indices taken as 0.
+  void producer_stmt(const P::Stmt& s) {
+    if (!s || !contains_tma(s)) return;
+    if (auto tma = tma_copies_.find(s.get()); tma != tma_copies_.end()) {
+      Accesses none;
+      tma_copy(s, tma->second, none);
+      return;
+    }
+    switch (s->kind) {
+    case StmtKind::Seq:
+      for (const auto& c : s->stmts)
+        producer_stmt(c);
+      return;
+    case StmtKind::Allocate:
+      producer_stmt(s->body);
+      return;
+    case StmtKind::IfThenElse:
+      line("if (" + bare(s->condition) + ") {");
+      ++indent_;
+      producer_stmt(s->then_case);
+      --indent_;
+      if (s->else_case) {
+        line("} else {");
+        ++indent_;
+        producer_stmt(s->else_case);
+        --indent_;
+      }
+      line("}");
+      return;
+    case StmtKind::For:
+      producer_loop(s);
+      return;
+    default:
+      throw UnsupportedError("the producer warpgroup reached a statement the plan excludes");
+    }
+  }
+
+  // Whether the producer's part of `s` reads variable `var`.
+  bool producer_reads(const P::Stmt& s, int64_t var) const {
+    if (!s || !contains_tma(s)) return false;
+    if (tma_copies_.count(s.get())) return uses_var_anywhere(s, var);
+    if (s->kind == StmtKind::IfThenElse && P::uses_var(s->condition, var)) return true;
+    for (const auto& c : s->stmts)
+      if (producer_reads(c, var)) return true;
+    return producer_reads(s->then_case, var) || producer_reads(s->else_case, var) ||
+           producer_reads(s->body, var);
+  }
+
+  void producer_loop(const P::Stmt& s) {
+    const std::string v = var_name(s->loop_var);
+    scope_vars_.insert(s->loop_var->var_id);
+    line("{");
+    ++indent_;
+    bool is_block = false;
+    int dim = 0;
+    const bool bound = s->for_kind == P::ForKind::ThreadBinding &&
+                       parse_thread_tag(s->thread_tag, &is_block, &dim);
+    const bool looped = !bound && s->extent > 1;
+    // NVRTC warns of a variable never read: the consumers' thread indices mostly are not here.
+    const bool used = producer_reads(s->body, s->loop_var->var_id);
+    bool guard = false;
+    if (bound && is_block) {
+      const int64_t launched = kernel_.dims.grid[dim];
+      // The consumers of a block past the loop's end skip it: so must its producer.
+      guard = s->extent < launched;
+      if (used || guard)
+        line("const " + idx_ + " " + v + " = " +
+             (launched == 1 ? std::string("0") : "(" + idx_ + ")" + d_.block_index(dim)) + ";");
+      if (guard) {
+        line("if (" + v + " < " + std::to_string(s->extent) + ") {");
+        ++indent_;
+      }
+    } else if (!looped) {
+      if (used) line("const " + idx_ + " " + v + " = 0;");
+    } else {
+      line("for (" + idx_ + " " + v + " = 0; " + v + " < " + std::to_string(s->extent) + "; ++" +
+           v + ") {");
+      ++indent_;
+    }
+    if (s.get() == producer_->pipeline) {
+      // Iteration k fetches tile k + S - 1 into its slot (software_pipeline.h): the consumers
+      // handed that slot back after the tile `slots` before it (the wait passes at once on a
+      // slot's first use, whose earlier phase counts as complete).
+      const int64_t ahead = producer_->stages - 1;
+      const std::string tile = "(" + v + " + " + std::to_string(ahead) + ")";
+      const std::string slots = std::to_string(tma_slots_);
+      line("if (" + v + " < " + std::to_string(s->extent - ahead) + ") " +
+           d_.tma_producer_wait("&" + empty_bar_ + "[" + tile + " % " + slots + "]",
+                                "(unsigned)(((" + tile + " / " + slots + ") % 2) ^ 1)") +
+           ";");
+    }
+    producer_stmt(s->body);
+    if (guard || looped) {
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+  }
+
+  // A consumer's pipelined iteration: wait for the tile, multiply, and hand back the slot of
+  // the products now complete (those of `spare` iterations ago stay in flight).
+  void consumer_body(const std::vector<P::Stmt>& items, Accesses& pending, const std::string& var) {
+    const std::string slots = std::to_string(tma_slots_);
+    line(d_.tma_wait("&" + tma_bar_ + "[" + var + " % " + slots + "]",
+                     "(unsigned)((" + var + " / " + slots + ") % 2)") +
+         ";");
+    // The consumers read nothing in shared memory but the tiles the mbarriers order.
+    pending = Accesses{};
+    group_fenced_ = false;
+    if (group_ops_ && d_.has_tensor_cores()) accumulator_fences();
+    group_mma_fence();
+    seq(std::vector<P::Stmt>(items.begin() + 1, items.end()), pending, true);
+    commit_group_mmas();
+    const int64_t spare = producer_->spare;
+    line(d_.group_mma_wait(spare));
+    const std::string done = spare ? "(" + var + " - " + std::to_string(spare) + ")" : var;
+    line((spare ? "if (" + var + " >= " + std::to_string(spare) + ") " : std::string()) +
+         d_.tma_release("&" + empty_bar_ + "[" + done + " % " + slots + "]") + ";");
+  }
+
   struct TensorMap {
     std::string name;
     TensorMapSpec spec;
@@ -1398,6 +1629,12 @@ private:
     for (int64_t i = 0; i < tma_slots_; ++i)
       line(d_.tma_barrier_init("&" + tma_bar_ + "[" + std::to_string(i) + "]", tma_arrivals_) +
            ";");
+    // Every consumer thread hands each slot back (warp specialisation).
+    if (producer_)
+      for (int64_t i = 0; i < tma_slots_; ++i)
+        line(d_.tma_barrier_init("&" + empty_bar_ + "[" + std::to_string(i) + "]",
+                                 kernel_.dims.threads_per_block()) +
+             ";");
     line(d_.tma_barrier_init_fence() + ";");
     --indent_;
     if (!leader.empty()) line("}");
@@ -1426,7 +1663,8 @@ private:
          std::to_string(c.rows) + " x " + std::to_string(kTmaBoxCols));
     ++indent_;
     const std::string leader = leader_condition();
-    const bool guarded = hw && !leader.empty();
+    // The producer warpgroup runs its copies in one thread already.
+    const bool guarded = hw && !leader.empty() && !in_producer_;
     if (guarded) {
       line("if (" + leader + ") {");
       ++indent_;
@@ -1863,10 +2101,14 @@ private:
   std::map<int64_t, CoreMatrixLayout> core_matrix_; // shared arrays wgmma reads, their layouts
 
   std::unordered_map<const P::StmtNode*, TmaCopy> tma_copies_; // fetch nests copied by TMA
-  int64_t tma_slots_ = 0, tma_arrivals_ = 0; // the pipeline's slots; TMA copies a fetch
-  std::string tma_bar_;                      // the slots' mbarriers
-  bool tma_writes_every_operand_ = false;    // no thread writes a tile wgmma reads
-  std::map<int64_t, TensorMap> tensor_maps_; // global buffer id -> its kernel parameter
+  int64_t tma_slots_ = 0, tma_arrivals_ = 0;       // the pipeline's slots; TMA copies a fetch
+  std::string tma_bar_;                            // the slots' mbarriers
+  bool tma_writes_every_operand_ = false;          // no thread writes a tile wgmma reads
+  std::optional<ProducerPlan> producer_;           // warp specialisation (producer_warpgroup.h)
+  std::string producer_why_;                       // why it was asked for and not done
+  std::string empty_bar_;                          // the slots' "consumers are done" mbarriers
+  bool in_producer_ = false, in_consumer_ = false; // writing that role's code
+  std::map<int64_t, TensorMap> tensor_maps_;       // global buffer id -> its kernel parameter
 
   bool in_tensor_op_ = false;
   bool in_async_ = false; // under a fetch that lowering marked for asynchronous copies
@@ -1945,6 +2187,7 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
     out.kernel_names.push_back(k.name);
     out.dynamic_shared_bytes.push_back(writer.dynamic_shared_bytes());
     out.tensor_maps.push_back(writer.tensor_maps());
+    out.launch_dims.push_back(writer.launch_dims());
   }
   std::ostringstream os;
   os << dialect.prologue();
@@ -1956,6 +2199,7 @@ GpuSource write_kernels(const KernelPlan& plan, const Dialect& dialect) {
     for (int64_t rank = 2; rank <= 5; ++rank)
       if (used.count(kTmaOfRank + std::to_string(rank))) ranks.push_back(rank);
     os << dialect.tma_prologue(ranks);
+    if (used.count(kTmaProducer)) os << dialect.tma_producer_prologue();
   }
   if (used.count(kAsyncCopies)) {
     std::vector<int64_t> sizes;

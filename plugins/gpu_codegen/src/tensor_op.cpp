@@ -363,6 +363,7 @@ TensorOp match_group_mma(const P::Stmt& loop, const std::string& name) {
     op.swizzle128 = true;
   }
   op.tma = loop->annotations.count(P::kWgmmaTmaAnnotation) > 0;
+  op.producer = op.tma && loop->annotations.count(P::kWgmmaProducerAnnotation) > 0;
   return op;
 }
 

@@ -55,6 +55,9 @@ struct TensorOp {
   // wgmma.mma: the rule asked for the swizzled operands' pipelined fetches to be TMA copies
   // (kWgmmaTmaAnnotation, tma_copy.h).
   bool tma = false;
+  // wgmma.mma with tma: the rule asked for a producer warpgroup to issue those copies
+  // (kWgmmaProducerAnnotation; the writer's warp specialisation).
+  bool producer = false;
 };
 
 // The nest under `loop` as the operation its annotation names; throws UnsupportedError saying

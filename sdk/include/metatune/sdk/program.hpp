@@ -192,6 +192,11 @@ inline constexpr const char* kWgmmaSwizzleAnnotation = "meta_schedule.wgmma_swiz
 // a box copy that lays the tile out swizzled itself; the generator's tma_copy.h), where the
 // target has it; elsewhere they stay the threads' own copies.
 inline constexpr const char* kWgmmaTmaAnnotation = "meta_schedule.wgmma_tma";
+// Loop annotation next to kWgmmaTmaAnnotation: 1 asks for the TMA copies to be issued by a
+// warpgroup of their own (a producer, launched after the block's warpgroups), which hands each
+// tile to the others (the consumers) through full/empty mbarriers instead of block barriers;
+// where the generator cannot, the copies stay the block's own.
+inline constexpr const char* kWgmmaProducerAnnotation = "meta_schedule.wgmma_producer";
 
 // Loop annotations of software pipelining (the ABI's MT_LOOP_SOFTWARE_PIPELINE_*, which says
 // what the lowered loops look like): a rule asks with kSoftwarePipelineStages = S on a k loop;

@@ -207,6 +207,20 @@ public:
   virtual std::string tma_wait(const std::string& bar, const std::string& /*parity*/) const {
     return bar;
   }
+  // Warp specialisation (a producer warpgroup issuing the TMA copies), only when has_tma(): its
+  // helper functions (after tma_prologue's); this thread's arrival on `bar` (a consumer done with a
+  // slot); the wait of a thread with no warpgroup MMA in flight (the producer, for a free slot); a
+  // barrier among the first `threads` threads only (the consumers), with hardware barrier `id`; a
+  // warpgroup's change of its registers a thread to `regs` (`increase`: it takes registers the
+  // others gave back).
+  virtual std::string tma_producer_prologue() const { return ""; }
+  virtual std::string tma_release(const std::string& bar) const { return bar; }
+  virtual std::string tma_producer_wait(const std::string& bar,
+                                        const std::string& /*parity*/) const {
+    return bar;
+  }
+  virtual std::string named_barrier(int64_t /*id*/, int64_t /*threads*/) const { return barrier(); }
+  virtual std::string set_max_registers(bool /*increase*/, int64_t /*regs*/) const { return ""; }
 
   // Declaration of a shared array that fragments are loaded from: held in its own type (f16),
   // aligned as the loads require and to at least `alignment` bytes.

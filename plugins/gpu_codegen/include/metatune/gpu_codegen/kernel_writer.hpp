@@ -24,6 +24,9 @@ struct GpuSource {
   // Per kernel: the tensor maps its TMA copies read (tensor_map.hpp), passed after its
   // host_vars in this order.
   std::vector<std::vector<TensorMapSpec>> tensor_maps;
+  // Per kernel: its launch, the plan's dims or, where a producer warpgroup issues its copies
+  // (warp specialisation), one more warpgroup along threadIdx.y.
+  std::vector<LaunchDims> launch_dims;
 };
 
 // Throws UnsupportedError for a program the generator cannot express (the message says why).

@@ -52,6 +52,9 @@ inline GeneratedProgram generate(const sdk::Program& lowered, const Dialect& dia
   try {
     g.plan = plan_kernels(sdk::to_program_tree(lowered));
     g.source = write_kernels(g.plan, dialect);
+    // The launches as written (a producer warpgroup widens a block).
+    for (size_t k = 0; k < g.plan.kernels.size(); ++k)
+      g.plan.kernels[k].dims = g.source.launch_dims.at(k);
   } catch (const UnsupportedError& e) {
     throw sdk::Error(MT_ERROR_UNSUPPORTED, target + ": " + e.what());
   }

@@ -1,0 +1,167 @@
+// producer_warpgroup.cpp: where a TMA pipeline can be warp-specialised (producer_warpgroup.h).
+#include "producer_warpgroup.h"
+
+#include <set>
+#include <variant>
+
+namespace mt::gpu_codegen {
+
+namespace {
+
+using P::StmtKind;
+
+int64_t int_annotation(const P::StmtNode& loop, const char* key) {
+  auto it = loop.annotations.find(key);
+  if (it == loop.annotations.end()) return 0;
+  const auto* n = std::get_if<int64_t>(&it->second);
+  return n ? *n : 0;
+}
+
+// The walk from the kernel's top to the pipeline, with the thread variables bound on the way.
+class Planner {
+public:
+  Planner(const std::function<bool(const P::StmtNode*)>& is_tma_copy, std::string* why)
+      : is_tma_copy_(is_tma_copy), why_(why) {}
+
+  std::optional<ProducerPlan> run(const P::Stmt& body) {
+    if (!path(body)) return std::nullopt;
+    if (!plan_.prologue || !plan_.pipeline) return fail("no pipeline with a prologue");
+    return plan_;
+  }
+
+private:
+  std::nullopt_t fail(const std::string& why) {
+    if (why_ && why_->empty()) *why_ = why;
+    return std::nullopt;
+  }
+
+  bool contains_copy(const P::Stmt& s) const {
+    bool found = false;
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      found = found || is_tma_copy_(x.get());
+      return !found;
+    });
+    return found;
+  }
+
+  // Every store under `s` belongs to a TMA copy, and no copy reads a thread index bound
+  // around it (the producer has none of the consumers' indices).
+  bool only_copies(const P::Stmt& s) {
+    if (!s) return true;
+    if (is_tma_copy_(s.get())) {
+      if (uses_thread_var(s)) {
+        fail("a copy depends on the index of a thread");
+        return false;
+      }
+      return true;
+    }
+    if (s->kind == StmtKind::Store) {
+      fail("the pipeline's fetch does more than its TMA copies");
+      return false;
+    }
+    if (s->kind == StmtKind::IfThenElse && uses_thread_var(s->condition)) {
+      fail("a fetch under a condition on a thread index");
+      return false;
+    }
+    for (const auto& c : s->stmts)
+      if (!only_copies(c)) return false;
+    return only_copies(s->then_case) && only_copies(s->else_case) && only_copies(s->body);
+  }
+
+  bool uses_thread_var(const P::Expr& e) const {
+    if (!e) return false;
+    for (int64_t v : thread_vars_)
+      if (P::uses_var(e, v)) return true;
+    return false;
+  }
+  bool uses_thread_var(const P::Stmt& s) const {
+    bool used = false;
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      for (const auto& i : x->indices)
+        used = used || uses_thread_var(i);
+      used = used || uses_thread_var(x->value) || uses_thread_var(x->condition);
+      return !used;
+    });
+    return used;
+  }
+
+  bool writes_shared(const P::Stmt& s) const {
+    bool found = false;
+    P::visit_stmts(s, [&](const P::Stmt& x) {
+      found = found || (x->kind == StmtKind::Store && x->buffer->scope == "shared");
+      return !found;
+    });
+    return found;
+  }
+
+  bool pipelined_loop(const P::Stmt& loop) {
+    if (plan_.pipeline) return fail("two pipelines"), false;
+    std::vector<P::Stmt> items =
+        loop->body->kind == StmtKind::Seq ? loop->body->stmts : std::vector<P::Stmt>{loop->body};
+    if (items.size() < 2 || !contains_copy(items[0]))
+      return fail("the pipelined loop's first statement is not its fetch"), false;
+    if (!only_copies(items[0])) return false;
+    for (size_t i = 1; i < items.size(); ++i)
+      if (contains_copy(items[i]) || writes_shared(items[i]))
+        return fail("the pipelined loop's products write shared memory"), false;
+    plan_.pipeline = loop.get();
+    plan_.stages = int_annotation(*loop, P::kSoftwarePipelineStages);
+    plan_.spare = int_annotation(*loop, P::kSoftwarePipelineSpareSlots);
+    if (plan_.stages < 2) return fail("a pipeline of fewer than 2 stages"), false;
+    return true;
+  }
+
+  bool path(const P::Stmt& s) {
+    if (!s || !contains_copy(s)) return true;
+    if (is_tma_copy_(s.get())) return fail("a TMA copy outside the pipeline"), false;
+    switch (s->kind) {
+    case StmtKind::Seq:
+      for (const auto& c : s->stmts)
+        if (!path(c)) return false;
+      return true;
+    case StmtKind::Allocate:
+      return path(s->body);
+    case StmtKind::IfThenElse:
+      if (uses_thread_var(s->condition))
+        return fail("the pipeline is under a condition on a thread index"), false;
+      return path(s->then_case) && path(s->else_case);
+    case StmtKind::For: {
+      if (s->annotations.count(P::kSoftwarePipelinePrologue)) {
+        if (plan_.prologue) return fail("two prologues"), false;
+        plan_.prologue = s.get();
+        return only_copies(s->body);
+      }
+      if (s->annotations.count(P::kSoftwarePipelineStages)) return pipelined_loop(s);
+      if (s->for_kind == P::ForKind::ThreadBinding) {
+        if (s->thread_tag.rfind("vthread", 0) == 0)
+          return fail("the pipeline is under a virtual thread"), false;
+        const bool thread = s->thread_tag.rfind("threadIdx", 0) == 0;
+        if (thread) thread_vars_.insert(s->loop_var->var_id);
+        const bool ok = path(s->body);
+        if (thread) thread_vars_.erase(s->loop_var->var_id);
+        return ok;
+      }
+      if (s->extent == 1) return path(s->body);
+      return fail("the pipeline is under a loop of " + std::to_string(s->extent) + " iterations"),
+             false;
+    }
+    default:
+      return fail("a TMA copy under an unexpected statement"), false;
+    }
+  }
+
+  const std::function<bool(const P::StmtNode*)>& is_tma_copy_;
+  std::string* why_;
+  std::set<int64_t> thread_vars_;
+  ProducerPlan plan_;
+};
+
+} // namespace
+
+std::optional<ProducerPlan>
+plan_producer(const P::Stmt& body, const std::function<bool(const P::StmtNode*)>& is_tma_copy,
+              std::string* why) {
+  return Planner(is_tma_copy, why).run(body);
+}
+
+} // namespace mt::gpu_codegen
