@@ -9,6 +9,7 @@
 
 #include "generated_source.h"
 #include "opencl_target.h"
+#include "producer_warpgroup.h"
 #include "tensor_core_samples.h"
 #include "tensor_op.h"
 #include "tma_copy.h"
@@ -141,6 +142,89 @@ TEST(WarpgroupSchedules, TheTmaRecogniserFindsBoxCopiesAndRefusesTheRest) {
                                                           P::make_cast(P::DType::f16(),
                                                                        P::make_load(F, {r, c})))))),
             "");
+}
+
+// The producer warpgroup's plan (producer_warpgroup.h) on a hand-made pipeline of box copies:
+// found with its stages and spare slot where each copy goes to its tile's slot; refused, with
+// the reason, where a slot is off by one, the fetch does more than copy, the products write
+// shared memory, or a loop runs the pipeline more than once.
+TEST(WarpgroupSchedules, TheProducerPlanFollowsTheTilesAndRefusesTheRest) {
+  namespace P = sdk::program;
+  // Two stages and a spare slot: 3 slots; 4 k-tiles of 64 x 128.
+  P::Buffer S = P::make_buffer("S", P::DType::f16(), {3, 16, 128}, "shared");
+  P::Buffer G = P::make_buffer("G", P::DType::f16(), {16, 512}, "global");
+  P::Buffer acc = P::make_buffer("acc", P::DType::f32(), {1}, "local");
+  P::Expr k = P::make_var("k"), kp = P::make_var("kp"), r = P::make_var("r"), c = P::make_var("c"),
+          lane = P::make_var("lane"), ty = P::make_var("ty"), bx = P::make_var("bx"),
+          outer = P::make_var("outer");
+  auto nest = [&](const P::Expr& slot, const P::Expr& tile) {
+    P::Expr col = c * 8 + lane;
+    P::Stmt store = P::make_store(S, {slot, r, col}, P::make_load(G, {r, tile * 128 + col}));
+    return P::make_for(r, 16,
+                       P::make_for(c, 16, P::make_for(lane, 8, store, P::ForKind::Vectorized),
+                                   P::ForKind::ThreadBinding, {}, "threadIdx.x"));
+  };
+  P::Stmt product =
+      P::make_store(acc, {0}, P::make_cast(P::DType::f32(), P::make_load(S, {k % 3, 0, 0})));
+  auto kernel = [&](const P::Expr& loop_slot, const P::Stmt& extra_fetch,
+                    const P::Stmt& extra_product, int64_t repeats) {
+    std::vector<P::Stmt> fetch{nest(loop_slot, k + 1)};
+    if (extra_fetch) fetch.push_back(extra_fetch);
+    std::vector<P::Stmt> body{P::make_if(k < 3, P::make_seq(fetch)), product};
+    if (extra_product) body.push_back(extra_product);
+    P::Stmt pipeline = P::make_for(
+        k, 4, P::make_seq(body), P::ForKind::Serial,
+        {{P::kSoftwarePipelineStages, int64_t{2}}, {P::kSoftwarePipelineSpareSlots, int64_t{1}}});
+    P::Stmt prologue = P::make_for(kp, 1, nest(kp, kp), P::ForKind::Serial,
+                                   {{P::kSoftwarePipelinePrologue, int64_t{1}}});
+    P::Stmt inner = P::make_allocate(acc, P::make_seq({prologue, pipeline}));
+    if (repeats > 1) inner = P::make_for(outer, repeats, inner);
+    return P::make_for(bx, 8,
+                       P::make_for(ty, 2, inner, P::ForKind::ThreadBinding, {}, "threadIdx.y"),
+                       P::ForKind::ThreadBinding, {}, "blockIdx.x");
+  };
+  // The box copies, as the writer finds them (tma_copy.h).
+  auto plan = [&](const P::Stmt& body, std::string* why) {
+    std::map<const P::StmtNode*, G::TmaCopy> copies;
+    P::visit_stmts(body, [&](const P::Stmt& x) {
+      if (x->kind != P::StmtKind::For || x->thread_tag != "" || x->extent != 16) return true;
+      std::string unused;
+      if (auto copy = G::match_tma_copy(x, &unused)) copies.emplace(x.get(), std::move(*copy));
+      return true;
+    });
+    return G::plan_producer(
+        body,
+        [&](const P::StmtNode* n) -> const G::TmaCopy* {
+          auto it = copies.find(n);
+          return it == copies.end() ? nullptr : &it->second;
+        },
+        why);
+  };
+  std::string why;
+  P::Stmt good = kernel((k + 1) % 3, nullptr, nullptr, 1);
+  auto found = plan(good, &why);
+  ASSERT_TRUE(found) << why;
+  EXPECT_EQ(found->stages, 2);
+  EXPECT_EQ(found->spare, 1);
+  ASSERT_NE(found->pipeline, nullptr);
+  EXPECT_EQ(found->pipeline->extent, 4);
+  ASSERT_NE(found->prologue, nullptr);
+
+  auto refused = [&](const P::Stmt& body) {
+    std::string reason;
+    EXPECT_FALSE(plan(body, &reason));
+    return reason;
+  };
+  EXPECT_EQ(refused(kernel((k + 2) % 3, nullptr, nullptr, 1)),
+            "a copy's slot is not its tile's (iteration 0 of `k`)");
+  EXPECT_EQ(refused(kernel((k + 1) % 3, P::make_store(S, {0, 0, 0}, P::make_load(G, {0, 0})),
+                           nullptr, 1)),
+            "the pipeline's fetch does more than its TMA copies");
+  EXPECT_EQ(refused(kernel((k + 1) % 3, nullptr,
+                           P::make_store(S, {0, 0, 0}, P::make_load(G, {0, 0})), 1)),
+            "the pipelined loop's products write shared memory");
+  EXPECT_EQ(refused(kernel((k + 1) % 3, nullptr, nullptr, 2)),
+            "the pipeline is under a loop of 2 iterations");
 }
 
 // The value of an index expression over constants (the operations core_matrix_offset writes).

@@ -1418,7 +1418,12 @@ private:
     }
     std::string why;
     auto plan = plan_producer(
-        kernel_.body, [&](const P::StmtNode* n) { return tma_copies_.count(n) > 0; }, &why);
+        kernel_.body,
+        [&](const P::StmtNode* n) -> const TmaCopy* {
+          auto it = tma_copies_.find(n);
+          return it == tma_copies_.end() ? nullptr : &it->second;
+        },
+        &why);
     if (plan && plan->stages + plan->spare != tma_slots_) why = "the slots are not the stages'";
     if (!plan || !why.empty()) {
       producer_why_ = why;

@@ -20,16 +20,46 @@ int64_t int_annotation(const P::StmtNode& loop, const char* key) {
 // The walk from the kernel's top to the pipeline, with the thread variables bound on the way.
 class Planner {
 public:
-  Planner(const std::function<bool(const P::StmtNode*)>& is_tma_copy, std::string* why)
-      : is_tma_copy_(is_tma_copy), why_(why) {}
+  Planner(const std::function<const TmaCopy*(const P::StmtNode*)>& tma_copy_of, std::string* why)
+      : tma_copy_of_(tma_copy_of), why_(why) {}
 
   std::optional<ProducerPlan> run(const P::Stmt& body) {
     if (!path(body)) return std::nullopt;
     if (!plan_.prologue || !plan_.pipeline) return fail("no pipeline with a prologue");
+    if (!slots_follow_tiles(*plan_.prologue, 0) ||
+        !slots_follow_tiles(*plan_.pipeline, plan_.stages - 1))
+      return std::nullopt;
     return plan_;
   }
 
 private:
+  bool is_tma_copy_(const P::StmtNode* n) const { return tma_copy_of_(n) != nullptr; }
+
+  // Iteration i of `loop` (its copies under whatever guard) fetches tile i + ahead into slot
+  // (i + ahead) % slots; iterations whose tile is past the pipeline's last fetch none.
+  bool slots_follow_tiles(const P::StmtNode& loop, int64_t ahead) {
+    const int64_t slots = plan_.stages + plan_.spare;
+    const int64_t tiles = plan_.pipeline->extent;
+    bool ok = true;
+    P::visit_stmts(loop.body, [&](const P::Stmt& x) {
+      const TmaCopy* c = tma_copy_of_(x.get());
+      if (!c || !ok) return ok;
+      for (int64_t i = 0; i < loop.extent && i + ahead < tiles; ++i) {
+        std::unordered_map<int64_t, int64_t> env = c->boxes.front().first;
+        env[loop.loop_var->var_id] = i;
+        const std::optional<int64_t> slot = evaluate_index(c->store->indices[0], env);
+        if (!slot || *slot != (i + ahead) % slots) {
+          ok = false;
+          fail("a copy's slot is not its tile's (iteration " + std::to_string(i) + " of `" +
+               loop.loop_var->name + "`)");
+          break;
+        }
+      }
+      return false;
+    });
+    return ok;
+  }
+
   std::nullopt_t fail(const std::string& why) {
     if (why_ && why_->empty()) *why_ = why;
     return std::nullopt;
@@ -150,7 +180,7 @@ private:
     }
   }
 
-  const std::function<bool(const P::StmtNode*)>& is_tma_copy_;
+  const std::function<const TmaCopy*(const P::StmtNode*)>& tma_copy_of_;
   std::string* why_;
   std::set<int64_t> thread_vars_;
   ProducerPlan plan_;
@@ -159,9 +189,10 @@ private:
 } // namespace
 
 std::optional<ProducerPlan>
-plan_producer(const P::Stmt& body, const std::function<bool(const P::StmtNode*)>& is_tma_copy,
+plan_producer(const P::Stmt& body,
+              const std::function<const TmaCopy*(const P::StmtNode*)>& tma_copy_of,
               std::string* why) {
-  return Planner(is_tma_copy, why).run(body);
+  return Planner(tma_copy_of, why).run(body);
 }
 
 } // namespace mt::gpu_codegen

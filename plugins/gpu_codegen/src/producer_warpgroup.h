@@ -8,6 +8,7 @@
 //
 // This file finds where that can be done: the kernel's copies must all be TMA box copies
 // (tma_copy.h) in the pipeline's prologue and its fetch statement, with nothing else there,
+// each into the slot of the tile the producer counts it as,
 // reached from the kernel's top only through blocks, thread bindings (the producer takes their
 // variables as 0, as the single issuing thread of the unspecialised kernel does), statement
 // lists, allocations, conditions that no thread index decides, and loops of one iteration.
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "metatune/gpu_codegen/kernel_plan.hpp"
+#include "tma_copy.h"
 
 namespace mt::gpu_codegen {
 
@@ -30,10 +32,13 @@ struct ProducerPlan {
   int64_t spare = 0;                     // slots beyond the stages (products left in flight)
 };
 
-// The plan for `body`, or nullopt with `why` set. `is_tma_copy` says which fetch nests the
-// writer copies with TMA.
+// The plan for `body`, or nullopt with `why` set. `tma_copy_of` gives the copy of each fetch
+// nest the writer copies with TMA (nullptr for the others). The producer numbers tiles itself
+// (the prologue's iteration i fetches tile i, the loop's iteration k tile k + S - 1): each
+// copy's slot is checked to be that tile's (tile % slots) by running its index arithmetic.
 std::optional<ProducerPlan>
-plan_producer(const P::Stmt& body, const std::function<bool(const P::StmtNode*)>& is_tma_copy,
+plan_producer(const P::Stmt& body,
+              const std::function<const TmaCopy*(const P::StmtNode*)>& tma_copy_of,
               std::string* why);
 
 } // namespace mt::gpu_codegen

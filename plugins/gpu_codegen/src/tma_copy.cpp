@@ -13,8 +13,10 @@ using P::ExprKind;
 using P::StmtKind;
 using Env = std::unordered_map<int64_t, int64_t>;
 
-// An integer index expression's value, or nullopt for anything but integer arithmetic.
-std::optional<int64_t> evaluate(const P::Expr& e, const Env& env) {
+} // namespace
+
+std::optional<int64_t> evaluate_index(const P::Expr& e,
+                                      const std::unordered_map<int64_t, int64_t>& env) {
   switch (e->kind) {
   case ExprKind::IntImm:
     return e->int_value;
@@ -25,7 +27,7 @@ std::optional<int64_t> evaluate(const P::Expr& e, const Env& env) {
   }
   case ExprKind::Cast:
     if (!e->dtype.is_int()) return std::nullopt;
-    return evaluate(e->args[0], env);
+    return evaluate_index(e->args[0], env);
   case ExprKind::Add:
   case ExprKind::Sub:
   case ExprKind::Mul:
@@ -34,7 +36,7 @@ std::optional<int64_t> evaluate(const P::Expr& e, const Env& env) {
   case ExprKind::FloorMod:
   case ExprKind::Min:
   case ExprKind::Max: {
-    auto a = evaluate(e->args[0], env), b = evaluate(e->args[1], env);
+    auto a = evaluate_index(e->args[0], env), b = evaluate_index(e->args[1], env);
     if (!a || !b) return std::nullopt;
     switch (e->kind) {
     case ExprKind::Add:
@@ -61,6 +63,12 @@ std::optional<int64_t> evaluate(const P::Expr& e, const Env& env) {
   default:
     return std::nullopt;
   }
+}
+
+namespace {
+
+std::optional<int64_t> evaluate(const P::Expr& e, const Env& env) {
+  return evaluate_index(e, env);
 }
 
 void collect_vars(const P::Expr& e, std::vector<int64_t>& out) {

@@ -41,6 +41,11 @@ struct TmaCopy {
   int64_t bytes() const { return rows * cols * shared->dtype.bits / 8; }
 };
 
+// An integer index expression's value with its variables set by `env` (id -> value), or nullopt
+// for anything but integer arithmetic or a variable `env` does not set.
+std::optional<int64_t> evaluate_index(const P::Expr& e,
+                                      const std::unordered_map<int64_t, int64_t>& env);
+
 // The copy the fetch nest under `loop` is, or nullopt with `why` set.
 std::optional<TmaCopy> match_tma_copy(const P::Stmt& loop, std::string* why);
 
