@@ -167,9 +167,9 @@ TEST(WarpgroupSchedules, ProducerWarpgroupSchedulesCompileForSm90a) {
       const G::LaunchDims& launched = src.launch_dims[0];
       EXPECT_EQ(asked.block[0], 128);
       EXPECT_EQ(launched.block[1], asked.block[1] + 1) << "one producer warpgroup more";
-      EXPECT_NE(
-          src.code.find("__launch_bounds__(" + std::to_string(launched.threads_per_block()) + ")"),
-          std::string::npos)
+      EXPECT_NE(src.code.find("__launch_bounds__(" + std::to_string(launched.threads_per_block()) +
+                              (launched.block[1] >= 3 ? ", 1)" : ")")),
+                std::string::npos)
           << src.code;
       EXPECT_NE(
           src.code.find("threadIdx.y == " + std::to_string(asked.block[1]) + ") { // producer"),
@@ -239,6 +239,8 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
       std::string src = gpu_test::generated_source(s->func(), *G::cuda_dialect());
       ASSERT_EQ(src.rfind("refused", 0), std::string::npos) << src;
       specialised += src.find("// producer") != std::string::npos;
+      // The f32 result, aligned, stored two columns at a time.
+      EXPECT_EQ(count(src, "make_float2("), 2) << src;
       if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
         std::ofstream(std::string(dump) + std::to_string(spaces) + "_" + std::to_string(k) + ".cu")
             << src;
@@ -249,6 +251,8 @@ TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
       EXPECT_EQ(r.log.find("C7514"), std::string::npos) << r.log; // wgmma serialised
       EXPECT_EQ(r.log.find("C7519"), std::string::npos) << r.log; // arrive injected
       EXPECT_EQ(r.log.find("C7517"), std::string::npos) << r.log; // wait injected
+      // setmaxnreg ignored, its registers unknown at entry (C7508), or another such loss.
+      EXPECT_EQ(r.log.find("Performance Loss"), std::string::npos) << r.log;
       ++compiled_here;
     }
     compiled += compiled_here;

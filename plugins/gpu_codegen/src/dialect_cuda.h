@@ -21,9 +21,11 @@ public:
   }
   std::string helper_qualifier() const override { return "static __device__ __forceinline__"; }
   std::string kernel_signature(const std::string& name, const std::vector<KernelParam>& params,
-                               const int64_t block[3]) const override {
+                               const int64_t block[3], int64_t resident = 0) const override {
     std::string s = "extern \"C\" __global__ void __launch_bounds__(" +
-                    std::to_string(block[0] * block[1] * block[2]) + ") " + name + "(";
+                    std::to_string(block[0] * block[1] * block[2]) +
+                    (resident > 0 ? ", " + std::to_string(resident) : std::string()) + ") " + name +
+                    "(";
     for (size_t i = 0; i < params.size(); ++i) {
       const KernelParam& p = params[i];
       s += i ? ", " : "";
@@ -57,6 +59,10 @@ public:
                                    const std::string& pool, int64_t offset) const override {
     return type + "* const " + name + " = reinterpret_cast<" + type + "*>(" + pool + " + " +
            std::to_string(offset) + ");";
+  }
+  std::string f32_pair_store(const std::string& dst, const std::string& a,
+                             const std::string& b) const override {
+    return "*reinterpret_cast<float2*>(" + dst + ") = make_float2(" + a + ", " + b + ")";
   }
   std::string vector_move(int64_t bytes, const std::string& dst, bool, const std::string& src,
                           bool) const override {

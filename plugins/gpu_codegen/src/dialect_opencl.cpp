@@ -20,7 +20,7 @@ public:
   }
   std::string helper_qualifier() const override { return "inline"; }
   std::string kernel_signature(const std::string& name, const std::vector<KernelParam>& params,
-                               const int64_t block[3]) const override {
+                               const int64_t block[3], int64_t /*resident*/ = 0) const override {
     std::string s = "__kernel __attribute__((reqd_work_group_size(" + std::to_string(block[0]) +
                     ", " + std::to_string(block[1]) + ", " + std::to_string(block[2]) +
                     "))) void " + name + "(";

@@ -120,7 +120,8 @@ public:
       params.push_back({"", map.name, false, true, true});
     std::ostringstream os;
     const LaunchDims launch = launch_dims();
-    os << d_.kernel_signature(kernel_.name, params, launch.block) << "{\n";
+    os << d_.kernel_signature(kernel_.name, params, launch.block, gives_registers() ? 1 : 0)
+       << "{\n";
     if (!producer_why_.empty()) os << "  // no producer warpgroup: " << producer_why_ << "\n";
     declare_shared(os);
     os << body_.str() << "}\n";
@@ -1440,7 +1441,7 @@ private:
   // have handed back; the consumers run the schedule without the copies.
   void warp_specialised(Accesses& pending) {
     const int64_t consumers = kernel_.dims.block[1];
-    const bool give = consumers + 1 >= 3;
+    const bool give = gives_registers();
     line("if (" + d_.thread_index(1) + " == " + std::to_string(consumers) + ") { // producer");
     ++indent_;
     if (give) line(d_.set_max_registers(false, kProducerRegisters));
@@ -1466,6 +1467,10 @@ private:
     --indent_;
     line("}");
   }
+
+  // Three warpgroups or more share the register file (at most 168 registers a thread): the
+  // producer gives its registers to the consumers.
+  bool gives_registers() const { return producer_ && kernel_.dims.block[1] + 1 >= 3; }
 
   bool contains_tma(const P::Stmt& s) const {
     bool found = false;
@@ -1967,10 +1972,22 @@ private:
                            : p + "[(" + r + ") * " + ld + " + (" + c + ")]";
       };
       const std::string reg = acc + "[" + first_register(op.frag) + " + 4 * " + j + " + ";
-      line(at(row, col) + " = " + reg + "0];");
-      line(at(row, col + " + 1") + " = " + reg + "1];");
-      line(at(row + " + 8", col) + " = " + reg + "2];");
-      line(at(row + " + 8", col + " + 1") + " = " + reg + "3];");
+      // A thread's two neighbouring columns as one 8-byte store where they are 8-byte aligned:
+      // an f32 row-major tile starting at a multiple of 16 elements, with rows of whole 16
+      // bytes (memory_tile_aligned), and an even column.
+      const std::string pair0 =
+          !l.col_major && memory_tile_aligned(op.mem) && op.mem.buffer->dtype == P::DType::f32()
+              ? d_.f32_pair_store("&" + at(row, col), reg + "0]", reg + "1]")
+              : std::string();
+      if (!pair0.empty()) {
+        line(pair0 + ";");
+        line(d_.f32_pair_store("&" + at(row + " + 8", col), reg + "2]", reg + "3]") + ";");
+      } else {
+        line(at(row, col) + " = " + reg + "0];");
+        line(at(row, col + " + 1") + " = " + reg + "1];");
+        line(at(row + " + 8", col) + " = " + reg + "2];");
+        line(at(row + " + 8", col + " + 1") + " = " + reg + "3];");
+      }
       --indent_;
       line("}");
       --indent_;

@@ -33,10 +33,12 @@ public:
   virtual std::string prologue() const = 0;
   // Qualifier of the helper functions the writer emits ("inline", "__device__ inline").
   virtual std::string helper_qualifier() const = 0;
-  // `<qualifiers> void name(params) ` up to, not including, the opening brace.
+  // `<qualifiers> void name(params) ` up to, not including, the opening brace. `resident`: the
+  // blocks the kernel is built to have on a multiprocessor at once, 0 for the compiler's choice
+  // (1 where warpgroups move registers between them: ptxas then knows the count at entry).
   virtual std::string kernel_signature(const std::string& name,
                                        const std::vector<KernelParam>& params,
-                                       const int64_t block[3]) const = 0;
+                                       const int64_t block[3], int64_t resident = 0) const = 0;
   // The index of this block in the grid / this thread in the block along dim (0 = x).
   virtual std::string block_index(int dim) const = 0;
   virtual std::string thread_index(int dim) const = 0;
@@ -161,6 +163,12 @@ public:
   // One aligned move of `bytes` (4, 8 or 16) from address `src` to address `dst` (a
   // statement without its semicolon; `*_shared`: the address is in block-shared memory, else in
   // device memory), or "" where the dialect writes such copies as loops.
+  // Two f32 values `a`, `b` stored as one 8-byte move at `dst` (an address 8-byte aligned), or
+  // "" where the dialect stores them one by one.
+  virtual std::string f32_pair_store(const std::string& /*dst*/, const std::string& /*a*/,
+                                     const std::string& /*b*/) const {
+    return "";
+  }
   virtual std::string vector_move(int64_t /*bytes*/, const std::string& /*dst*/,
                                   bool /*dst_shared*/, const std::string& /*src*/,
                                   bool /*src_shared*/) const {
