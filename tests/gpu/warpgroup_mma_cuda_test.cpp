@@ -187,10 +187,11 @@ TEST(WarpgroupSchedules, ProducerWarpgroupSchedulesCompileForSm90a) {
       const bool gives = asked.block[1] + 1 >= 3;
       EXPECT_EQ(count(src.code, "setmaxnreg.dec.sync.aligned.u32 40;"), gives ? 1 : 0);
       EXPECT_EQ(count(src.code, "setmaxnreg.inc"), gives ? 1 : 0);
-      // The consumers' threads, each handing every slot back.
-      EXPECT_NE(src.code.find(", " + std::to_string(asked.threads_per_block()) + "u);"),
+      // One arrival a consumer warpgroup, by its first thread.
+      EXPECT_NE(src.code.find("mt_tma_empty1[0], " + std::to_string(asked.block[1]) + "u);"),
                 std::string::npos)
           << src.code;
+      EXPECT_NE(src.code.find("threadIdx.x == 0) mt_tma_release(&"), std::string::npos) << src.code;
     }
     if (const char* dump = std::getenv("MT_DUMP_WGMMA"))
       std::ofstream(std::string(dump) + "producer_" + std::to_string(compiled) + ".cu") << src.code;

@@ -1598,9 +1598,13 @@ private:
     commit_group_mmas();
     const int64_t spare = producer_->spare;
     line(d_.group_mma_wait(spare));
+    // One thread a warpgroup: a wgmma group is the warpgroup's, complete for all of its threads
+    // once the wait returns in one (CUTLASS's consumer release signals likewise), and one
+    // arrival costs an atomic where 128 would cost 128.
     const std::string done = spare ? "(" + var + " - " + std::to_string(spare) + ")" : var;
-    line((spare ? "if (" + var + " >= " + std::to_string(spare) + ") " : std::string()) +
-         d_.tma_release("&" + empty_bar_ + "[" + done + " % " + slots + "]") + ";");
+    const std::string first = d_.thread_index(0) + " == 0";
+    line("if (" + (spare ? var + " >= " + std::to_string(spare) + " && " : std::string()) + first +
+         ") " + d_.tma_release("&" + empty_bar_ + "[" + done + " % " + slots + "]") + ";");
   }
 
   struct TensorMap {
@@ -1639,11 +1643,11 @@ private:
     for (int64_t i = 0; i < tma_slots_; ++i)
       line(d_.tma_barrier_init("&" + tma_bar_ + "[" + std::to_string(i) + "]", tma_arrivals_) +
            ";");
-    // Every consumer thread hands each slot back (warp specialisation).
+    // Each consumer warpgroup hands each slot back (warp specialisation).
     if (producer_)
       for (int64_t i = 0; i < tma_slots_; ++i)
         line(d_.tma_barrier_init("&" + empty_bar_ + "[" + std::to_string(i) + "]",
-                                 kernel_.dims.threads_per_block()) +
+                                 kernel_.dims.block[1]) +
              ";");
     line(d_.tma_barrier_init_fence() + ";");
     --indent_;
