@@ -1541,7 +1541,9 @@ private:
                        parse_thread_tag(s->thread_tag, &is_block, &dim);
     const bool looped = !bound && s->extent > 1;
     // NVRTC warns of a variable never read: the consumers' thread indices mostly are not here.
-    const bool used = producer_reads(s->body, s->loop_var->var_id);
+    // (The pipelined loop's variable numbers the tiles of the wait written below.)
+    const bool used =
+        s.get() == producer_->pipeline || producer_reads(s->body, s->loop_var->var_id);
     bool guard = false;
     if (bound && is_block) {
       const int64_t launched = kernel_.dims.grid[dim];
