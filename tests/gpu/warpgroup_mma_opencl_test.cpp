@@ -281,27 +281,39 @@ TEST(WarpgroupSchedules, TheSwizzledLayoutIsTheHardwaresAndABijection) {
   EXPECT_EQ(b.sbo_bytes, 1024);
 }
 
+// The tensor-core rule's design spaces for a 128x128x64 f16 matmul on `arch` with `config`,
+// counted by what their traces ask for.
+struct SpaceCounts {
+  int wgmma = 0, swizzled = 0, wmma = 0, tma = 0, producer = 0;
+};
+SpaceCounts tensor_core_spaces(const std::string& arch, const std::string& config = "") {
+  TuneAttributes attrs = gpu_set().attrs;
+  attrs["arch"] = arch;
+  std::vector<std::unique_ptr<PluginScheduleRule>> rules;
+  rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore", config));
+  rules.back()->initialize(attrs);
+  SpaceCounts n;
+  for (const auto& space : generate_design_spaces(
+           make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
+    const std::string json = space->trace().to_json();
+    n.wgmma += json.find("wgmma.mma") != std::string::npos;
+    n.swizzled += json.find(sdk::program::kWgmmaSwizzleAnnotation) != std::string::npos;
+    n.wmma += json.find("wmma.mma") != std::string::npos;
+    n.tma += json.find(sdk::program::kWgmmaTmaAnnotation) != std::string::npos;
+    n.producer += json.find(sdk::program::kWgmmaProducerAnnotation) != std::string::npos;
+  }
+  return n;
+}
+
 // "auto" adds the wgmma space where the arch is sm_90 or newer, and only there.
 TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
   for (const char* arch : {"sm_80", "sm_90"}) {
-    TuneAttributes attrs = gpu_set().attrs;
-    attrs["arch"] = std::string(arch);
-    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
-    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore"));
-    rules.back()->initialize(attrs);
-    int wgmma = 0, swizzled = 0, wmma = 0;
-    for (const auto& space : generate_design_spaces(
-             make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
-      const std::string json = space->trace().to_json();
-      wgmma += json.find("wgmma.mma") != std::string::npos;
-      swizzled += json.find(sdk::program::kWgmmaSwizzleAnnotation) != std::string::npos;
-      wmma += json.find("wmma.mma") != std::string::npos;
-    }
+    SpaceCounts n = tensor_core_spaces(arch);
     // Two wgmma spaces: plain core matrices and the 128-byte swizzle ("wgmma_swizzle": "both";
     // "wgmma_tma": "never" by default).
-    EXPECT_EQ(wgmma, std::string(arch) == "sm_90" ? 2 : 0) << arch;
-    EXPECT_EQ(swizzled, std::string(arch) == "sm_90" ? 1 : 0) << arch;
-    EXPECT_EQ(wmma, 1) << arch;
+    EXPECT_EQ(n.wgmma, std::string(arch) == "sm_90" ? 2 : 0) << arch;
+    EXPECT_EQ(n.swizzled, std::string(arch) == "sm_90" ? 1 : 0) << arch;
+    EXPECT_EQ(n.wmma, 1) << arch;
   }
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
                                            R"({"wgmma_swizzle": "sometimes"})"),
@@ -311,21 +323,9 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
                std::exception);
   // "wgmma_tma": a third wgmma space ("both"), or the swizzled one asking for TMA ("always").
   for (const char* tma : {"both", "always"}) {
-    TuneAttributes attrs = gpu_set().attrs;
-    attrs["arch"] = std::string("sm_90");
-    std::vector<std::unique_ptr<PluginScheduleRule>> rules;
-    rules.push_back(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
-                                                std::string(R"({"wgmma_tma": ")") + tma + "\"}"));
-    rules.back()->initialize(attrs);
-    int wgmma = 0, with_tma = 0;
-    for (const auto& space : generate_design_spaces(
-             make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
-      const std::string json = space->trace().to_json();
-      wgmma += json.find("wgmma.mma") != std::string::npos;
-      with_tma += json.find(sdk::program::kWgmmaTmaAnnotation) != std::string::npos;
-    }
-    EXPECT_EQ(wgmma, std::string(tma) == "both" ? 3 : 2) << tma;
-    EXPECT_EQ(with_tma, 1) << tma;
+    SpaceCounts n = tensor_core_spaces("sm_90", std::string(R"({"wgmma_tma": ")") + tma + "\"}");
+    EXPECT_EQ(n.wgmma, std::string(tma) == "both" ? 3 : 2) << tma;
+    EXPECT_EQ(n.tma, 1) << tma;
   }
   EXPECT_THROW(host().create_schedule_rule("std.MultiLevelTilingTensorCore",
                                            R"({"wgmma_producer": "sometimes"})"),
@@ -334,30 +334,18 @@ TEST(WarpgroupSchedules, TheRuleAddsTheWgmmaSpaceFromSm90) {
   // warpgroup) or makes it ask ("always"); without TMA ("never", the default) it adds nothing.
   for (const char* producer : {"both", "always"})
     for (const char* tma : {"both", "never"}) {
-      TuneAttributes attrs = gpu_set().attrs;
-      attrs["arch"] = std::string("sm_90");
-      std::vector<std::unique_ptr<PluginScheduleRule>> rules;
-      rules.push_back(host().create_schedule_rule(
-          "std.MultiLevelTilingTensorCore", std::string(R"({"wgmma_tma": ")") + tma +
-                                                R"(", "wgmma_producer": ")" + producer + "\"}"));
-      rules.back()->initialize(attrs);
-      int wgmma = 0, with_tma = 0, with_producer = 0;
-      for (const auto& space : generate_design_spaces(
-               make_workload("matmul(M=128,N=128,K=64,dtype=f16,out_dtype=f32)"), rules, 1)) {
-        const std::string json = space->trace().to_json();
-        wgmma += json.find("wgmma.mma") != std::string::npos;
-        with_tma += json.find(sdk::program::kWgmmaTmaAnnotation) != std::string::npos;
-        with_producer += json.find(sdk::program::kWgmmaProducerAnnotation) != std::string::npos;
-      }
+      SpaceCounts n =
+          tensor_core_spaces("sm_90", std::string(R"({"wgmma_tma": ")") + tma +
+                                          R"(", "wgmma_producer": ")" + producer + "\"}");
       const bool both = std::string(producer) == "both";
       if (std::string(tma) == "never") {
-        EXPECT_EQ(wgmma, 2) << producer;
-        EXPECT_EQ(with_producer, 0) << producer;
+        EXPECT_EQ(n.wgmma, 2) << producer;
+        EXPECT_EQ(n.producer, 0) << producer;
         continue;
       }
-      EXPECT_EQ(wgmma, both ? 4 : 3) << producer;
-      EXPECT_EQ(with_tma, both ? 2 : 1) << producer;
-      EXPECT_EQ(with_producer, 1) << producer;
+      EXPECT_EQ(n.wgmma, both ? 4 : 3) << producer;
+      EXPECT_EQ(n.tma, both ? 2 : 1) << producer;
+      EXPECT_EQ(n.producer, 1) << producer;
     }
   EXPECT_THROW(
       host().create_schedule_rule("std.MultiLevelTilingTensorCore", R"({"wgmma_cols": [72]})"),

@@ -39,11 +39,11 @@ constexpr const char* kTmaProducer = "<tma producer>";
 const std::string kTmaOfRank = "<tma of rank> ";           // + the rank
 const std::string kAsyncCopyOf = "<async copy of bytes> "; // + the size
 
-// Warp specialisation: the consumers' hardware barrier (0 is __syncthreads'); a warpgroup's
-// threads; the most threads a block of them may have; the register file an SM gives a block,
-// what the producer keeps a thread (CUTLASS's choice too) and the most a thread may hold.
+// Warp specialisation: the consumers' hardware barrier (0 is __syncthreads'); the most threads
+// a block of warpgroups (tensor_op.h's kWarpgroupThreads) may have; the register file an SM
+// gives a block, what the producer keeps a thread (CUTLASS's choice too) and the most a thread
+// may hold.
 constexpr int64_t kConsumerBarrier = 1;
-constexpr int64_t kWarpgroupThreads = 128;
 constexpr int64_t kMaxSpecialisedThreads = 1024;
 constexpr int64_t kRegisterFile = 65536;
 constexpr int64_t kProducerRegisters = 40;

@@ -25,7 +25,10 @@ public:
 
   std::optional<ProducerPlan> run(const P::Stmt& body) {
     if (!path(body)) return std::nullopt;
-    if (!plan_.prologue || !plan_.pipeline) return fail("no pipeline with a prologue");
+    if (!plan_.prologue || !plan_.pipeline) {
+      fail("no pipeline with a prologue");
+      return std::nullopt;
+    }
     if (!slots_follow_tiles(*plan_.prologue, 0) ||
         !slots_follow_tiles(*plan_.pipeline, plan_.stages - 1))
       return std::nullopt;
@@ -60,9 +63,10 @@ private:
     return ok;
   }
 
-  std::nullopt_t fail(const std::string& why) {
+  // Records the first reason the plan is refused; false, for `return fail(...)`.
+  bool fail(const std::string& why) {
     if (why_ && why_->empty()) *why_ = why;
-    return std::nullopt;
+    return false;
   }
 
   bool contains_copy(const P::Stmt& s) const {
@@ -79,20 +83,12 @@ private:
   bool only_copies(const P::Stmt& s) {
     if (!s) return true;
     if (is_tma_copy_(s.get())) {
-      if (uses_thread_var(s)) {
-        fail("a copy depends on the index of a thread");
-        return false;
-      }
-      return true;
+      return !uses_thread_var(s) || fail("a copy depends on the index of a thread");
     }
-    if (s->kind == StmtKind::Store) {
-      fail("the pipeline's fetch does more than its TMA copies");
-      return false;
-    }
-    if (s->kind == StmtKind::IfThenElse && uses_thread_var(s->condition)) {
-      fail("a fetch under a condition on a thread index");
-      return false;
-    }
+    if (s->kind == StmtKind::Store)
+      return fail("the pipeline's fetch does more than its TMA copies");
+    if (s->kind == StmtKind::IfThenElse && uses_thread_var(s->condition))
+      return fail("a fetch under a condition on a thread index");
     for (const auto& c : s->stmts)
       if (!only_copies(c)) return false;
     return only_copies(s->then_case) && only_copies(s->else_case) && only_copies(s->body);
@@ -125,25 +121,25 @@ private:
   }
 
   bool pipelined_loop(const P::Stmt& loop) {
-    if (plan_.pipeline) return fail("two pipelines"), false;
+    if (plan_.pipeline) return fail("two pipelines");
     std::vector<P::Stmt> items =
         loop->body->kind == StmtKind::Seq ? loop->body->stmts : std::vector<P::Stmt>{loop->body};
     if (items.size() < 2 || !contains_copy(items[0]))
-      return fail("the pipelined loop's first statement is not its fetch"), false;
+      return fail("the pipelined loop's first statement is not its fetch");
     if (!only_copies(items[0])) return false;
     for (size_t i = 1; i < items.size(); ++i)
       if (contains_copy(items[i]) || writes_shared(items[i]))
-        return fail("the pipelined loop's products write shared memory"), false;
+        return fail("the pipelined loop's products write shared memory");
     plan_.pipeline = loop.get();
     plan_.stages = int_annotation(*loop, P::kSoftwarePipelineStages);
     plan_.spare = int_annotation(*loop, P::kSoftwarePipelineSpareSlots);
-    if (plan_.stages < 2) return fail("a pipeline of fewer than 2 stages"), false;
+    if (plan_.stages < 2) return fail("a pipeline of fewer than 2 stages");
     return true;
   }
 
   bool path(const P::Stmt& s) {
     if (!s || !contains_copy(s)) return true;
-    if (is_tma_copy_(s.get())) return fail("a TMA copy outside the pipeline"), false;
+    if (is_tma_copy_(s.get())) return fail("a TMA copy outside the pipeline");
     switch (s->kind) {
     case StmtKind::Seq:
       for (const auto& c : s->stmts)
@@ -153,18 +149,18 @@ private:
       return path(s->body);
     case StmtKind::IfThenElse:
       if (uses_thread_var(s->condition))
-        return fail("the pipeline is under a condition on a thread index"), false;
+        return fail("the pipeline is under a condition on a thread index");
       return path(s->then_case) && path(s->else_case);
     case StmtKind::For: {
       if (s->annotations.count(P::kSoftwarePipelinePrologue)) {
-        if (plan_.prologue) return fail("two prologues"), false;
+        if (plan_.prologue) return fail("two prologues");
         plan_.prologue = s.get();
         return only_copies(s->body);
       }
       if (s->annotations.count(P::kSoftwarePipelineStages)) return pipelined_loop(s);
       if (s->for_kind == P::ForKind::ThreadBinding) {
         if (s->thread_tag.rfind("vthread", 0) == 0)
-          return fail("the pipeline is under a virtual thread"), false;
+          return fail("the pipeline is under a virtual thread");
         const bool thread = s->thread_tag.rfind("threadIdx", 0) == 0;
         if (thread) thread_vars_.insert(s->loop_var->var_id);
         const bool ok = path(s->body);
@@ -172,11 +168,10 @@ private:
         return ok;
       }
       if (s->extent == 1) return path(s->body);
-      return fail("the pipeline is under a loop of " + std::to_string(s->extent) + " iterations"),
-             false;
+      return fail("the pipeline is under a loop of " + std::to_string(s->extent) + " iterations");
     }
     default:
-      return fail("a TMA copy under an unexpected statement"), false;
+      return fail("a TMA copy under an unexpected statement");
     }
   }
 
