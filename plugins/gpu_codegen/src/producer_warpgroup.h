@@ -12,7 +12,7 @@
 // reached from the kernel's top only through blocks, thread bindings (the producer takes their
 // variables as 0, as the single issuing thread of the unspecialised kernel does), statement
 // lists, allocations, conditions that no thread index decides, and loops of one iteration.
-// The writer (kernel_writer.cpp) writes the two roles from that plan.
+// The writer (kernel_writer/producer.cpp) writes the two roles from that plan.
 #pragma once
 
 #include <cstdint>
