@@ -553,16 +553,47 @@ private:
     *lines = e / run * std::ceil(run * bytes / kCacheLineBytes);
   }
 
+  // One store's row, group by group in the layout's order (features.h).
   void store(const StoreNode& st) {
-    const Layout& lay = layout();
-    std::vector<float> row(kFeaturesPerStore, 0.0f);
-    auto set = [&](int i, double v) {
-      row[i] = static_cast<float>(options_.log_scale && lay.log_scaled[i] ? log_feature(v) : v);
-    };
-    const size_t L = loops_.size();
-    const double trip = prod(0, L);
+    Row row(options_);
+    const double trip = prod(0, loops_.size());
+    const OpCounts per_iter = arithmetic_features(st, trip, row);
+    loop_kind_features(store_mask(st), row);
+    gpu_features(row);
+    const BufferUses uses = buffer_uses(st, trip);
+    for (size_t b = 0; b < uses.uses.size() && b < size_t(kBuffersPerStore); ++b)
+      buffer_features(uses, b, row);
+    intensity_features(per_iter.flops(), uses.level_bytes, row);
+    allocation_features(st, trip, row);
+    nest_features(trip, row);
+    rows.push_back(std::move(row.values));
+  }
 
-    // -- arithmetic, weighted by how often it runs
+  // A row being filled: set() log-scales the features the layout marks, where the options ask.
+  struct Row {
+    explicit Row(const FeatureOptions& options)
+        : values(kFeaturesPerStore, 0.0f), log_scale(options.log_scale) {}
+    void set(int i, double v) {
+      values[i] = static_cast<float>(log_scale && lay.log_scaled[i] ? log_feature(v) : v);
+    }
+    std::vector<float> values;
+    bool log_scale;
+    const Layout& lay = layout();
+  };
+
+  // The buffers a store reads and writes, the most bytes first, with their footprints: at every
+  // nesting level (0 = one iteration ... L = the whole nest) in elements, the whole nest's in
+  // cache lines, and all buffers' bytes together at each level.
+  struct BufferUses {
+    std::vector<BufferUse> uses;
+    std::vector<std::vector<double>> elems;
+    std::vector<double> lines;
+    std::vector<double> level_bytes;
+  };
+
+  // The arithmetic, weighted by how often it runs: the store's each iteration, its guards' as
+  // often as they are evaluated. Returns one iteration's counts.
+  OpCounts arithmetic_features(const StoreNode& st, double trip, Row& row) const {
     OpCounts per_iter;
     count_ops(st.value, per_iter);
     for (const Expr& i : st.indices)
@@ -578,15 +609,23 @@ private:
         ops[i] += gc.n[i] * w;
     }
     for (int i = 0; i < kArithFeatures; ++i)
-      set(kArithOffset + i, ops[i]);
+      row.set(kArithOffset + i, ops[i]);
+    return per_iter;
+  }
 
-    // -- which loops change the stored element (spatial) and which repeat it (reduce)
-    uint64_t store_mask = 0;
+  // The loops that change the stored element (spatial ones; the others repeat it: reduce).
+  uint64_t store_mask(const StoreNode& st) const {
+    uint64_t mask = 0;
     for (const Expr& idx : st.indices)
-      store_mask |= loop_mask(idx);
-    auto spatial = [&](size_t i) { return (store_mask >> std::min<size_t>(i, 63) & 1) != 0; };
+      mask |= loop_mask(idx);
+    return mask;
+  }
 
-    // -- vectorize / unroll / parallel
+  // Vectorized, unrolled and parallel loops: how many, their product, the innermost's extent,
+  // and where they stand (innermost, middle, outermost; spatial or reduce; mixed).
+  void loop_kind_features(uint64_t store_mask, Row& row) const {
+    const size_t L = loops_.size();
+    auto spatial = [&](size_t i) { return (store_mask >> std::min<size_t>(i, 63) & 1) != 0; };
     const ForKind kinds[3] = {ForKind::Vectorized, ForKind::Unrolled, ForKind::Parallel};
     for (int k = 0; k < 3; ++k) {
       int base = kLoopOffset + k * kPerLoopKind;
@@ -601,14 +640,17 @@ private:
         int cls = 1 + where + (spatial(i) ? 0 : 3);
         pos = pos < 0 || pos == cls ? cls : 7;
       }
-      set(base + 0, num);
-      set(base + 1, num ? p : 0);
-      set(base + 2, len);
-      set(base + 3 + (pos < 0 ? 0 : pos), 1);
+      row.set(base + 0, num);
+      row.set(base + 1, num ? p : 0);
+      row.set(base + 2, len);
+      row.set(base + 3 + (pos < 0 ? 0 : pos), 1);
     }
-    // -- GPU binding
+  }
+
+  // Whether the target is a GPU, and the extent bound to each block and thread dimension.
+  void gpu_features(Row& row) const {
     int gpu = kLoopOffset + kGpuOffset;
-    set(gpu, is_gpu_ ? 1 : 0);
+    row.set(gpu, is_gpu_ ? 1 : 0);
     static const char* tags[7] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
                                   "threadIdx.y", "threadIdx.z", "vthread"};
     std::array<double, 7> bind{};
@@ -618,10 +660,12 @@ private:
         if (l.node->thread_tag.rfind(tags[t], 0) == 0) bind[t] = (bind[t] ? bind[t] : 1) * l.extent;
     }
     for (int t = 0; t < 7; ++t)
-      set(gpu + 1 + t, bind[t]);
+      row.set(gpu + 1 + t, bind[t]);
+  }
 
-    // -- buffers
-    std::vector<BufferUse> uses;
+  BufferUses buffer_uses(const StoreNode& st, double trip) const {
+    BufferUses out;
+    std::vector<BufferUse>& uses = out.uses;
     auto use_of = [&](const BufferNode* b) -> BufferUse& {
       for (auto& u : uses)
         if (u.buffer == b) return u;
@@ -650,142 +694,160 @@ private:
     std::stable_sort(uses.begin(), uses.end(),
                      [](const BufferUse& a, const BufferUse& b) { return a.bytes > b.bytes; });
 
-    // Footprints at every nesting level (0 = one iteration ... L = the whole nest).
-    std::vector<std::vector<double>> fp_elems(uses.size(), std::vector<double>(L + 1));
-    std::vector<double> fp_lines(uses.size());
-    std::vector<double> level_bytes(L + 1, 0);
+    const size_t L = loops_.size();
+    out.elems.assign(uses.size(), std::vector<double>(L + 1));
+    out.lines.assign(uses.size(), 0);
+    out.level_bytes.assign(L + 1, 0);
     for (size_t b = 0; b < uses.size(); ++b) {
       for (size_t lv = 0; lv <= L; ++lv) {
         double e = 0, ln = 0;
         footprint(uses[b], lv, &e, &ln);
-        fp_elems[b][lv] = e;
-        if (lv == L) fp_lines[b] = ln;
-        level_bytes[lv] += e * uses[b].buffer->dtype.bytes();
+        out.elems[b][lv] = e;
+        if (lv == L) out.lines[b] = ln;
+        out.level_bytes[lv] += e * uses[b].buffer->dtype.bytes();
       }
     }
+    return out;
+  }
 
-    for (size_t b = 0; b < uses.size() && b < size_t(kBuffersPerStore); ++b) {
-      const BufferUse& u = uses[b];
-      int base = kBufferOffset + int(b) * kFeaturesPerBuffer;
-      double elem_bytes = u.buffer->dtype.bytes();
-      set(base + (u.read && u.write ? kAccRW : u.write ? kAccWrite : kAccRead), 1);
-      set(base + kBytes, u.bytes);
-      double unique_bytes = fp_elems[b][L] * elem_bytes;
-      set(base + kUniqueBytes, unique_bytes);
-      set(base + kUniqueLines, fp_lines[b]);
-
-      // Row-major stride of the innermost loop that moves the access.
-      std::vector<double> row_stride(u.buffer->shape.size(), 1);
-      for (size_t d = row_stride.size(); d-- > 1;)
-        row_stride[d - 1] = row_stride[d] * double(u.buffer->shape[d]);
-      double stride = 0;
-      size_t stride_loop = L;
-      uint64_t first_mask = 0;
-      for (const Expr& e : *u.accesses[0])
-        first_mask |= loop_mask(e);
-      for (size_t i = L; i-- > 0 && stride_loop == L;) {
-        if (loops_[i].extent == 1 || !(first_mask >> std::min<size_t>(i, 63) & 1)) continue;
-        double s = 0;
-        for (size_t d = 0; d < u.accesses[0]->size() && d < row_stride.size(); ++d) {
-          Coef c = coefficient((*u.accesses[0])[d], loops_[i].node->loop_var.get());
-          s += (c.known ? std::abs(c.value) : 1.0) * row_stride[d];
-        }
-        if (s != 0) {
-          stride = s;
-          stride_loop = i;
-        }
+  // The innermost loop that moves a buffer's (first) access, and the row-major stride it moves
+  // it by; the loop is loops_.size() where none does.
+  struct Stride {
+    double elements = 0;
+    size_t loop = 0;
+  };
+  Stride innermost_stride(const BufferUse& u) const {
+    const size_t L = loops_.size();
+    std::vector<double> row_stride(u.buffer->shape.size(), 1);
+    for (size_t d = row_stride.size(); d-- > 1;)
+      row_stride[d - 1] = row_stride[d] * double(u.buffer->shape[d]);
+    Stride out{0, L};
+    uint64_t first_mask = 0;
+    for (const Expr& e : *u.accesses[0])
+      first_mask |= loop_mask(e);
+    for (size_t i = L; i-- > 0 && out.loop == L;) {
+      if (loops_[i].extent == 1 || !(first_mask >> std::min<size_t>(i, 63) & 1)) continue;
+      double s = 0;
+      for (size_t d = 0; d < u.accesses[0]->size() && d < row_stride.size(); ++d) {
+        Coef c = coefficient((*u.accesses[0])[d], loops_[i].node->loop_var.get());
+        s += (c.known ? std::abs(c.value) : 1.0) * row_stride[d];
       }
-      set(base + kStride, stride);
-      // Lines fetched: one sweep of the stride loop covers ext * stride * bytes contiguous
-      // bytes; loops inside it revisit the same line, loops outside it repeat the sweep.
-      double lines = double(u.accesses.size());
-      if (stride_loop < L) {
-        double ext = loops_[stride_loop].extent;
-        double per_sweep = stride * elem_bytes >= kCacheLineBytes
-                               ? ext
-                               : std::ceil(ext * stride * elem_bytes / kCacheLineBytes);
-        lines *= prod(0, stride_loop) * per_sweep;
-      }
-      set(base + kLines, lines);
-
-      // Reuse: the innermost loop along which this buffer's accesses do not move.
-      size_t reuse_loop = L;
-      uint64_t mask = 0;
-      for (const auto* idx : u.accesses)
-        for (const Expr& e : *idx)
-          mask |= loop_mask(e);
-      for (size_t i = L; i-- > 0;) {
-        if (loops_[i].extent == 1) continue; // nothing is repeated along it
-        if (!(mask >> std::min<size_t>(i, 63) & 1)) {
-          reuse_loop = i;
-          break;
-        }
-      }
-      double dist_iters = 0, dist_bytes = 0, count = 0;
-      if (reuse_loop < L) {
-        set(base + kReuseLoop, 1);
-        size_t inner_levels = L - 1 - reuse_loop;
-        dist_iters = prod(reuse_loop + 1, L);
-        dist_bytes = level_bytes[inner_levels];
-        count = loops_[reuse_loop].extent;
-      } else if (u.accesses.size() > 1) {
-        set(base + kReuseSerial, 1);
-        dist_iters = 1;
-        dist_bytes = level_bytes[0];
-        count = double(u.accesses.size() - 1);
-      } else {
-        set(base + kReuseNone, 1);
-      }
-      set(base + kReuseDistIters, dist_iters);
-      set(base + kReuseDistBytes, dist_bytes);
-      set(base + kReuseCount, count);
-      double div = std::max(1.0, count);
-      set(base + kBytesPerReuse, u.bytes / div);
-      set(base + kUniqueBytesPerReuse, unique_bytes / div);
-      set(base + kLinesPerReuse, lines / div);
-      set(base + kUniqueLinesPerReuse, fp_lines[b] / div);
+      if (s != 0) out = {s, i};
     }
+    return out;
+  }
 
-    // -- arithmetic intensity (flops / unique bytes) as the nest grows from the inside,
-    // sampled at 10 evenly spaced points of log2(iterations).
-    {
-      double flops = per_iter.flops();
-      std::vector<double> xs(L + 1), ys(L + 1);
-      double iters = 1;
-      for (size_t lv = 0; lv <= L; ++lv) {
-        if (lv > 0) iters *= loops_[L - lv].extent;
-        xs[lv] = std::log2(iters);
-        ys[lv] = level_bytes[lv] > 0 ? flops * iters / level_bytes[lv] : 0;
-      }
-      double total = xs[L];
-      for (int p = 0; p < kIntensityPoints; ++p) {
-        double x = total * (p + 1) / kIntensityPoints;
-        double y = ys[L];
-        for (size_t lv = 1; lv <= L; ++lv) {
-          if (xs[lv] < x) continue;
-          double span = xs[lv] - xs[lv - 1];
-          double t = span > 0 ? (x - xs[lv - 1]) / span : 1;
-          y = ys[lv - 1] + t * (ys[lv] - ys[lv - 1]);
-          break;
-        }
-        set(kIntensityOffset + p, y);
-      }
+  // The innermost loop along which none of a buffer's accesses move (loops_.size() where none).
+  size_t reuse_loop(const BufferUse& u) const {
+    const size_t L = loops_.size();
+    uint64_t mask = 0;
+    for (const auto* idx : u.accesses)
+      for (const Expr& e : *idx)
+        mask |= loop_mask(e);
+    for (size_t i = L; i-- > 0;) {
+      if (loops_[i].extent == 1) continue; // nothing is repeated along it
+      if (!(mask >> std::min<size_t>(i, 63) & 1)) return i;
     }
+    return L;
+  }
 
-    // -- allocation of the stored buffer
+  // Buffer b's group: access kind, bytes, unique bytes and lines, stride, lines fetched, and its
+  // reuse (along a loop, among the store's own accesses, or none) with the distance and count.
+  void buffer_features(const BufferUses& all, size_t b, Row& row) const {
+    const size_t L = loops_.size();
+    const BufferUse& u = all.uses[b];
+    int base = kBufferOffset + int(b) * kFeaturesPerBuffer;
+    double elem_bytes = u.buffer->dtype.bytes();
+    row.set(base + (u.read && u.write ? kAccRW : u.write ? kAccWrite : kAccRead), 1);
+    row.set(base + kBytes, u.bytes);
+    double unique_bytes = all.elems[b][L] * elem_bytes;
+    row.set(base + kUniqueBytes, unique_bytes);
+    row.set(base + kUniqueLines, all.lines[b]);
+
+    const Stride stride = innermost_stride(u);
+    row.set(base + kStride, stride.elements);
+    // Lines fetched: one sweep of the stride loop covers ext * stride * bytes contiguous
+    // bytes; loops inside it revisit the same line, loops outside it repeat the sweep.
+    double lines = double(u.accesses.size());
+    if (stride.loop < L) {
+      double ext = loops_[stride.loop].extent;
+      double per_sweep = stride.elements * elem_bytes >= kCacheLineBytes
+                             ? ext
+                             : std::ceil(ext * stride.elements * elem_bytes / kCacheLineBytes);
+      lines *= prod(0, stride.loop) * per_sweep;
+    }
+    row.set(base + kLines, lines);
+
+    const size_t reuse = reuse_loop(u);
+    double dist_iters = 0, dist_bytes = 0, count = 0;
+    if (reuse < L) {
+      row.set(base + kReuseLoop, 1);
+      size_t inner_levels = L - 1 - reuse;
+      dist_iters = prod(reuse + 1, L);
+      dist_bytes = all.level_bytes[inner_levels];
+      count = loops_[reuse].extent;
+    } else if (u.accesses.size() > 1) {
+      row.set(base + kReuseSerial, 1);
+      dist_iters = 1;
+      dist_bytes = all.level_bytes[0];
+      count = double(u.accesses.size() - 1);
+    } else {
+      row.set(base + kReuseNone, 1);
+    }
+    row.set(base + kReuseDistIters, dist_iters);
+    row.set(base + kReuseDistBytes, dist_bytes);
+    row.set(base + kReuseCount, count);
+    double div = std::max(1.0, count);
+    row.set(base + kBytesPerReuse, u.bytes / div);
+    row.set(base + kUniqueBytesPerReuse, unique_bytes / div);
+    row.set(base + kLinesPerReuse, lines / div);
+    row.set(base + kUniqueLinesPerReuse, all.lines[b] / div);
+  }
+
+  // Arithmetic intensity (flops / unique bytes) as the nest grows from the inside, sampled at
+  // kIntensityPoints evenly spaced points of log2(iterations).
+  void intensity_features(double flops, const std::vector<double>& level_bytes, Row& row) const {
+    const size_t L = loops_.size();
+    std::vector<double> xs(L + 1), ys(L + 1);
+    double iters = 1;
+    for (size_t lv = 0; lv <= L; ++lv) {
+      if (lv > 0) iters *= loops_[L - lv].extent;
+      xs[lv] = std::log2(iters);
+      ys[lv] = level_bytes[lv] > 0 ? flops * iters / level_bytes[lv] : 0;
+    }
+    double total = xs[L];
+    for (int p = 0; p < kIntensityPoints; ++p) {
+      double x = total * (p + 1) / kIntensityPoints;
+      double y = ys[L];
+      for (size_t lv = 1; lv <= L; ++lv) {
+        if (xs[lv] < x) continue;
+        double span = xs[lv] - xs[lv - 1];
+        double t = span > 0 ? (x - xs[lv - 1]) / span : 1;
+        y = ys[lv - 1] + t * (ys[lv] - ys[lv - 1]);
+        break;
+      }
+      row.set(kIntensityOffset + p, y);
+    }
+  }
+
+  // The allocation of the stored buffer (the innermost one of its name): its size, that size
+  // times the iterations around it, those iterations, and the store's per allocation.
+  void allocation_features(const StoreNode& st, double trip, Row& row) const {
     for (size_t a = allocs_.size(); a-- > 0;) {
       const Alloc& al = allocs_[a];
       if (al.buffer != st.buffer.get() && al.buffer->name != st.buffer->name) continue;
       double size = double(al.buffer->num_elements()) * al.buffer->dtype.bytes();
       double outer = prod(0, al.depth);
-      set(kAllocOffset + 0, size);
-      set(kAllocOffset + 1, size * outer);
-      set(kAllocOffset + 2, outer);
-      set(kAllocOffset + 3, trip / outer);
-      break;
+      row.set(kAllocOffset + 0, size);
+      row.set(kAllocOffset + 1, size * outer);
+      row.set(kAllocOffset + 2, outer);
+      row.set(kAllocOffset + 3, trip / outer);
+      return;
     }
+  }
 
-    // -- the nest as a whole
+  // The nest as a whole: iterations, depth, and the deepest unroll an annotation asks for.
+  void nest_features(double trip, Row& row) const {
     double unroll_steps = 0;
     auto note_unroll = [&](const Annotations& ann) {
       for (auto& [k, v] : ann)
@@ -796,11 +858,9 @@ private:
       note_unroll(l.node->annotations);
     for (const ForNode* m : markers_)
       note_unroll(m->annotations);
-    set(kOuterOffset + 0, trip);
-    set(kOuterOffset + 1, double(L));
-    set(kOuterOffset + 2, unroll_steps);
-
-    rows.push_back(std::move(row));
+    row.set(kOuterOffset + 0, trip);
+    row.set(kOuterOffset + 1, double(loops_.size()));
+    row.set(kOuterOffset + 2, unroll_steps);
   }
 
   FeatureOptions options_;
