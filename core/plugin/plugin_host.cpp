@@ -12,8 +12,8 @@
 #include <set>
 
 #include "core/plugin/host_api.h"
-#include "core/plugin/layer_schema.h"
 #include "core/plugin/last_error.h"
+#include "core/plugin/layer_schema.h"
 #include "core/plugin/loaded_plugin.h"
 
 namespace fs = std::filesystem;
@@ -126,10 +126,10 @@ std::string table_problem(const mt_component_desc& d) {
   case MT_COMPONENT_SEARCH_STRATEGY: {
     auto* vt = d.vtable.search_strategy;
     // Version 1 (generate/notify on bare design spaces) or 1.3 (a search context).
-    bool v1 = vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify) && vt->generate &&
-              vt->notify;
-    bool v1_3 = vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify_measured) &&
-                vt->start && vt->next_batch && vt->notify_measured;
+    bool v1 =
+        vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify) && vt->generate && vt->notify;
+    bool v1_3 = vt && MT_HAS_FIELD(vt, mt_search_strategy_vtable, notify_measured) && vt->start &&
+                vt->next_batch && vt->notify_measured;
     return check(vt, v1 || v1_3);
   }
   case MT_COMPONENT_TARGET: {
@@ -169,6 +169,7 @@ struct PluginHost::Impl {
   std::map<std::pair<int, std::string>, std::shared_ptr<const Registration>> registry;
 
   const PluginRecord& load(const fs::path& file);
+  class Load; // one file's steps of loading
   std::pair<std::shared_ptr<const Registration>, void*>
   create(ComponentKind kind, std::string_view name, std::string_view config) const;
 };
@@ -232,145 +233,186 @@ const PluginRecord& PluginHost::load(const fs::path& file) {
   return impl_->load(file);
 }
 
-const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
-  std::error_code ec;
-  fs::path abs = fs::absolute(file, ec).lexically_normal();
-  fs::path canonical = fs::weakly_canonical(abs, ec);
-  std::string key = (ec ? abs : canonical).string();
-  if (auto it = by_path.find(key); it != by_path.end()) return records[it->second];
-
-  PluginRecord rec;
-  rec.path = abs.string();
-  auto finish = [&]() -> const PluginRecord& {
-    by_path[key] = records.size();
-    records.push_back(std::move(rec));
-    return records.back();
-  };
-  auto refuse = [&](RefusalReason reason, const std::string& why) -> const PluginRecord& {
-    rec.refusal = reason;
-    rec.message = rec.path + ": " + why;
-    rec.components.clear();
-    plugin_log(MT_LOG_WARNING, "plugin refused: " + rec.message);
-    return finish();
-  };
-
-  // 1. Look at the file without loading it.
-  if (!fs::is_regular_file(abs, ec)) return refuse(RefusalReason::NotSharedLibrary, "not a file");
-  if (std::string why = elf_problem(abs); !why.empty())
-    return refuse(RefusalReason::NotSharedLibrary, why);
-  bool has_marker = false, has_entry = false;
-  try {
-    boost::dll::library_info info(abs);
-    std::vector<std::string> sections = info.sections();
-    has_marker = std::find(sections.begin(), sections.end(), MT_PLUGIN_SECTION) != sections.end();
-    // symbols() reads only .symtab, which `strip` removes; the marker section is what finds
-    // a stripped plugin.
-    std::vector<std::string> symbols = info.symbols();
-    has_entry = std::find(symbols.begin(), symbols.end(), MT_PLUGIN_ENTRY_SYMBOL) != symbols.end();
-  } catch (const std::exception& e) {
-    return refuse(RefusalReason::NotSharedLibrary,
-                  std::string("not a shared library this host can read (") + e.what() + ")");
+// One plugin file taken through the steps of loading -- look at the file, load it, negotiate
+// the ABI, register its components -- each of which either passes or refuses the plugin with
+// the reason. The record is kept either way: `metatune plugins` shows why a file was refused.
+class PluginHost::Impl::Load {
+public:
+  Load(Impl& host, fs::path abs, std::string key)
+      : host_(host), abs_(std::move(abs)), key_(std::move(key)) {
+    rec_.path = abs_.string();
   }
-  if (!has_marker && !has_entry)
-    return refuse(RefusalReason::NotAPlugin,
-                  "no " MT_PLUGIN_ENTRY_SYMBOL " symbol and no '" MT_PLUGIN_SECTION
-                  "' section: not a metatune plugin");
 
-  // 2. Load it.
-  auto plugin = std::make_shared<LoadedPlugin>();
-  plugin->path = rec.path;
-  try {
-    plugin->library.load(abs, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    return refuse(RefusalReason::LoadFailed, std::string("cannot be loaded: ") + e.what());
+  const PluginRecord& run() {
+    if (inspect() && load_library() && negotiate()) register_components();
+    host_.by_path[key_] = host_.records.size();
+    host_.records.push_back(std::move(rec_));
+    return host_.records.back();
   }
-  // Keep the code mapped for the life of the process even after dlclose: a plugin's own
-  // threads (OpenMP pools of XGBoost or oneDNN) outlive its objects, and unmapping the code
-  // they sit in crashes the process at exit.
-  ::dlopen(abs.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-  if (!plugin->library.has(MT_PLUGIN_ENTRY_SYMBOL))
-    return refuse(RefusalReason::NotAPlugin, "carries the '" MT_PLUGIN_SECTION
-                                             "' marker but exports no " MT_PLUGIN_ENTRY_SYMBOL
-                                             " symbol (is it declared with MT_PLUGIN_EXPORT?)");
 
-  // 3. Negotiate.
-  auto& entry = plugin->library.get<mt_status(mt_plugin_negotiation*)>(MT_PLUGIN_ENTRY_SYMBOL);
-  mt_plugin_negotiation neg{};
-  neg.struct_size = sizeof neg;
-  neg.struct_version = 1;
-  neg.host_abi_min = MT_MAKE_ABI_VERSION(MT_PLUGIN_ABI_VERSION_MAJOR, 0);
-  neg.host_abi_max = MT_PLUGIN_ABI_VERSION;
-  neg.host_api = host_api();
-  mt_status status = call_entry([&] { return entry(&neg); });
-  std::string entry_message = last_error();
-
-  rec.abi_version = neg.plugin_abi_version;
-  rec.name = copy_c_string(neg.plugin_name);
-  rec.version = copy_c_string(neg.plugin_version);
-  rec.description = copy_c_string(neg.plugin_description);
-  const std::string host_version = version_string(MT_PLUGIN_ABI_VERSION);
-  if (neg.plugin_abi_version != 0) {
-    if (MT_ABI_VERSION_MAJOR(neg.plugin_abi_version) != MT_PLUGIN_ABI_VERSION_MAJOR)
-      return refuse(RefusalReason::WrongMajor,
-                    "built for plugin ABI " + version_string(neg.plugin_abi_version) +
-                        " but this host provides ABI " + host_version +
-                        "; major versions must match (rebuild the plugin against this metatune)");
-    if (MT_ABI_VERSION_MINOR(neg.plugin_abi_version) > MT_PLUGIN_ABI_VERSION_MINOR)
-      return refuse(RefusalReason::NewerMinor,
-                    "needs plugin ABI " + version_string(neg.plugin_abi_version) +
-                        ", newer than this host's ABI " + host_version +
-                        " (upgrade metatune or rebuild the plugin against this version)");
+private:
+  // Every step returns false once it has refused the plugin.
+  bool refuse(RefusalReason reason, const std::string& why) {
+    rec_.refusal = reason;
+    rec_.message = rec_.path + ": " + why;
+    rec_.components.clear();
+    plugin_log(MT_LOG_WARNING, "plugin refused: " + rec_.message);
+    return false;
   }
-  if (status != MT_OK)
-    return refuse(RefusalReason::InitFailed,
-                  std::string("entry point failed (") + mt_status_name(status) +
-                      "): " + (entry_message.empty() ? "no message" : entry_message));
-  // From here on the plugin is initialised: its unload hook runs whatever happens next.
-  plugin->unload = neg.unload;
-  if (neg.plugin_abi_version == 0)
-    return refuse(RefusalReason::InvalidAnswer,
-                  "the entry point did not report its ABI version (plugin_abi_version is 0)");
-  if (neg.num_components && !neg.components)
-    return refuse(RefusalReason::InvalidAnswer, "num_components > 0 but components is NULL");
 
-  // 4. Validate and register its components, all or none.
-  std::vector<std::shared_ptr<const Registration>> regs;
-  std::set<std::pair<int, std::string>> mine;
-  for (size_t i = 0; i < neg.num_components; ++i) {
-    const mt_component_desc* d = neg.components[i];
+  // 1. The file, without loading it: an ELF shared library with the entry symbol or the
+  // marker section.
+  bool inspect() {
+    std::error_code ec;
+    if (!fs::is_regular_file(abs_, ec))
+      return refuse(RefusalReason::NotSharedLibrary, "not a file");
+    if (std::string why = elf_problem(abs_); !why.empty())
+      return refuse(RefusalReason::NotSharedLibrary, why);
+    bool has_marker = false, has_entry = false;
+    try {
+      boost::dll::library_info info(abs_);
+      std::vector<std::string> sections = info.sections();
+      has_marker = std::find(sections.begin(), sections.end(), MT_PLUGIN_SECTION) != sections.end();
+      // symbols() reads only .symtab, which `strip` removes; the marker section is what finds
+      // a stripped plugin.
+      std::vector<std::string> symbols = info.symbols();
+      has_entry =
+          std::find(symbols.begin(), symbols.end(), MT_PLUGIN_ENTRY_SYMBOL) != symbols.end();
+    } catch (const std::exception& e) {
+      return refuse(RefusalReason::NotSharedLibrary,
+                    std::string("not a shared library this host can read (") + e.what() + ")");
+    }
+    if (!has_marker && !has_entry)
+      return refuse(RefusalReason::NotAPlugin,
+                    "no " MT_PLUGIN_ENTRY_SYMBOL " symbol and no '" MT_PLUGIN_SECTION
+                    "' section: not a metatune plugin");
+    return true;
+  }
+
+  // 2. The library loaded, and its entry point found.
+  bool load_library() {
+    plugin_ = std::make_shared<LoadedPlugin>();
+    plugin_->path = rec_.path;
+    try {
+      plugin_->library.load(abs_,
+                            boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception& e) {
+      return refuse(RefusalReason::LoadFailed, std::string("cannot be loaded: ") + e.what());
+    }
+    // Keep the code mapped for the life of the process even after dlclose: a plugin's own
+    // threads (OpenMP pools of XGBoost or oneDNN) outlive its objects, and unmapping the code
+    // they sit in crashes the process at exit.
+    ::dlopen(abs_.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!plugin_->library.has(MT_PLUGIN_ENTRY_SYMBOL))
+      return refuse(RefusalReason::NotAPlugin, "carries the '" MT_PLUGIN_SECTION
+                                               "' marker but exports no " MT_PLUGIN_ENTRY_SYMBOL
+                                               " symbol (is it declared with MT_PLUGIN_EXPORT?)");
+    return true;
+  }
+
+  // 3. The entry point called: the ABI versions must agree, and its answer must be whole.
+  bool negotiate() {
+    auto& entry = plugin_->library.get<mt_status(mt_plugin_negotiation*)>(MT_PLUGIN_ENTRY_SYMBOL);
+    neg_ = mt_plugin_negotiation{};
+    neg_.struct_size = sizeof neg_;
+    neg_.struct_version = 1;
+    neg_.host_abi_min = MT_MAKE_ABI_VERSION(MT_PLUGIN_ABI_VERSION_MAJOR, 0);
+    neg_.host_abi_max = MT_PLUGIN_ABI_VERSION;
+    neg_.host_api = host_api();
+    mt_status status = call_entry([&] { return entry(&neg_); });
+    std::string entry_message = last_error();
+
+    rec_.abi_version = neg_.plugin_abi_version;
+    rec_.name = copy_c_string(neg_.plugin_name);
+    rec_.version = copy_c_string(neg_.plugin_version);
+    rec_.description = copy_c_string(neg_.plugin_description);
+    const std::string host_version = version_string(MT_PLUGIN_ABI_VERSION);
+    if (neg_.plugin_abi_version != 0) {
+      if (MT_ABI_VERSION_MAJOR(neg_.plugin_abi_version) != MT_PLUGIN_ABI_VERSION_MAJOR)
+        return refuse(RefusalReason::WrongMajor,
+                      "built for plugin ABI " + version_string(neg_.plugin_abi_version) +
+                          " but this host provides ABI " + host_version +
+                          "; major versions must match (rebuild the plugin against this metatune)");
+      if (MT_ABI_VERSION_MINOR(neg_.plugin_abi_version) > MT_PLUGIN_ABI_VERSION_MINOR)
+        return refuse(RefusalReason::NewerMinor,
+                      "needs plugin ABI " + version_string(neg_.plugin_abi_version) +
+                          ", newer than this host's ABI " + host_version +
+                          " (upgrade metatune or rebuild the plugin against this version)");
+    }
+    if (status != MT_OK)
+      return refuse(RefusalReason::InitFailed,
+                    std::string("entry point failed (") + mt_status_name(status) +
+                        "): " + (entry_message.empty() ? "no message" : entry_message));
+    // From here on the plugin is initialised: its unload hook runs whatever happens next.
+    plugin_->unload = neg_.unload;
+    if (neg_.plugin_abi_version == 0)
+      return refuse(RefusalReason::InvalidAnswer,
+                    "the entry point did not report its ABI version (plugin_abi_version is 0)");
+    if (neg_.num_components && !neg_.components)
+      return refuse(RefusalReason::InvalidAnswer, "num_components > 0 but components is NULL");
+    return true;
+  }
+
+  // 4. Its components validated and registered, all or none.
+  bool register_components() {
+    std::vector<std::shared_ptr<const Registration>> regs;
+    for (size_t i = 0; i < neg_.num_components; ++i) {
+      auto reg = registration(i);
+      if (!reg) return false;
+      regs.push_back(std::move(reg));
+    }
+    for (auto& reg : regs) {
+      rec_.components.push_back(reg->info);
+      host_.registry[{static_cast<int>(reg->info.kind), reg->info.name}] = reg;
+    }
+    plugin_log(MT_LOG_INFO, "loaded plugin '" + rec_.name + "' " + rec_.version + " from " +
+                                rec_.path + " (" + std::to_string(regs.size()) + " components)");
+    return true;
+  }
+
+  // Component i's registration, or null once the plugin is refused for it.
+  std::shared_ptr<Registration> registration(size_t i) {
+    const mt_component_desc* d = neg_.components[i];
     std::string where = "component #" + std::to_string(i);
-    if (!d) return refuse(RefusalReason::InvalidAnswer, where + " is NULL");
+    auto invalid = [&](const std::string& why) {
+      refuse(RefusalReason::InvalidAnswer, why);
+      return nullptr;
+    };
+    if (!d) return invalid(where + " is NULL");
     if (!MT_HAS_FIELD(d, mt_component_desc, vtable))
-      return refuse(RefusalReason::InvalidAnswer, where + ": descriptor too small (struct_size " +
-                                                      std::to_string(d->struct_size) + ")");
-    if (!d->name || !*d->name) return refuse(RefusalReason::InvalidAnswer, where + " has no name");
+      return invalid(where + ": descriptor too small (struct_size " +
+                     std::to_string(d->struct_size) + ")");
+    if (!d->name || !*d->name) return invalid(where + " has no name");
     where += " ('" + std::string(d->name) + "')";
     if (d->kind < 0 || d->kind >= MT_COMPONENT_KIND_COUNT)
-      return refuse(RefusalReason::InvalidAnswer,
-                    where + ": unknown component kind " + std::to_string(d->kind));
-    if (!d->create) return refuse(RefusalReason::InvalidAnswer, where + ": no create function");
-    if (std::string why = table_problem(*d); !why.empty())
-      return refuse(RefusalReason::InvalidAnswer, where + ": " + why);
+      return invalid(where + ": unknown component kind " + std::to_string(d->kind));
+    if (!d->create) return invalid(where + ": no create function");
+    if (std::string why = table_problem(*d); !why.empty()) return invalid(where + ": " + why);
 
     auto kind = static_cast<ComponentKind>(d->kind);
     std::pair<int, std::string> k{d->kind, d->name};
     std::string what = std::string(to_string(kind)) + " '" + d->name + "'";
-    if (auto it = registry.find(k); it != registry.end())
-      return refuse(RefusalReason::DuplicateComponent, "duplicate component name: " + what +
-                                                           " is already registered by " +
-                                                           it->second->info.plugin_path);
-    if (!mine.insert(k).second)
-      return refuse(RefusalReason::DuplicateComponent,
-                    "duplicate component name: " + what + " is registered twice by this plugin");
+    if (auto it = host_.registry.find(k); it != host_.registry.end()) {
+      refuse(RefusalReason::DuplicateComponent, "duplicate component name: " + what +
+                                                    " is already registered by " +
+                                                    it->second->info.plugin_path);
+      return nullptr;
+    }
+    if (!mine_.insert(k).second) {
+      refuse(RefusalReason::DuplicateComponent,
+             "duplicate component name: " + what + " is registered twice by this plugin");
+      return nullptr;
+    }
 
     auto reg = std::make_shared<Registration>();
-    reg->info = ComponentInfo{kind, d->name, copy_c_string(d->description), rec.path, rec.name, {}, {}};
+    reg->info =
+        ComponentInfo{kind, d->name, copy_c_string(d->description), rec_.path, rec_.name, {}, {}};
     if (MT_HAS_FIELD(d, mt_component_desc, joins_defaults) && d->joins_defaults &&
         *d->joins_defaults) {
       try {
         reg->info.joins_defaults = parse_defaults_declaration(kind, d->joins_defaults);
       } catch (const std::invalid_argument& e) {
-        return refuse(RefusalReason::InvalidAnswer, where + ": joins_defaults: " + e.what());
+        return invalid(where + ": joins_defaults: " + e.what());
       }
     }
     if (kind == ComponentKind::Layer && MT_HAS_FIELD(d->vtable.layer, mt_layer_vtable, build) &&
@@ -379,20 +421,30 @@ const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
       try {
         schema_check(reg->info.layer_schema);
       } catch (const std::invalid_argument& e) {
-        return refuse(RefusalReason::InvalidAnswer, where + ": layer schema: " + e.what());
+        return invalid(where + ": layer schema: " + e.what());
       }
     }
     reg->desc = d;
-    reg->plugin = plugin;
-    regs.push_back(std::move(reg));
+    reg->plugin = plugin_;
+    return reg;
   }
-  for (auto& reg : regs) {
-    rec.components.push_back(reg->info);
-    registry[{static_cast<int>(reg->info.kind), reg->info.name}] = reg;
-  }
-  plugin_log(MT_LOG_INFO, "loaded plugin '" + rec.name + "' " + rec.version + " from " + rec.path +
-                              " (" + std::to_string(regs.size()) + " components)");
-  return finish();
+
+  Impl& host_;
+  const fs::path abs_;
+  const std::string key_;
+  PluginRecord rec_;
+  std::shared_ptr<LoadedPlugin> plugin_;
+  mt_plugin_negotiation neg_{};
+  std::set<std::pair<int, std::string>> mine_; // this plugin's components so far
+};
+
+const PluginRecord& PluginHost::Impl::load(const fs::path& file) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(file, ec).lexically_normal();
+  fs::path canonical = fs::weakly_canonical(abs, ec);
+  std::string key = (ec ? abs : canonical).string();
+  if (auto it = by_path.find(key); it != by_path.end()) return records[it->second];
+  return Load(*this, std::move(abs), std::move(key)).run();
 }
 
 const std::vector<PluginRecord>& PluginHost::plugins() const {
