@@ -111,8 +111,8 @@ for op in "${ops[@]}"; do
 done
 elapsed=$(($(date +%s) - start))
 
-python3 - "$out" "$status" "$trials" "$elapsed" "${ops[@]}" <<'EOF'
-import csv, datetime, json, os, re, sys
+DB="$db" python3 - "$out" "$status" "$trials" "$elapsed" "${ops[@]}" <<'EOF'
+import csv, datetime, json, os, re, sqlite3, sys
 
 out, device, trials, elapsed, ops = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 
@@ -180,6 +180,52 @@ for r in rows:
     md.append(f"| {r['operator']} | `{r['workload']}` | {fmt(r['tuned'])} | {fmt(r['cublas'])} | "
               f"{fmt(r['ratio'], '%.2f')}{'*' if r['side_by_side'] else ''} | {r['check']} | "
               f"{r['trials']} ({r['failed']}) |")
+
+# Where each operator's tuning went: its time (tune's time_seconds) and, per kind of kernel,
+# how many records this database holds and the fastest of them. The kind is read from the
+# record's trace: the tensor instruction and the wgmma layout its design space asked for.
+def kind_of(trace):
+    for key, kind in (("wgmma_producer", "wgmma, TMA, producer warpgroup"), ("wgmma_tma", "wgmma, TMA"),
+                      ("wgmma_swizzle", "wgmma, swizzled"), ("wgmma.mma", "wgmma"), ('"wmma.', "WMMA")):
+        if key in trace:
+            return kind
+    return "CUDA cores"
+
+
+def kinds(workload_id, flops):
+    try:
+        db = sqlite3.connect(f"file:{os.environ['DB']}?mode=ro", uri=True)
+        rows = db.execute("SELECT trace, mean_secs FROM records WHERE workload_id = ? AND "
+                          "target LIKE 'cuda%'", (workload_id,)).fetchall()
+    except (KeyError, sqlite3.Error) as e:
+        return f"(database not readable: {e})"
+    by = {}
+    for trace, secs in rows:
+        k = by.setdefault(kind_of(trace), [0, 0, None])
+        k[0] += 1
+        if secs is None:
+            k[1] += 1
+        elif k[2] is None or secs < k[2]:
+            k[2] = secs
+    return "; ".join(f"{kind} {n} ({failed} failed), best " +
+                     (f"{flops / best * 1e-12:.1f} TFLOPS" if best else "-")
+                     for kind, (n, failed, best) in sorted(by.items(), key=lambda kv: -kv[1][0]))
+
+
+md += ["", "Where the tuning went (seconds: setup, search, measuring = builds summed over parallel "
+       "workers + runs one at a time, model updates, final checks), and the records of each kind "
+       "of kernel with the fastest:", ""]
+for n, (op, r) in enumerate(zip(ops, rows), 1):
+    j = last_json(os.path.join(out, f"op{n}.json"))
+    t = j["tasks"][0] if j and j.get("tasks") else None
+    if not t:
+        continue
+    tm = t.get("time_seconds", {})
+    f = lambda k: "%.0f" % tm.get(k, 0)
+    md.append(f"- {r['operator']}: setup {f('setup')}, search {f('search')}, measuring "
+              f"{f('measuring')} (builds {f('builds_summed')}, runs {f('runs_summed')}), updates "
+              f"{f('updates')}, checks {f('checks')}; {t.get('trials', 0)} trials. "
+              f"{kinds(t.get('workload_id'), t.get('flops') or 0)}")
 text = "\n".join(md) + "\n"
 print(text)
 open(os.path.join(out, "gpu.md"), "w").write(text)

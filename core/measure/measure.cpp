@@ -27,9 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/measure/measure_worker.h"
 #include "core/plugin/host_api.h"
 #include "core/plugin/plugin_components.h"
-#include "core/measure/measure_worker.h"
 #include "core/plugin/plugin_messages.h"
 
 namespace mt {
@@ -322,9 +322,15 @@ private:
 
   // Handles what `w` said or did; true when its candidate is finished (worker reaped).
   bool check(Worker& w, Clock::time_point now) {
+    // Every outcome carries the wall time of the candidate's turn to run, if it had one.
+    const double run_wall = w.phase == Phase::Running ? seconds_between(w.started, now) : 0;
+    auto settle = [&](MeasureResult r) {
+      r.run_wall_seconds = run_wall;
+      finish(w.index, std::move(r));
+    };
     if (auto answer = take_answer(w)) {
       ::waitpid(w.pid, nullptr, 0); // it _exits right after answering
-      finish(w.index, std::move(*answer));
+      settle(std::move(*answer));
       return true;
     }
     int status = 0;
@@ -332,7 +338,7 @@ private:
     if (got == w.pid || (got < 0 && errno == ECHILD)) {
       drain(w); // an answer written just before the exit
       auto answer = take_answer(w);
-      finish(w.index, answer ? std::move(*answer) : died(w, got == w.pid ? status : -1));
+      settle(answer ? std::move(*answer) : died(w, got == w.pid ? status : -1));
       return true;
     }
     if (deadline_left(w, now) <= 0) {
@@ -348,7 +354,7 @@ private:
         r.error = "run took longer than " + seconds_text(options_.run_timeout_s);
         r.build_seconds = w.build_seconds;
       }
-      finish(w.index, std::move(r));
+      settle(std::move(r));
       return true;
     }
     return false;
@@ -422,7 +428,9 @@ Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
     if (!b.module) {
       r = build_failure(b);
     } else {
+      auto started = Clock::now();
       r = run_candidate(*b.module, ref, impl_->options);
+      r.run_wall_seconds = seconds_between(started, Clock::now());
     }
     r.build_seconds = b.seconds;
     results.push_back(std::move(r));

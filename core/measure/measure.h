@@ -81,6 +81,9 @@ struct MeasureResult {
   std::string error;            // empty when Ok; else names the reason ("SIGSEGV", ...)
   std::vector<double> run_secs; // seconds per call, one per repeat; empty unless Ok
   double build_seconds = 0;
+  // The candidate's turn on the device, wall time: from the go to measure to the answer
+  // (arguments, warm-up, check against the reference, timed repeats); 0 when it never ran.
+  double run_wall_seconds = 0;
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 

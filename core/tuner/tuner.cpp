@@ -109,6 +109,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Wall seconds since construction (TaskResult::time's parts).
+class Stopwatch {
+public:
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+private:
+  Clock::time_point start_ = Clock::now();
+};
+
 // "NAME" or "NAME{json}" -> (NAME, json).
 std::pair<std::string, std::string> split_component_spec(const std::string& spec) {
   size_t brace = spec.find('{');
@@ -309,6 +318,7 @@ private:
                     cpu_reference_.get()};
     for (const auto& tp : tasks_) {
       TaskContext& t = *tp;
+      Stopwatch watch;
       t.build_search(setup);
       std::string reference_note = t.ensure_reference(options_);
       spdlog::info("{}: {} design space(s), {} record(s) in the database, {:.3g} GFLOP per call, "
@@ -316,6 +326,7 @@ private:
                    t.result.spec, t.ctx.design_spaces.size(), t.result.prior_records,
                    t.result.flops * 1e-9, reference_note);
       t.measure_libraries(*db_, libs_, lib_measurers_, options_, stop_);
+      t.result.time.setup += watch.seconds();
     }
   }
 
@@ -403,7 +414,9 @@ private:
       std::shared_ptr<Schedule> base = t.take_unscheduled_candidate();
       if (base) batch.push_back(base);
       if (batch.size() < n) {
+        Stopwatch search;
         std::vector<std::shared_ptr<Schedule>> proposed = t.strategy->next_batch(n - batch.size());
+        t.result.time.search += search.seconds();
         batch.insert(batch.end(), proposed.begin(), proposed.end());
       }
       if (batch.empty()) {
@@ -419,10 +432,18 @@ private:
         measured.push_back(unscheduled_from_reference(t, base));
         batch.erase(batch.begin());
       }
+      Stopwatch measuring;
       std::vector<MeasuredTrial> rest = measure_batch(t, batch);
+      t.result.time.measuring += measuring.seconds();
+      for (const MeasuredTrial& m : rest) {
+        t.result.time.builds += m.result.build_seconds;
+        t.result.time.runs += m.result.run_wall_seconds;
+      }
       measured.insert(measured.end(), rest.begin(), rest.end());
+      Stopwatch updates;
       for (const auto& c : callbacks_)
         c->apply(t, measured);
+      t.result.time.updates += updates.seconds();
       scheduler_->report(ti, measured.size(), t.result.best_seconds);
       spdlog::debug("{}: batch done, {} trials, best {:.4g} ms", t.result.spec, t.result.trials,
                     t.result.best_seconds * 1e3);
@@ -486,8 +507,10 @@ private:
       if (stopped()) break;
       TaskContext& t = *tp;
       if (!std::isfinite(t.result.best_seconds)) continue;
+      Stopwatch watch;
       VerifyResult v = verify_best(*db_, *measurer_, t.reference, t.workload, t.result.workload_id,
                                    target_.target_string, options_.verify, stop_);
+      t.result.time.checks += watch.seconds();
       if (v.interrupted) continue;
       if (!v.best_record_id) {
         // Said, not skipped: the best reported is then a single measurement.
@@ -545,8 +568,11 @@ private:
 
   // Each task's implementation chosen, the result completed, the observer told.
   TuneResult finish() {
-    for (const auto& t : tasks_)
+    for (const auto& t : tasks_) {
+      Stopwatch watch;
       t->choose(*db_, libs_, target_, options_, stop_);
+      t->result.time.checks += watch.seconds();
+    }
     for (const auto& t : tasks_)
       result_.tasks.push_back(t->result);
     result_.records_total = 0;

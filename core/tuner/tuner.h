@@ -147,6 +147,15 @@ struct TaskResult {
   // mean as measured in its trial.
   size_t verified = 0;
   double recorded_best_seconds = std::numeric_limits<double>::infinity();
+  // Where this run's time on the task went, wall seconds: its setup (design spaces, reference,
+  // library implementations), the search proposing candidates, the measuring of them, the
+  // callbacks after each batch (cost model training, ...), and the checks at the end (the
+  // fastest records measured again, the side-by-side comparison). Within the measuring,
+  // `builds` and `runs` are sums over the candidates: builds overlap each other in parallel
+  // workers; runs (upload, warm-up, check, timed repeats) take the device in turn.
+  struct Time {
+    double setup = 0, search = 0, measuring = 0, builds = 0, runs = 0, updates = 0, checks = 0;
+  } time;
   bool exhausted = false;     // its search could propose nothing more
   std::string diagnosis;      // why the search refused candidates (when exhausted)
   double best_gflops() const; // 0 when nothing succeeded

@@ -52,6 +52,10 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
     tj["best_record_id"] = t.best_record_id;
     tj["verified_records"] = t.verified;
     if (t.verified) tj["recorded_best_seconds"] = number_or_null(t.recorded_best_seconds);
+    tj["time_seconds"] = {{"setup", t.time.setup},         {"search", t.time.search},
+                          {"measuring", t.time.measuring}, {"builds_summed", t.time.builds},
+                          {"runs_summed", t.time.runs},    {"updates", t.time.updates},
+                          {"checks", t.time.checks}};
     tj["exhausted"] = t.exhausted;
     if (!t.diagnosis.empty()) tj["diagnosis"] = t.diagnosis;
     tj["implementation"] = t.chosen.empty() ? nlohmann::json() : nlohmann::json(t.chosen);
@@ -107,6 +111,14 @@ void print_summary(const TuneResult& r) {
     }
     if (t.exhausted && !t.diagnosis.empty()) std::cout << "\n    search exhausted: " << t.diagnosis;
     std::cout << "\n";
+    if (t.trials) {
+      std::cout.precision(1);
+      std::cout << "    time: setup " << t.time.setup << " s, search " << t.time.search
+                << " s, measuring " << t.time.measuring << " s (builds " << t.time.builds
+                << " s summed over parallel workers, runs " << t.time.runs
+                << " s one at a time), model updates " << t.time.updates << " s, final checks "
+                << t.time.checks << " s\n";
+    }
     if (!t.library_target.empty()) {
       std::cout.precision(4);
       std::cout << "    " << t.library_component << ": " << t.library_seconds * 1e3 << " ms";

@@ -190,6 +190,12 @@ TEST(TuneCli, JsonLastLineThenBestAndReplay) {
   EXPECT_GE(j["tuning_seconds"].get<double>(), 0);
   EXPECT_EQ(j["interrupted"], false);
   ASSERT_EQ(j["tasks"].size(), 1u);
+  const nlohmann::json& time = j["tasks"][0]["time_seconds"];
+  for (const char* part :
+       {"setup", "search", "measuring", "builds_summed", "runs_summed", "updates", "checks"})
+    EXPECT_GE(time.at(part).get<double>(), 0) << part;
+  EXPECT_LE(time["runs_summed"].get<double>(), time["measuring"].get<double>());
+  EXPECT_NE(r.out.find("    time: setup "), std::string::npos) << r.out;
   int64_t best_id = j["tasks"][0]["best_record_id"];
   EXPECT_EQ(count_records(db), 6u);
 

@@ -155,6 +155,27 @@ TEST(Tuner, CommitsOneRecordPerTrial) {
   EXPECT_DOUBLE_EQ(best->mean_secs(), t.best_seconds);
 }
 
+// Where the run's time went: the setup, the search, the measuring (whose candidates' turns on
+// the device come one at a time, so they fit inside it), the model updates and the final
+// checks -- all within the run.
+TEST(Tuner, TheTimeSplitAccountsForTheRun) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 8);
+  o.verify.top = 2;
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  const TaskResult::Time& t = r.tasks[0].time;
+  EXPECT_GT(t.search, 0);
+  EXPECT_GT(t.measuring, 0);
+  EXPECT_GT(t.builds, 0);
+  EXPECT_GT(t.runs, 0);
+  EXPECT_GE(t.updates, 0);
+  EXPECT_GT(t.setup, 0);
+  EXPECT_GT(t.checks, 0); // the fastest records are measured again
+  EXPECT_LE(t.runs, t.measuring);
+  EXPECT_LE(t.setup + t.search + t.measuring + t.updates + t.checks, r.tuning_seconds);
+}
+
 // The unscheduled workload is a candidate of every task (measured once, in the first batch,
 // checked against the reference like any other), so the best the tuner hands back is never
 // slower than the untuned program.
