@@ -122,7 +122,7 @@ if [[ -z "${SKIP_BENCH:-}" ]]; then
   export DEADLINE=$((began + ${TOTAL_SECONDS:-540} - 60))
   left=$((DEADLINE - $(date +%s)))
   ((left >= 150)) || { say "on_device: only ${left} s left for the benchmark"; exit 4; }
-  say "- ${left} s for the operators${ONLY:+ $ONLY} (each at most ${OP_SECONDS:-160} s)"
+  say "- ${left} s for the operators${ONLY:+ $ONLY}, shared ${SHARES:-2,1,1} (each at most ${OP_SECONDS:-160} s)"
   BUILD="$build" OUT="$out/bench" bash "$root/bench/gpu/run.sh" 2>"$out/bench.log" |
     tee -a "$summary"
   bench_rc=$?

@@ -15,7 +15,9 @@
 # stops then, measures its best again and compares it with cuBLAS, about 30 s more; a hard cap
 # of OP_SECONDS + 120 s interrupts a tuner that overruns, which still reports what it has),
 # DEADLINE (a `date +%s` time by which the last operator is to be done: the time left is shared
-# among the operators still to run, at most OP_SECONDS each), OUT (results folder, default
+# among the operators still to run, in proportion to SHARES, at most OP_SECONDS each), SHARES
+# (each operator's share of that time, default "2,1,1": the f16 matmul, the CUDA issue's goal,
+# gets half), OUT (results folder, default
 # bench/results/gpu), DB (default $OUT/gpu.db), BUILD (default build), ONLY (operator numbers:
 # ONLY=1 runs the f16 matmul alone).
 # Every candidate is measured in a worker process of its own (CUDA context, 64-128 MB of
@@ -79,11 +81,22 @@ elif [[ -n "${TMA:-}" ]]; then
   ops[0]+=' --rules +std.MultiLevelTilingTensorCore{"wgmma_tma":"both"}'
 fi
 
+IFS=',' read -r -a shares <<<"${SHARES:-2,1,1}"
+if ((${#shares[@]} != ${#ops[@]})); then
+  echo "bench/gpu: SHARES needs ${#ops[@]} numbers, one per operator (got '${SHARES:-}')" >&2
+  exit 2
+fi
+
 # ONLY: the operators to run, by number (1 f16, 2 f32, 3 BERT), e.g. ONLY=1 or ONLY=1,3.
 if [[ -n "${ONLY:-}" ]]; then
   picked=()
-  for i in ${ONLY//,/ }; do picked+=("${ops[$((i - 1))]}"); done
+  picked_shares=()
+  for i in ${ONLY//,/ }; do
+    picked+=("${ops[$((i - 1))]}")
+    picked_shares+=("${shares[$((i - 1))]}")
+  done
   ops=("${picked[@]}")
+  shares=("${picked_shares[@]}")
 fi
 
 mkdir -p "$out"
@@ -97,8 +110,10 @@ for op in "${ops[@]}"; do
   budget=$op_seconds
   if [[ -n "${DEADLINE:-}" ]]; then
     # What is left until the deadline, less the wind-up (verification, comparison: ~30 s) of
-    # each operator still to run, shared among them.
-    left=$(((DEADLINE - $(date +%s) - 30 * (${#ops[@]} - n + 1)) / (${#ops[@]} - n + 1)))
+    # each operator still to run, shared among them by their shares.
+    shares_left=0
+    for ((i = n - 1; i < ${#ops[@]}; ++i)); do shares_left=$((shares_left + shares[i])); done
+    left=$(((DEADLINE - $(date +%s) - 30 * (${#ops[@]} - n + 1)) * shares[n - 1] / shares_left))
     if ((left < budget)); then budget=$left; fi
     if ((budget < 20)); then budget=20; fi
   fi
