@@ -24,6 +24,7 @@
 
 #include "cublas_library.h"
 #include "cuda_driver.h"
+#include "metatune/sdk/device_timing.hpp"
 #include "metatune/sdk/plugin.hpp"
 #include "metatune/sdk/program_builder.hpp"
 #include "recognize_gemm.h"
@@ -105,7 +106,8 @@ public:
   }
 
   // As the cuda target's modules time (gpu_codegen's DeviceModule): inputs uploaded once, the
-  // L2 cache flushed before each repeat, calls between two events until the repeat lasts.
+  // L2 cache flushed before each repeat, the repeat's calls back to back between two events
+  // (sdk/device_timing.hpp).
   std::vector<double> time(const std::vector<sdk::TensorView>& args, int repeats,
                            double min_repeat_seconds) override {
     std::vector<double> out;
@@ -114,19 +116,15 @@ public:
       gemm();
       session_->context->synchronize();
       cuda::Event start(*session_->context), end(*session_->context);
-      for (int r = 0; r < repeats; ++r) {
-        session_->context->flush_l2();
-        int64_t calls = 0;
-        double elapsed = 0;
-        start.record();
-        do {
-          gemm();
-          ++calls;
-          end.record();
-          elapsed = cuda::Event::elapsed_ms(start, end) / 1e3;
-        } while (elapsed < min_repeat_seconds);
-        out.push_back(elapsed / static_cast<double>(calls));
-      }
+      out = sdk::time_back_to_back(
+          [&](int64_t calls) {
+            start.record();
+            for (int64_t c = 0; c < calls; ++c)
+              gemm();
+            end.record();
+            return cuda::Event::elapsed_ms(start, end) / 1e3;
+          },
+          [&] { session_->context->flush_l2(); }, repeats, min_repeat_seconds);
       download(args);
     });
     return out;

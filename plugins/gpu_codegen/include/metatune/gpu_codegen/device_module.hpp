@@ -1,8 +1,8 @@
 // A compiled plan as an SDK module on a device with CUDA-like runtime semantics (CUDA, HIP):
 // device buffers for the plan's buffers, the host steps' launches in order, run() copying the
 // parameters in and the written ones back, time() measuring with device events on data that
-// stays on the device, the L2 cache flushed before each repeat. The vendor parts come from a
-// backend:
+// stays on the device, the L2 cache flushed before each repeat (sdk/device_timing.hpp). The vendor
+// parts come from a backend:
 //   struct Backend {
 //     using Buffer = ...;  // upload(const void*, size_t), download(void*, size_t) const,
 //                          // void* kernel_param()  (the address of the device pointer)
@@ -28,6 +28,7 @@
 #include "metatune/gpu_codegen/plan_arguments.hpp"
 #include "metatune/gpu_codegen/tensor_map.hpp"
 #include "metatune/sdk/components.hpp"
+#include "metatune/sdk/device_timing.hpp"
 
 namespace mt::gpu_codegen {
 
@@ -65,22 +66,17 @@ public:
     upload(args);
     launch_all();
     backend_.synchronize();
-    std::vector<double> out;
     auto start = backend_.event();
     auto end = backend_.event();
-    for (int r = 0; r < repeats; ++r) {
-      backend_.flush_l2();
-      int64_t calls = 0;
-      double elapsed = 0;
-      start.record();
-      do {
-        launch_all();
-        ++calls;
-        end.record();
-        elapsed = Backend::Event::elapsed_ms(start, end) / 1e3;
-      } while (elapsed < min_repeat_seconds);
-      out.push_back(elapsed / static_cast<double>(calls));
-    }
+    std::vector<double> out = sdk::time_back_to_back(
+        [&](int64_t calls) {
+          start.record();
+          for (int64_t c = 0; c < calls; ++c)
+            launch_all();
+          end.record();
+          return Backend::Event::elapsed_ms(start, end) / 1e3;
+        },
+        [&] { backend_.flush_l2(); }, repeats, min_repeat_seconds);
     download(args);
     return out;
   }
