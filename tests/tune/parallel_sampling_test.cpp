@@ -17,6 +17,7 @@
 #include "core/search/parallel_sampler.h"
 #include "core/search/search_strategy.h"
 #include "core/workload/library.h"
+#include "search_test_util.h"
 
 namespace mt {
 namespace {
@@ -58,30 +59,8 @@ SearchContext context(const std::string& spec, uint64_t seed, size_t threads,
   return ctx;
 }
 
-EvolutionaryOptions small_options() {
-  EvolutionaryOptions o;
-  o.population = 48;
-  o.init_min_unmeasured = 16;
-  o.genetic_iterations = 2;
-  return o;
-}
-
-// The annotations the CPU postprocessors consume: a post-processed candidate has none left.
-bool has_postproc_annotation(const Function& f) {
-  bool found = false;
-  auto check = [&](const Annotations& anns) {
-    for (const auto& [k, v] : anns)
-      if (k == "meta_schedule.parallel" || k == "meta_schedule.vectorize" ||
-          k == "meta_schedule.unroll_explicit" || k == "meta_schedule.unroll_implicit")
-        found = true;
-  };
-  visit_stmts(f.body, [&](const Stmt& s) {
-    if (s->kind == StmtKind::For) check(as<ForNode>(s)->annotations);
-    if (s->kind == StmtKind::BlockRealize) check(as<BlockRealizeNode>(s)->block->annotations);
-    return true;
-  });
-  return found;
-}
+using search_test::has_postproc_annotation;
+using search_test::small_options;
 
 // What a run proposes: every candidate's hash and full trace, and the search's counts.
 struct SearchRun {
