@@ -540,6 +540,9 @@ private:
     return row;
   }
 
+  // A loop tiled over its rounded-up extent: (loop index, innermost factor); see tile_padded.
+  using Padded = std::optional<std::pair<size_t, int64_t>>;
+
   // Tiles the block's loops by the structure; `padded` = (loop index, innermost factor) of a
   // loop tiled with that factor over its rounded-up extent (tile_padded); `lane_loop`: the
   // loop placed last in every spatial level, whose innermost piece becomes the vector lanes
@@ -547,15 +550,14 @@ private:
   // the innermost spatial level is a register tile (rows by whole vectors along the lane loop,
   // or along the innermost spatial loop without one), which must exist when there is no lane
   // loop (ScheduleError otherwise).
-  State tile(const Schedule& original, BlockRV block,
-             std::optional<std::pair<size_t, int64_t>> padded, std::optional<size_t> lane_loop,
-             bool register_tile) const {
+  State tile(const Schedule& original, BlockRV block, Padded padded,
+             std::optional<size_t> lane_loop, bool register_tile) const {
     State s{original.copy(), block, {}, {}};
     Schedule& sch = s.sch;
-    std::vector<LoopRV> loops = sch.get_loops(block);
-    std::vector<LoopRole> roles = loop_roles(sch, block, loops);
+    Nest nest{sch.get_loops(block), {}};
+    nest.roles = loop_roles(sch, block, nest.loops);
     if (lane_loop) {
-      sdk::ExprRef lv = sch.loop_var(loops.at(*lane_loop));
+      sdk::ExprRef lv = sch.loop_var(nest.loops.at(*lane_loop));
       for (const auto& iv : sch.iter_vars(block))
         if (iv.value && iv.value.get() == lv.get()) s.lane = iv.var;
       if (!s.lane)
@@ -563,95 +565,24 @@ private:
                                  "std.MultiLevelTiling: the lane loop binds no iter var");
     }
     const std::string& st = opts_.structure;
-    int n_s = static_cast<int>(std::count(st.begin(), st.end(), 'S'));
-    int n_r = static_cast<int>(st.size()) - n_s;
-    // Lanes along another axis than the innermost: the innermost spatial level is the register
-    // tile alone -- rows (at most kMaxTileRows, or the padded factor) by a whole number of
-    // vectors along the lane loop -- and every other spatial loop is tiled over the outer
-    // levels. Left to sample_perfect_tile, such tiles are rare among the draws (and the space
-    // has them all the same: the mutators move factors between levels).
-    std::optional<size_t> row, tile_lane = lane_loop;
-    if (register_tile && !tile_lane) {
-      for (size_t i = 0; i < loops.size(); ++i)
-        if (!roles[i].reduce && sch.extent(loops[i]) > 1) tile_lane = i;
-    }
-    if (register_tile && tile_lane && n_s >= 2) {
-      Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
-      row = padded ? padded->first : row_loop(probe, block, lane_loop);
-    }
-    if (register_tile && !lane_loop && !row)
-      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTiling: no register tile");
-    std::optional<TwoAxisRows> two_axis;
-    if (row && lane_loop && !padded) two_axis = two_axis_rows(sch, loops, roles, *row, *lane_loop);
-    // The register tile's width is split first: its row count must leave registers for the
-    // loaded vectors and the broadcast (see RegisterBudget).
-    std::optional<std::vector<LoopRV>> lane_pieces;
-    int64_t vectors = 0;
-    if (row && n_s >= 2 && !roles[*tile_lane].reduce) {
-      std::optional<int64_t> padded_rows;
-      if (padded) padded_rows = padded->second;
-      lane_pieces = split_lanes(sch, loops[*tile_lane], n_s, sch.extent(loops[*row]), padded_rows,
-                                two_axis.has_value(), &vectors);
-      if (!lane_pieces && !lane_loop)
-        throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
-                                 "std.MultiLevelTiling: no whole vectors along the lanes");
-    }
+    const int n_s = static_cast<int>(std::count(st.begin(), st.end(), 'S'));
+    const int n_r = static_cast<int>(st.size()) - n_s;
+    const RegisterTile rt =
+        plan_register_tile(sch, block, nest, padded, lane_loop, register_tile, n_s);
     // pieces[i][k]: level k of loop i.
     std::vector<std::vector<LoopRV>> pieces;
     std::vector<bool> is_reduce;
-    for (size_t i = 0; i < loops.size(); ++i) {
-      bool reduce = roles[i].reduce;
-      int n = reduce ? n_r : n_s;
+    for (size_t i = 0; i < nest.loops.size(); ++i) {
+      const bool reduce = nest.roles[i].reduce;
       is_reduce.push_back(reduce);
-      if (row && !reduce && n >= 2 && !(padded && padded->first == i)) {
-        std::optional<std::vector<LoopRV>> p;
-        if (i == *tile_lane)
-          p = lane_pieces;
-        else if (i == *row && two_axis)
-          p = split_inner_from(sch, loops[i], n, {two_axis->rows});
-        else if (i == *row)
-          p = split_rows(sch, loops[i], n, budget_.max_rows(vectors));
-        else if (two_axis && i == two_axis->outer_loop)
-          p = split_inner_from(sch, loops[i], n, {two_axis->outer_rows});
-        else
-          p = split_outer_levels(sch, loops[i], n);
-        if (p) {
-          pieces.push_back(std::move(*p));
-          continue;
-        }
-      }
-      if (n == 0) {
-        // A structure without 'R' keeps reduction loops innermost, untiled.
-        pieces.push_back({loops[i]});
-        continue;
-      }
-      if (n == 1) {
-        pieces.push_back({loops[i]});
-        continue;
-      }
-      if (padded && padded->first == i) {
-        int64_t inner = padded->second, extent = sch.extent(loops[i]);
-        pieces.push_back(split_inner(sch, loops[i], n, (extent + inner - 1) / inner, inner));
-        continue;
-      }
-      if (!reduce && bound_levels(n)) {
-        pieces.push_back(split_bound_levels(sch, loops[i], n));
-        continue;
-      }
-      if (reduce && n >= 2 && !opts_.tile_binds.empty()) {
-        pieces.push_back(split_shared_k(sch, loops[i], n));
-        continue;
-      }
-      int64_t max_inner = row && i == *row ? kMaxTileRows : opts_.max_innermost_factor;
-      std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loops[i], n, max_inner);
-      pieces.push_back(sch.split(loops[i], std::vector<sdk::Factor>(f.begin(), f.end())));
+      pieces.push_back(split_levels(sch, nest, i, reduce ? n_r : n_s, rt, padded));
     }
     s.tiles.assign(st.size(), {});
     int level_s = 0, level_r = 0;
     for (size_t p = 0; p < st.size(); ++p) {
       bool reduce = st[p] == 'R';
       int level = reduce ? level_r++ : level_s++;
-      for (size_t i = 0; i < loops.size(); ++i)
+      for (size_t i = 0; i < nest.loops.size(); ++i)
         if (is_reduce[i] == reduce && i != lane_loop)
           s.tiles[p].push_back(pieces[i][static_cast<size_t>(level)]);
       if (!reduce && lane_loop)
@@ -661,7 +592,7 @@ private:
     for (const auto& level : s.tiles)
       order.insert(order.end(), level.begin(), level.end());
     if (n_r == 0)
-      for (size_t i = 0; i < loops.size(); ++i)
+      for (size_t i = 0; i < nest.loops.size(); ++i)
         if (is_reduce[i]) order.push_back(pieces[i][0]);
     sch.reorder(order);
     sch.annotate(block, keys::kTilingStructure, st);
@@ -787,6 +718,93 @@ private:
           best = TwoAxisRows{*outer, r, o};
     }
     return best;
+  }
+
+  // The block's loops before tiling and what each does.
+  struct Nest {
+    std::vector<LoopRV> loops;
+    std::vector<LoopRole> roles;
+  };
+
+  // How the innermost spatial level becomes a register tile: its row loop, the loop its width
+  // runs along in whole vectors (`tile_lane`, with `vectors` of them) and that loop's levels,
+  // already split; rows over two loops where one is too short (`two_axis`). No row: no
+  // register tile.
+  struct RegisterTile {
+    std::optional<size_t> row, tile_lane;
+    std::optional<TwoAxisRows> two_axis;
+    std::optional<std::vector<LoopRV>> lane_pieces;
+    int64_t vectors = 0;
+  };
+
+  RegisterTile plan_register_tile(Schedule& sch, BlockRV block, const Nest& nest, Padded padded,
+                                  std::optional<size_t> lane_loop, bool register_tile,
+                                  int n_s) const {
+    RegisterTile rt;
+    rt.tile_lane = lane_loop;
+    // Lanes along another axis than the innermost: the innermost spatial level is the register
+    // tile alone -- rows (at most kMaxTileRows, or the padded factor) by a whole number of
+    // vectors along the lane loop -- and every other spatial loop is tiled over the outer
+    // levels. Left to sample_perfect_tile, such tiles are rare among the draws (and the space
+    // has them all the same: the mutators move factors between levels).
+    if (register_tile && !rt.tile_lane) {
+      for (size_t i = 0; i < nest.loops.size(); ++i)
+        if (!nest.roles[i].reduce && sch.extent(nest.loops[i]) > 1) rt.tile_lane = i;
+    }
+    if (register_tile && rt.tile_lane && n_s >= 2) {
+      Schedule probe = sch.copy(); // its lookups are recorded in a trace thrown away
+      rt.row = padded ? padded->first : row_loop(probe, block, lane_loop);
+    }
+    if (register_tile && !lane_loop && !rt.row)
+      throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTiling: no register tile");
+    if (rt.row && lane_loop && !padded)
+      rt.two_axis = two_axis_rows(sch, nest.loops, nest.roles, *rt.row, *lane_loop);
+    // The register tile's width is split first: its row count must leave registers for the
+    // loaded vectors and the broadcast (see RegisterBudget).
+    if (rt.row && n_s >= 2 && !nest.roles[*rt.tile_lane].reduce) {
+      std::optional<int64_t> padded_rows;
+      if (padded) padded_rows = padded->second;
+      rt.lane_pieces =
+          split_lanes(sch, nest.loops[*rt.tile_lane], n_s, sch.extent(nest.loops[*rt.row]),
+                      padded_rows, rt.two_axis.has_value(), &rt.vectors);
+      if (!rt.lane_pieces && !lane_loop)
+        throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
+                                 "std.MultiLevelTiling: no whole vectors along the lanes");
+    }
+    return rt;
+  }
+
+  // Loop i split into its n levels, outermost first: by the register tile's plan where it is
+  // one of its loops, else padded, bound to threads, shared along k, or sampled.
+  std::vector<LoopRV> split_levels(Schedule& sch, const Nest& nest, size_t i, int n,
+                                   const RegisterTile& rt, Padded padded) const {
+    const LoopRV loop = nest.loops[i];
+    const bool reduce = nest.roles[i].reduce;
+    if (rt.row && !reduce && n >= 2 && !(padded && padded->first == i)) {
+      std::optional<std::vector<LoopRV>> p;
+      if (i == *rt.tile_lane)
+        p = rt.lane_pieces;
+      else if (i == *rt.row && rt.two_axis)
+        p = split_inner_from(sch, loop, n, {rt.two_axis->rows});
+      else if (i == *rt.row)
+        p = split_rows(sch, loop, n, budget_.max_rows(rt.vectors));
+      else if (rt.two_axis && i == rt.two_axis->outer_loop)
+        p = split_inner_from(sch, loop, n, {rt.two_axis->outer_rows});
+      else
+        p = split_outer_levels(sch, loop, n);
+      if (p) return std::move(*p);
+    }
+    // A structure without 'R' keeps reduction loops innermost, untiled.
+    if (n <= 1) return {loop};
+    if (padded && padded->first == i) {
+      int64_t inner = padded->second, extent = sch.extent(loop);
+      return split_inner(sch, loop, n, (extent + inner - 1) / inner, inner);
+    }
+    if (!reduce && bound_levels(n)) return split_bound_levels(sch, loop, n);
+    if (reduce && !opts_.tile_binds.empty()) return split_shared_k(sch, loop, n);
+    int64_t max_inner = rt.row && i == *rt.row ? kMaxTileRows : opts_.max_innermost_factor;
+    std::vector<sdk::ExprRV> f = sch.sample_perfect_tile(loop, n, max_inner);
+    return sch.split(loop, std::vector<sdk::Factor>(f.begin(), f.end()));
   }
 
   // Splits `loop` into [outer, inner], then tiles outer perfectly over the n - 1 outer levels
