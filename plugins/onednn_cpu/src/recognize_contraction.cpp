@@ -103,40 +103,54 @@ void channel_expr(const Stage& m, const P::Expr& e, int64_t f, std::optional<int
   reject("a data channel index that is not a (grouped) channel expression");
 }
 
-Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t mi,
-               const P::Expr& D, const P::Expr& W) {
-  const Stage& m = sp.stages[mi];
-  if (!sp.is_param(W->buffer)) reject("the weights are not a parameter");
-  P::Buffer source = D->buffer;
-  if (pad) {
-    if (D->buffer->id != pad->stage->out->id) reject("the pad stage does not feed the data");
-    if (sp.num_reads(D->buffer) != 1) reject("the padded data is read more than once");
-    if (pad->fill != 0) reject("padding with a nonzero value");
-    source = pad->source;
-  } else if (!sp.is_param(D->buffer)) {
-    reject("the data is not a parameter");
-  }
-  Access w = plain_access(W);
-  std::vector<int64_t> fs;
-  for (int64_t v : w.vars)
-    if (v >= 0 && out_pos(m, v) >= 0) fs.push_back(v);
-  if (fs.size() != 1) reject("the weights do not have exactly one output dimension");
-  const int64_t f = fs[0];
-
-  // Classify the data dims: batch (a plain output var), spatial (o*stride + r*dilation) and
-  // one channel dim.
-  int dn = -1, dc = -1;
+// The data's dimensions in a convolution: the batch (a plain output var), the channel, and the
+// spatial ones (o * stride + r * dilation, o an output var and r a kernel var).
+struct ConvDims {
   struct Spatial {
     int dim;
     int64_t o, r, stride, dilation;
   };
+  int dn = -1, dc = -1;
   std::vector<Spatial> spatial;
+
+  bool has_kernel_var(int64_t v) const {
+    return std::any_of(spatial.begin(), spatial.end(), [&](const Spatial& s) { return s.r == v; });
+  }
+  bool is_spatial_dim(int d) const {
+    return std::any_of(spatial.begin(), spatial.end(),
+                       [&](const Spatial& s) { return s.dim == d; });
+  }
+};
+
+// The buffer the convolution reads: the data parameter, or the parameter a pad stage pads.
+P::Buffer conv_source(const StageProgram& sp, const std::optional<PadInfo>& pad, const P::Expr& D) {
+  if (!pad) {
+    if (!sp.is_param(D->buffer)) reject("the data is not a parameter");
+    return D->buffer;
+  }
+  if (D->buffer->id != pad->stage->out->id) reject("the pad stage does not feed the data");
+  if (sp.num_reads(D->buffer) != 1) reject("the padded data is read more than once");
+  if (pad->fill != 0) reject("padding with a nonzero value");
+  return pad->source;
+}
+
+// The weights' one output dimension's var (the output channel f).
+int64_t output_channel(const Stage& m, const Access& w) {
+  std::vector<int64_t> fs;
+  for (int64_t v : w.vars)
+    if (v >= 0 && out_pos(m, v) >= 0) fs.push_back(v);
+  if (fs.size() != 1) reject("the weights do not have exactly one output dimension");
+  return fs[0];
+}
+
+ConvDims classify_data_dims(const Stage& m, const P::Expr& D, const Access& w, int64_t f) {
+  ConvDims dims;
   for (size_t d = 0; d < D->args.size(); ++d) {
     const P::Expr& e = D->args[d];
     int64_t v = 0;
     if (is_var(e, &v) && v != f && out_pos(m, v) >= 0) {
-      if (dn >= 0) reject("more than one batch dimension");
-      dn = static_cast<int>(d);
+      if (dims.dn >= 0) reject("more than one batch dimension");
+      dims.dn = static_cast<int>(d);
       continue;
     }
     auto a = P::affine(e);
@@ -156,41 +170,56 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
       }
     }
     if (ok && o >= 0 && (r >= 0 || a->coef.size() == 1)) {
-      spatial.push_back({static_cast<int>(d), o, r, s, dil});
+      dims.spatial.push_back({static_cast<int>(d), o, r, s, dil});
       continue;
     }
-    if (dc >= 0) reject("more than one channel dimension in the data");
-    dc = static_cast<int>(d);
+    if (dims.dc >= 0) reject("more than one channel dimension in the data");
+    dims.dc = static_cast<int>(d);
   }
-  if (dc < 0) reject("no channel dimension in the data");
-  if (spatial.empty() || spatial.size() > 3) reject("not 1 to 3 spatial dimensions");
+  if (dims.dc < 0) reject("no channel dimension in the data");
+  if (dims.spatial.empty() || dims.spatial.size() > 3) reject("not 1 to 3 spatial dimensions");
+  return dims;
+}
+
+// Every reduction var is the channel or a kernel dim; every weight dim is f, rc or a kernel
+// dim; the channel reduction indexes the weights.
+void check_conv_vars(const Stage& m, const P::Expr& W, const Access& w, int64_t f,
+                     std::optional<int64_t> rc, const ConvDims& dims) {
+  for (const Loop& r : m.rvars) {
+    bool used = (rc && *rc == r.var) || dims.has_kernel_var(r.var);
+    if (!used && r.extent != 1) reject("a reduction variable that is not a channel or kernel");
+  }
+  for (size_t d = 0; d < w.vars.size(); ++d) {
+    int64_t v = w.vars[d];
+    bool known = v == f || (rc && v == *rc) || dims.has_kernel_var(v);
+    if (!known && W->buffer->shape[d] != 1) reject("a weight dim that is not f, rc or kernel");
+  }
+  if (rc && !contains(w.vars, *rc)) reject("the channel reduction does not index the weights");
+}
+
+Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t mi,
+               const P::Expr& D, const P::Expr& W) {
+  const Stage& m = sp.stages[mi];
+  if (!sp.is_param(W->buffer)) reject("the weights are not a parameter");
+  const P::Buffer source = conv_source(sp, pad, D);
+  const Access w = plain_access(W);
+  const int64_t f = output_channel(m, w);
+  const ConvDims dims = classify_data_dims(m, D, w, f);
+  const int dn = dims.dn, dc = dims.dc;
   std::optional<int64_t> rc;
   int64_t groups = 1, fg = 1, cg = 1;
   channel_expr(m, D->args[dc], f, &rc, &groups, &fg, &cg);
   const int64_t F = m.extent_of(f);
   if (groups < 1 || groups * fg != F || source->shape[dc] != groups * cg)
     reject("inconsistent group sizes");
-  // Every reduction var is the channel or a kernel dim; every weight dim is f, rc or a kernel.
-  for (const Loop& r : m.rvars) {
-    bool used = (rc && *rc == r.var) || std::any_of(spatial.begin(), spatial.end(),
-                                                    [&](const Spatial& s) { return s.r == r.var; });
-    if (!used && r.extent != 1) reject("a reduction variable that is not a channel or kernel");
-  }
+  check_conv_vars(m, W, w, f, rc, dims);
+
   std::vector<int64_t> wstr = P::row_major_strides(W->buffer->shape);
   auto wdim = [&](int64_t var) -> int {
     for (size_t d = 0; d < w.vars.size(); ++d)
       if (w.vars[d] == var) return static_cast<int>(d);
     return -1;
   };
-  for (size_t d = 0; d < w.vars.size(); ++d) {
-    int64_t v = w.vars[d];
-    bool known =
-        v == f || (rc && v == *rc) ||
-        std::any_of(spatial.begin(), spatial.end(), [&](const Spatial& s) { return s.r == v; });
-    if (!known && W->buffer->shape[d] != 1) reject("a weight dim that is not f, rc or kernel");
-  }
-  if (rc && wdim(*rc) < 0) reject("the channel reduction does not index the weights");
-
   ConvOp op;
   op.groups = groups;
   const int64_t sf = wstr[wdim(f)];
@@ -213,11 +242,10 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
     reject("padding on the batch or channel dimension");
   for (size_t d = 0; d < source->shape.size(); ++d) {
     bool known = static_cast<int>(d) == dn || static_cast<int>(d) == dc ||
-                 std::any_of(spatial.begin(), spatial.end(),
-                             [&](const Spatial& s) { return s.dim == static_cast<int>(d); });
+                 dims.is_spatial_dim(static_cast<int>(d));
     if (!known && source->shape[d] != 1) reject("a data dim that is not batch/channel/spatial");
   }
-  for (const Spatial& s : spatial) {
+  for (const ConvDims::Spatial& s : dims.spatial) {
     const int64_t H = source->shape[s.dim];
     const int64_t K = s.r >= 0 ? m.extent_of(s.r) : 1;
     const int64_t O = m.extent_of(s.o);
@@ -242,7 +270,7 @@ Plan conv_with(const StageProgram& sp, const std::optional<PadInfo>& pad, size_t
   plan.post_ops = match_tail(sp, mi + 1, logical);
   op.bias = take_bias(&plan.post_ops, 1, /*keep_rank=*/false);
   const bool depthwise = cg == 1 && groups > 1;
-  plan.family = "conv" + std::to_string(spatial.size()) + "d";
+  plan.family = "conv" + std::to_string(dims.spatial.size()) + "d";
   plan.detail = "src " + dims_string(op.src.dims) + " weights " + dims_string(op.weights.dims) +
                 (depthwise    ? " depthwise"
                  : groups > 1 ? " groups=" + std::to_string(groups)
