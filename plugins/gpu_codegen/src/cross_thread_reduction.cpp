@@ -68,19 +68,19 @@ bool uses_only(const P::Expr& e, const std::unordered_set<int64_t>& vars) {
   return ok;
 }
 
-// Stores under the outermost loop of a thread tag whose indices do not depend on that tag:
-// every thread of the dimension writes the same element. Harmless when they all write the
-// same value; a reduction across threads when it is an update of a reduction; otherwise the
-// program cannot run on a GPU as written.
-std::optional<CrossThreadReduction>
-find_shared_target_stores(const P::Stmt& loop, bool is_block,
-                          const std::unordered_set<int64_t>& private_ids,
-                          const std::unordered_set<int64_t>& scope_vars) {
-  struct Found {
-    P::Stmt store;
-    std::unordered_set<int64_t> tag_vars;
-  };
-  std::vector<Found> found;
+namespace {
+
+// A store under the loop (find_shared_target_stores) whose indices do not use the tag's
+// variables, with those of the loops around it.
+struct SameElementStore {
+  P::Stmt store;
+  std::unordered_set<int64_t> tag_vars;
+};
+
+// The stores under `loop` that every thread of its tag writes at the same element; stores
+// into arrays allocated inside the loop are each thread's own.
+std::vector<SameElementStore> same_element_stores(const P::Stmt& loop) {
+  std::vector<SameElementStore> found;
   std::unordered_set<int64_t> inside_allocs;
   std::function<void(const P::Stmt&, std::unordered_set<int64_t>)> scan =
       [&](const P::Stmt& s, std::unordered_set<int64_t> tag_vars) {
@@ -113,12 +113,19 @@ find_shared_target_stores(const P::Stmt& loop, bool is_block,
         }
       };
   scan(loop, {});
-  if (found.empty()) return std::nullopt;
+  return found;
+}
 
-  const std::string where = "'" + loop->thread_tag + "'";
+// The one reduction among `found` (its updates), or none; the stores that are not updates go
+// to `rest`. More than one reduction, one across blocks, or one into an element chosen inside
+// the loop cannot run.
+std::optional<CrossThreadReduction> the_reduction(const std::vector<SameElementStore>& found,
+                                                  bool is_block, const std::string& where,
+                                                  const std::unordered_set<int64_t>& private_ids,
+                                                  const std::unordered_set<int64_t>& scope_vars,
+                                                  std::vector<SameElementStore>& rest) {
   std::optional<CrossThreadReduction> xr;
-  std::vector<Found> rest;
-  for (const Found& f : found) {
+  for (const SameElementStore& f : found) {
     auto u = reduction_update(f.store);
     if (!u) {
       rest.push_back(f);
@@ -145,7 +152,17 @@ find_shared_target_stores(const P::Stmt& loop, bool is_block,
                                  f.store->buffer->name + "')");
     }
   }
-  for (const Found& f : rest) {
+  return xr;
+}
+
+// The other same-element stores: the reduction's initialisations (the same value for every
+// thread, into its target) join `xr`; a store of one value for every thread is harmless;
+// anything else cannot run.
+void place_other_stores(const std::vector<SameElementStore>& rest, const std::string& where,
+                        const std::unordered_set<int64_t>& private_ids,
+                        const std::unordered_set<int64_t>& scope_vars,
+                        std::optional<CrossThreadReduction>& xr) {
+  for (const SameElementStore& f : rest) {
     const P::Stmt& st = f.store;
     bool same_target =
         xr.has_value() && st->buffer->id == xr->buffer_id && index_key(st->indices) == xr->key;
@@ -168,27 +185,48 @@ find_shared_target_stores(const P::Stmt& loop, bool is_block,
     throw UnsupportedError("every thread of " + where + " writes '" + st->buffer->name +
                            "' at the same index (`" + first_line(st) + "`)");
   }
-  // Only the update itself may read the target: anything else in the loop would see a thread's
-  // partial instead of the combined value.
-  if (xr) {
-    int reads = 0;
-    auto count = [&](const P::Expr& e) {
-      P::post_order_visit(e, [&](const P::Expr& x) {
-        if (x->kind == ExprKind::Load && x->buffer->id == xr->buffer_id) ++reads;
-      });
-    };
-    P::visit_stmts(loop, [&](const P::Stmt& x) {
-      for (const auto& i : x->indices)
-        count(i);
-      if (x->value) count(x->value);
-      if (x->condition) count(x->condition);
-      return true;
+}
+
+// Only the update itself may read the target: anything else in the loop would see a thread's
+// partial instead of the combined value.
+void check_only_the_update_reads(const P::Stmt& loop, const CrossThreadReduction& xr,
+                                 const std::string& where) {
+  int reads = 0;
+  auto count = [&](const P::Expr& e) {
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind == ExprKind::Load && x->buffer->id == xr.buffer_id) ++reads;
     });
-    if (reads > 1)
-      throw UnsupportedError("the result of the reduction across " + where + " ('" +
-                             xr->update->buffer->name +
-                             "') is read inside the loop that reduces it");
-  }
+  };
+  P::visit_stmts(loop, [&](const P::Stmt& x) {
+    for (const auto& i : x->indices)
+      count(i);
+    if (x->value) count(x->value);
+    if (x->condition) count(x->condition);
+    return true;
+  });
+  if (reads > 1)
+    throw UnsupportedError("the result of the reduction across " + where + " ('" +
+                           xr.update->buffer->name + "') is read inside the loop that reduces it");
+}
+
+} // namespace
+
+// Stores under the outermost loop of a thread tag whose indices do not depend on that tag:
+// every thread of the dimension writes the same element. Harmless when they all write the
+// same value; a reduction across threads when it is an update of a reduction; otherwise the
+// program cannot run on a GPU as written.
+std::optional<CrossThreadReduction>
+find_shared_target_stores(const P::Stmt& loop, bool is_block,
+                          const std::unordered_set<int64_t>& private_ids,
+                          const std::unordered_set<int64_t>& scope_vars) {
+  std::vector<SameElementStore> found = same_element_stores(loop);
+  if (found.empty()) return std::nullopt;
+  const std::string where = "'" + loop->thread_tag + "'";
+  std::vector<SameElementStore> rest;
+  std::optional<CrossThreadReduction> xr =
+      the_reduction(found, is_block, where, private_ids, scope_vars, rest);
+  place_other_stores(rest, where, private_ids, scope_vars, xr);
+  if (xr) check_only_the_update_reads(loop, *xr, where);
   return xr;
 }
 
