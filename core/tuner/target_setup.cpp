@@ -122,7 +122,7 @@ bool is_gpu_kind(const std::string& kind) {
   return std::find(gpu_kinds.begin(), gpu_kinds.end(), kind) != gpu_kinds.end();
 }
 
-TargetSetup setup_target(const PluginHost& host, const std::string& target) {
+TargetSetup setup_target(const PluginHost& host, const std::string& target, bool need_device) {
   std::string word = first_word(target);
   if (word.empty()) throw std::invalid_argument("empty target string");
   std::vector<ComponentInfo> targets = host.components(ComponentKind::Target);
@@ -164,9 +164,12 @@ TargetSetup setup_target(const PluginHost& host, const std::string& target) {
                              "': describe_device() is not JSON: " + e.what());
   }
   // A target whose device is missing (no CUDA driver, no OpenCL platform) says why.
-  if (dev.contains("unavailable") && dev["unavailable"].is_string())
-    throw std::runtime_error("target '" + s.component +
-                             "': " + dev["unavailable"].get<std::string>());
+  if (dev.contains("unavailable") && dev["unavailable"].is_string()) {
+    if (need_device)
+      throw std::runtime_error("target '" + s.component +
+                               "': " + dev["unavailable"].get<std::string>());
+    s.unavailable = dev["unavailable"].get<std::string>();
+  }
   s.attrs = attributes_of(dev);
   std::string kind = dev.value("kind", word.substr(0, word.find('.')));
   s.target_string = dev.contains("target") && dev["target"].is_string()

@@ -24,6 +24,9 @@ struct TargetSetup {
   // set for the device kind, restricted to the components that are registered).
   std::vector<std::string> rules, postprocs, mutators;
   std::vector<double> mutator_probs; // selection probability of each mutator
+  // Why the target's device is not here (its describe() said "unavailable"); set only when
+  // setup_target was told a device is not needed, else such a target is refused.
+  std::string unavailable;
 };
 
 // True for device kinds that run thread blocks (the GPU standard set applies).
@@ -33,8 +36,11 @@ bool is_gpu_kind(const std::string& kind);
 // component's prefix ("llvm" -> "llvm.cpu"); the whole string is handed to the component's
 // configuration as {"target": ...} unless it is just the component name. Throws
 // std::invalid_argument listing the registered targets when none matches, and
-// std::runtime_error with the target's reason when its describe() says "unavailable".
-TargetSetup setup_target(const PluginHost& host, const std::string& target);
+// std::runtime_error with the target's reason when its describe() says "unavailable" -- unless
+// `need_device` is false (looking at the search space: the target then gives the limits of the
+// architecture asked for, and `unavailable` says why there is no device).
+TargetSetup setup_target(const PluginHost& host, const std::string& target,
+                         bool need_device = true);
 
 // True if a record filed under `record_target` belongs to what the user asked for with
 // `wanted` (equal; or `wanted` is the first word(s) of it, e.g. "llvm"; or a component prefix

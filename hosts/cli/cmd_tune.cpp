@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plugin/plugin_host.h"
+#include "core/tuner/design_space_summary.h"
 #include "core/tuner/space_config.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
@@ -70,9 +71,27 @@ int run_tune(TuneCliOptions& opt) {
   host.discover(plugin_search_path(opt.plugin_paths));
   opt.tune.space = space_edits(opt);
   if (opt.show_space) {
-    SearchSpace space =
-        resolve_search_space(host, setup_target(host, opt.tune.target), opt.tune.space);
-    std::cout << (opt.json ? search_space_json(space) + "\n" : format_search_space(space));
+    // Looking needs no device: a GPU target gives the limits of the architecture asked for.
+    TargetSetup target = setup_target(host, opt.tune.target, /*need_device=*/false);
+    SearchSpace space = resolve_search_space(host, target, opt.tune.space);
+    std::vector<DesignSpaceSummary> spaces;
+    for (const auto& w : opt.workloads)
+      spaces.push_back(summarize_design_spaces(host, target, space, w, opt.tune.seed));
+    if (opt.json) {
+      nlohmann::json j = nlohmann::json::parse(search_space_json(space));
+      if (!target.unavailable.empty()) j["unavailable"] = target.unavailable;
+      j["design_spaces"] = nlohmann::json::array();
+      for (const auto& s : spaces)
+        j["design_spaces"].push_back(nlohmann::json::parse(design_spaces_json(s)));
+      std::cout << j.dump() << "\n";
+      return 0;
+    }
+    std::cout << format_search_space(space);
+    if (!target.unavailable.empty())
+      std::cout << "\n(no device here: " << target.unavailable
+                << "; the rules see the limits of the architecture asked for)\n";
+    for (const auto& s : spaces)
+      std::cout << format_design_spaces(s);
     return 0;
   }
 
@@ -134,7 +153,8 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
                   "same entries (applied before the flags)");
   cmd->add_flag("--show-space", opt->show_space,
                 "Print the rules, mutators (with weights) and postprocessors the run would use "
-                "and where each comes from, then exit without tuning");
+                "and where each comes from, and with -w the design spaces they make of each "
+                "workload; then exit without tuning (no device needed)");
   return [opt] { return run_tune(*opt); };
 });
 

@@ -264,6 +264,41 @@ TEST_F(SpaceComposition, ShowSpacePrintsEveryComponentWithItsOrigin) {
   EXPECT_NE(text.out.find("by config file " + config.string()), std::string::npos) << text.out;
 }
 
+// With -w, --show-space also lists the design spaces the rules make of each workload, each
+// with what its trace places: the standard CPU tiling's structure, a value the search draws
+// marked as such.
+TEST_F(SpaceComposition, ShowSpaceListsTheDesignSpacesOfEachWorkload) {
+  nlohmann::json j =
+      show_space_json("-w 'matmul(M=64,N=64,K=64)' -w 'softmax(M=4,N=16)'", /*vendor=*/false);
+  ASSERT_EQ(j["design_spaces"].size(), 2u) << j.dump();
+  const nlohmann::json& mm = j["design_spaces"][0];
+  EXPECT_EQ(mm["workload"], "matmul(M=64,N=64,K=64,dtype=f32)");
+  EXPECT_EQ(mm["seed"], 1);
+  ASSERT_GE(mm["spaces"].size(), 1u);
+  bool tiled = false;
+  for (const auto& space : mm["spaces"]) {
+    EXPECT_GT(space["instructions"].get<int>(), 0);
+    const auto& a = space["annotations"];
+    if (a.value("meta_schedule.tiling_structure", "") == "SSRSRS") tiled = true;
+    for (const auto& [key, value] : a.items())
+      EXPECT_EQ(key.find(".sample_index"), std::string::npos) << key;
+  }
+  EXPECT_TRUE(tiled) << mm.dump();
+  EXPECT_EQ(j["design_spaces"][1]["workload"], "softmax(M=4,N=16,dtype=f32)");
+
+  CliRun text = cli("tune --show-space -w 'matmul(M=64,N=64,K=64)'", false);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("design spaces of matmul(M=64,N=64,K=64,dtype=f32) (seed 1): "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  [0] "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("meta_schedule.tiling_structure=SSRSRS"), std::string::npos) << text.out;
+
+  CliRun bad = cli("tune --show-space -w 'matmul(M=64'", false);
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.err.find("matmul(M=64"), std::string::npos) << bad.err;
+}
+
 TEST_F(SpaceComposition, PluginsListsTheDeclarations) {
   CliRun r =
       cli("plugins --json --no-default-path --path " + shell_quoted(plugin_dir_.string()), false);

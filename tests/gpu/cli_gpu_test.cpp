@@ -100,6 +100,50 @@ void expect_tune_refused(const std::string& target, const std::string& reason) {
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
+// Looking at the search space needs no device: for sm_90 without one, the f16 matmul's design
+// spaces are listed with what sets them apart -- wgmma with each operand layout asked for,
+// WMMA, and the CUDA-core tiling.
+TEST(GpuCli, ShowSpaceListsTheDesignSpacesWithoutADevice) {
+  auto [status, out] = capture(
+      cli() + "tune --target 'cuda -arch=sm_90' --show-space --json " +
+      "-w 'matmul(M=256,N=256,K=256,dtype=f16,out_dtype=f32)' --rules " +
+      "'+std.MultiLevelTilingTensorCore{\"wgmma_tma\":\"both\",\"wgmma_producer\":\"both\"}' " +
+      "2>/dev/null");
+  ASSERT_EQ(status, 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  if (!j.contains("unavailable")) GTEST_SKIP() << "this machine has a CUDA device";
+  EXPECT_EQ(std::string(j["unavailable"]).rfind("no CUDA device (", 0), 0u) << j.dump();
+  ASSERT_EQ(j["design_spaces"].size(), 1u);
+  int wgmma = 0, swizzled = 0, tma = 0, producer = 0, wmma = 0, cuda_cores = 0;
+  for (const auto& space : j["design_spaces"][0]["spaces"]) {
+    const auto& a = space["annotations"];
+    std::string intrinsic = a.value("meta_schedule.tensor_intrinsic", "");
+    wgmma += intrinsic == "wgmma.mma";
+    wmma += intrinsic == "wmma.mma";
+    cuda_cores += intrinsic.empty();
+    swizzled += a.contains("meta_schedule.wgmma_swizzle");
+    tma += a.contains("meta_schedule.wgmma_tma");
+    producer += a.contains("meta_schedule.wgmma_producer");
+    EXPECT_EQ(a.value("software_pipeline_stages", "sampled"), "sampled") << a.dump();
+  }
+  EXPECT_EQ(wgmma, 4) << out;
+  EXPECT_EQ(swizzled, 3) << out;
+  EXPECT_EQ(tma, 2) << out;
+  EXPECT_EQ(producer, 1) << out;
+  EXPECT_EQ(wmma, 1) << out;
+  EXPECT_EQ(cuda_cores, 1) << out;
+
+  auto [tstatus, text] =
+      capture(cli() + "tune --target 'cuda -arch=sm_90' --show-space " +
+              "-w 'matmul(M=256,N=256,K=256,dtype=f16,out_dtype=f32)' 2>/dev/null");
+  EXPECT_EQ(tstatus, 0) << text;
+  EXPECT_NE(text.find("(no device here: no CUDA device ("), std::string::npos) << text;
+  EXPECT_NE(text.find("design spaces of matmul(M=256,N=256,K=256,dtype=f16,out_dtype=f32) (seed "
+                      "1): "),
+            std::string::npos)
+      << text;
+}
+
 // An OpenCL device has no vendor library to compete with by default (oneDNN is the CPU's,
 // cuBLAS the cuda target's); the records replay.
 TEST(GpuCli, TuneForOpenClLeavesCpuLibrariesOut) {
