@@ -61,5 +61,37 @@ TEST(SdkDeviceTiming, AShortCallIsCappedAndNoRepeatsMeansNoCalls) {
   EXPECT_EQ(once.log, (std::vector<std::string>{"timed 1", "flush", "timed 1"}));
 }
 
+// Over events: the calls between the two records, the flush outside them.
+struct ClockEvent {
+  const double* clock;
+  double at = 0;
+  void record() { at = *clock; }
+  static float elapsed_ms(const ClockEvent& a, const ClockEvent& b) {
+    return static_cast<float>((b.at - a.at) * 1e3);
+  }
+};
+
+TEST(SdkDeviceTiming, EventsBracketTheCallsAndNotTheFlush) {
+  double clock = 0;
+  int launches = 0, flushes = 0;
+  ClockEvent start{&clock}, end{&clock};
+  std::vector<double> t = sdk::time_between_events(
+      start, end,
+      [&] {
+        clock += 2e-3;
+        ++launches;
+      },
+      [&] {
+        clock += 1.0; // a flush that took a second must not count
+        ++flushes;
+      },
+      2, 0.1);
+  ASSERT_EQ(t.size(), 2u);
+  for (double s : t)
+    EXPECT_NEAR(s, 2e-3, 1e-6);
+  EXPECT_EQ(launches, 1 + 2 * 50);
+  EXPECT_EQ(flushes, 2);
+}
+
 } // namespace
 } // namespace mt

@@ -116,15 +116,9 @@ public:
       gemm();
       session_->context->synchronize();
       cuda::Event start(*session_->context), end(*session_->context);
-      out = sdk::time_back_to_back(
-          [&](int64_t calls) {
-            start.record();
-            for (int64_t c = 0; c < calls; ++c)
-              gemm();
-            end.record();
-            return cuda::Event::elapsed_ms(start, end) / 1e3;
-          },
-          [&] { session_->context->flush_l2(); }, repeats, min_repeat_seconds);
+      out = sdk::time_between_events(
+          start, end, [&] { gemm(); }, [&] { session_->context->flush_l2(); }, repeats,
+          min_repeat_seconds);
       download(args);
     });
     return out;

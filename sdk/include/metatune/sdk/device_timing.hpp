@@ -39,4 +39,20 @@ std::vector<double> time_back_to_back(Timed&& timed, Flush&& flush, int repeats,
   return out;
 }
 
+// The same over a device's events: `launch()` issues one call; `start` and `end` are events
+// with record() and a static elapsed_ms(start, end) that waits for `end` (CUDA's and HIP's).
+template <class Event, class Launch, class Flush>
+std::vector<double> time_between_events(Event& start, Event& end, Launch&& launch, Flush&& flush,
+                                        int repeats, double min_repeat_seconds) {
+  return time_back_to_back(
+      [&](int64_t calls) {
+        start.record();
+        for (int64_t c = 0; c < calls; ++c)
+          launch();
+        end.record();
+        return Event::elapsed_ms(start, end) / 1e3;
+      },
+      flush, repeats, min_repeat_seconds);
+}
+
 } // namespace mt::sdk

@@ -68,15 +68,9 @@ public:
     backend_.synchronize();
     auto start = backend_.event();
     auto end = backend_.event();
-    std::vector<double> out = sdk::time_back_to_back(
-        [&](int64_t calls) {
-          start.record();
-          for (int64_t c = 0; c < calls; ++c)
-            launch_all();
-          end.record();
-          return Backend::Event::elapsed_ms(start, end) / 1e3;
-        },
-        [&] { backend_.flush_l2(); }, repeats, min_repeat_seconds);
+    std::vector<double> out = sdk::time_between_events(
+        start, end, [&] { launch_all(); }, [&] { backend_.flush_l2(); }, repeats,
+        min_repeat_seconds);
     download(args);
     return out;
   }
