@@ -1,14 +1,19 @@
 // Compile time of tuning candidates: samples N candidates of a workload (matmul 1024^3 by
-// default) from the design space of the LLVM target's default std rules, and reports
-//  1. lowering + LLVM build per candidate in this process (median / mean / p90 seconds);
+// default) from the design spaces of the target's default rules (edited by --rules, as
+// `metatune tune` takes them), and reports
+//  1. lowering, feature extraction (what the cost model pays per candidate it scores) and the
+//     target's build per candidate in this process (median / mean / p90 seconds);
 //  2. the Measurer (forked workers, parallel_builds = cores): candidates per second, including
 //     one short timed run each (no reference check unless --check);
 //  3. with --check, how long the reference interpreter takes for the workload.
 // --build-only: the Measurer's workers build and run nothing (no warm-up, no repeat), which
 // gives the throughput of the builder alone.
 //
+// A GPU target needs no device for 1 (`--target "cuda -arch=sm_90"`: NVRTC builds for the
+// architecture asked for); without one the Measurer is skipped.
+//
 //   bench_compile_time [--spec SPEC] [-n N] [--threads T] [--check] [--skip-measurer]
-//                      [--build-only]
+//                      [--build-only] [--target TARGET] [--rules EDIT]...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,10 +30,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/features/features.h"
 #include "core/lower/lower.h"
+#include "core/measure/measure.h"
 #include "core/plugin/plugin_host.h"
 #include "core/search/design_space.h"
-#include "core/measure/measure.h"
+#include "core/tuner/space_config.h"
+#include "core/tuner/target_setup.h"
 #include "core/workload/library.h"
 
 namespace {
@@ -66,6 +74,8 @@ int main(int argc, char** argv) {
   std::string spec = "matmul(M=1024,N=1024,K=1024)";
   int n = 50, threads = 0;
   bool check = false, skip_measurer = false, build_only = false;
+  std::string target_spec = "llvm";
+  std::vector<std::string> rule_edits;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -84,10 +94,14 @@ int main(int argc, char** argv) {
       skip_measurer = true;
     else if (a == "--build-only")
       build_only = true;
+    else if (a == "--target")
+      target_spec = value();
+    else if (a == "--rules")
+      rule_edits.push_back(value());
     else {
       std::fprintf(stderr,
                    "usage: %s [--spec SPEC] [-n N] [--threads T] [--check] [--skip-measurer] "
-                   "[--build-only]\n",
+                   "[--build-only] [--target TARGET] [--rules EDIT]...\n",
                    argv[0]);
       return 2;
     }
@@ -95,34 +109,31 @@ int main(int argc, char** argv) {
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   mt::PluginHost host;
-  for (const char* path : {METATUNE_LLVM_CPU_PLUGIN, METATUNE_STD_RULES_PLUGIN}) {
-    const mt::PluginRecord& r = host.load(path);
-    if (!r.loaded()) {
-      std::fprintf(stderr, "plugin refused: %s\n", r.message.c_str());
-      return 1;
-    }
-  }
-  auto target =
-      host.create_target("llvm.cpu", "{\"num_threads\": " + std::to_string(threads) + "}");
-  auto desc = nlohmann::json::parse(target->describe_device());
-  mt::TuneAttributes attrs{{"kind", desc["kind"].get<std::string>()},
-                           {"num_cores", desc["num_cores"].get<int64_t>()},
-                           {"vector_bytes", desc["vector_bytes"].get<int64_t>()}};
+  host.discover({METATUNE_PLUGIN_DIR});
+  mt::TargetSetup setup = mt::setup_target(host, target_spec, /*need_device=*/false);
+  std::vector<mt::SpaceEdit> edits;
+  for (const std::string& r : rule_edits)
+    edits.push_back(mt::parse_space_edit(mt::ComponentKind::ScheduleRule, r,
+                                         {mt::SpaceSource::Option, "--rules"}));
+  mt::SearchSpace space = mt::resolve_search_space(host, setup, edits);
   std::vector<std::unique_ptr<mt::PluginScheduleRule>> rules;
-  for (const auto& name : target->default_components(mt::ComponentKind::ScheduleRule)) {
-    rules.push_back(host.create_schedule_rule(name));
-    rules.back()->initialize(attrs);
+  for (const auto& c : space.rules) {
+    rules.push_back(host.create_schedule_rule(c.name, c.config));
+    rules.back()->initialize(setup.attrs);
   }
   std::vector<std::unique_ptr<mt::PluginPostproc>> postprocs;
-  for (const auto& name : target->default_components(mt::ComponentKind::Postproc)) {
-    postprocs.push_back(host.create_postproc(name));
-    postprocs.back()->initialize(attrs);
+  for (const auto& c : space.postprocs) {
+    postprocs.push_back(host.create_postproc(c.name, c.config));
+    postprocs.back()->initialize(setup.attrs);
   }
-
+  mt::PluginTarget* target = setup.target.get();
+  if (!setup.unavailable.empty()) {
+    std::printf("no device (%s): builds only, no Measurer\n", setup.unavailable.c_str());
+    skip_measurer = true;
+  }
   mt::Function f = mt::make_workload(spec);
-  std::printf("workload %s, target %s (%d threads, vector_bytes %lld)\n", spec.c_str(),
-              desc["cpu"].get<std::string>().c_str(), threads,
-              static_cast<long long>(desc["vector_bytes"].get<int64_t>()));
+  std::printf("workload %s, target %s, %d build threads\n", spec.c_str(),
+              mt::short_target_name(setup.target_string).c_str(), threads);
 
   auto t0 = Clock::now();
   auto spaces = mt::generate_design_spaces(f, rules, 1);
@@ -142,18 +153,30 @@ int main(int argc, char** argv) {
               cands.size());
   print_stats("sample+post", sample_s);
 
-  std::vector<double> lower_s, build_s, total_s;
+  std::vector<double> lower_s, features_s, build_s, total_s;
   for (const auto& c : cands) {
     auto tl = Clock::now();
     mt::Function lowered = mt::lower(c);
     lower_s.push_back(since(tl));
+    auto tf = Clock::now();
+    (void)mt::extract_feature_matrix(c);
+    features_s.push_back(since(tf));
     auto tb = Clock::now();
-    auto module = target->build(lowered);
+    try {
+      auto module = target->build(lowered);
+    } catch (const std::exception& e) {
+      // Without a device the build compiles and then fails to load the module: the time is
+      // the compiler's. Any other failure is the candidate's.
+      if (setup.unavailable.empty() ||
+          std::string(e.what()).find(setup.unavailable) == std::string::npos)
+        throw;
+    }
     build_s.push_back(since(tb));
     total_s.push_back(lower_s.back() + build_s.back());
   }
   std::printf("in-process, one candidate at a time:\n");
   print_stats("lower", lower_s);
+  print_stats("lower+features", features_s);
   print_stats("build", build_s);
   print_stats("lower+build", total_s);
 

@@ -1,7 +1,9 @@
 // How fast the search generates candidates: samples per second on matmul 1024^3 and the
-// BERT-base dense layer (bias + GELU), with the llvm target's default schedule rules,
-// postprocessors and mutators (as `metatune tune` uses them), no cost model (random scores,
-// so that only candidate generation is timed). Two paths per workload:
+// BERT-base dense layer (bias + GELU), with the target's default schedule rules,
+// postprocessors and mutators (as `metatune tune` uses them, edited by --rules like tune's),
+// no cost model (random scores, so that only candidate generation is timed). The target
+// needs no device: `--target "cuda -arch=sm_90"` times the search of a GPU run here. Paths
+// per workload:
 //
 //   next_batch -- next_batch(64) of a fresh evolutionary search with the default options
 //                 (population 512, 4 generations): initial population, mutation + replay +
@@ -14,7 +16,8 @@
 //                 (CandidateSampler::run, core/search/parallel_sampler.h).
 //
 //   bench_sampling [--workload SPEC]... [--repeats 3] [--raw-samples 300] [--seed 1]
-//                  [--threads N] [--plugin-dir DIR] [--label NAME]
+//                  [--threads N] [--plugin-dir DIR] [--label NAME] [--target TARGET]
+//                  [--rules EDIT]...
 //
 // --threads: sampling threads of the search and of raw_batch (0, the default, one per core,
 // as the tuner); each thread gets its own postprocessors and mutators.
@@ -37,6 +40,7 @@
 #include "core/search/candidate_sampler.h"
 #include "core/search/design_space.h"
 #include "core/search/search_strategy.h"
+#include "core/tuner/space_config.h"
 #include "core/tuner/target_setup.h"
 #include "core/workload/library.h"
 
@@ -60,6 +64,8 @@ struct Options {
   size_t threads = 0;
   std::string plugin_dir = MT_BENCH_PLUGIN_DIR;
   std::string label;
+  std::string target = "llvm";
+  std::vector<std::string> rules; // --rules values, as `metatune tune` takes them
 };
 
 double seconds_since(Clock::time_point t0) {
@@ -83,16 +89,21 @@ double median(std::vector<double> v) {
 // A search context of `spec` with the target's default components, as the tuner builds it.
 class Setup {
 public:
-  Setup(mt::PluginHost& host, const std::string& spec, uint64_t seed, size_t threads)
-      : host_(host), target_(mt::setup_target(host, "llvm")), spec_(spec), seed_(seed),
-        threads_(threads) {
+  Setup(mt::PluginHost& host, const std::string& spec, const Options& o)
+      : host_(host), target_(mt::setup_target(host, o.target, /*need_device=*/false)), spec_(spec),
+        seed_(o.seed), threads_(o.threads) {
+    std::vector<mt::SpaceEdit> edits;
+    for (const std::string& r : o.rules)
+      edits.push_back(mt::parse_space_edit(mt::ComponentKind::ScheduleRule, r,
+                                           {mt::SpaceSource::Option, "--rules"}));
+    space_ = mt::resolve_search_space(host, target_, edits);
     workload_ = mt::make_workload(spec);
     std::vector<std::unique_ptr<mt::PluginScheduleRule>> rules;
-    for (const auto& n : target_.rules) {
-      rules.push_back(host.create_schedule_rule(n));
+    for (const auto& c : space_.rules) {
+      rules.push_back(host.create_schedule_rule(c.name, c.config));
       rules.back()->initialize(target_.attrs);
     }
-    design_spaces_ = mt::generate_design_spaces(workload_, rules, seed);
+    design_spaces_ = mt::generate_design_spaces(workload_, rules, seed_);
     if (design_spaces_.empty()) throw std::runtime_error(spec + ": no design space");
   }
 
@@ -104,7 +115,7 @@ public:
     Components own = components();
     ctx.postprocs = std::move(own.postprocs);
     for (size_t m = 0; m < own.mutators.size(); ++m)
-      ctx.mutators.emplace_back(std::move(own.mutators[m]), target_.mutator_probs[m]);
+      ctx.mutators.emplace_back(std::move(own.mutators[m]), space_.mutators[m].probability);
 #if MT_BENCH_PARALLEL_SAMPLER
     ctx.sampling_threads = threads_;
     ctx.sampler_components = [this] { return components(); };
@@ -124,12 +135,12 @@ public:
   };
   Components components() const {
     Components c;
-    for (const auto& n : target_.postprocs) {
-      c.postprocs.push_back(host_.create_postproc(n));
+    for (const auto& p : space_.postprocs) {
+      c.postprocs.push_back(host_.create_postproc(p.name, p.config));
       c.postprocs.back()->initialize(target_.attrs);
     }
-    for (const auto& n : target_.mutators) {
-      c.mutators.push_back(host_.create_mutator(n));
+    for (const auto& m : space_.mutators) {
+      c.mutators.push_back(host_.create_mutator(m.name, m.config));
       c.mutators.back()->initialize(target_.attrs);
     }
     return c;
@@ -142,6 +153,7 @@ public:
 private:
   mt::PluginHost& host_;
   mt::TargetSetup target_;
+  mt::SearchSpace space_;
   std::string spec_;
   uint64_t seed_;
   size_t threads_;
@@ -239,13 +251,14 @@ void print(const Options& o, const std::string& spec, const char* path, size_t s
            const Row& r) {
   size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   if (!MT_BENCH_PARALLEL_SAMPLER) threads = 1;
-  std::printf("{\"label\": \"%s\", \"workload\": \"%s\", \"path\": \"%s\", \"threads\": %zu, "
+  std::printf("{\"label\": \"%s\", \"target\": \"%s\", \"workload\": \"%s\", \"path\": \"%s\", "
+              "\"threads\": %zu, "
               "\"design_spaces\": "
               "%zu, \"seconds\": %.4f, \"cpu_seconds\": %.4f, \"samples\": %zu, \"accepted\": %zu, "
               "\"mutated\": %zu, \"duplicates\": %zu, \"refused\": %zu, "
               "\"samples_per_second\": %.1f, \"cpu_ms_per_sample\": %.4f}\n",
-              o.label.c_str(), spec.c_str(), path, threads, spaces, r.seconds, r.cpu_seconds,
-              r.samples, r.accepted, r.mutated, r.duplicates, r.refused,
+              o.label.c_str(), o.target.c_str(), spec.c_str(), path, threads, spaces, r.seconds,
+              r.cpu_seconds, r.samples, r.accepted, r.mutated, r.duplicates, r.refused,
               static_cast<double>(r.samples) / r.seconds,
               1e3 * r.cpu_seconds / static_cast<double>(r.samples));
   std::fflush(stdout);
@@ -273,6 +286,10 @@ Options parse(int argc, char** argv) {
       o.plugin_dir = next();
     else if (k == "--label")
       o.label = next();
+    else if (k == "--target")
+      o.target = next();
+    else if (k == "--rules")
+      o.rules.push_back(next());
     else
       throw std::invalid_argument("unknown option " + k);
   }
@@ -288,7 +305,7 @@ int main(int argc, char** argv) try {
   mt::PluginHost host;
   host.discover({o.plugin_dir});
   for (const std::string& spec : o.workloads) {
-    Setup setup(host, spec, o.seed, o.threads);
+    Setup setup(host, spec, o);
     print(o, spec, "next_batch", setup.num_design_spaces(),
           bench_next_batch(host, setup, o.repeats));
     print(o, spec, "raw", setup.num_design_spaces(),
