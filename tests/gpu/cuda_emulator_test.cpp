@@ -1,0 +1,209 @@
+// The generated CUDA C++ run on the CPU by the emulator (cuda_emulator/): the wgmma schedules
+// with their cp.async pipelines, the TMA copies and the producer warpgroup (warp
+// specialisation), against the reference interpreter -- the protocol between warpgroups that
+// PoCL cannot run. And the emulator's own power: producer kernels broken on purpose (a consumer
+// that does not wait for its tile, a producer that does not wait for a free slot, a parity
+// flipped) are caught, and a TMA box lands where the 128-byte swizzle puts it.
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "cuda_emulator/cuda_emulator.h"
+#include "cuda_emulator/emulated_tensor_map.h"
+#include "generated_source.h"
+#include "metatune/gpu_codegen/dialect.hpp"
+#include "tensor_core_samples.h"
+
+namespace mt {
+namespace {
+
+namespace E = mt::gpu_test::emulator;
+namespace G = mt::gpu_codegen;
+
+// `space`'s samples (2 a workload) run on the emulator under three seeds (orders of the
+// threads and of the copies' landing) against the interpreter.
+int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label,
+                      E::Counts* counts) {
+  E::RunOptions options;
+  options.seeds = {1, 2, 3};
+  return gpu_test::for_each_tensor_core_sample(
+      gpu_test::sm90_attrs(), 2,
+      [&](const gpu_test::TensorCoreSample& s) {
+        std::string source, diff;
+        try {
+          diff = E::run_and_compare(s.scheduled, s.reference, options, counts, &source);
+        } catch (const std::exception& e) {
+          diff = e.what();
+        }
+        EXPECT_EQ(diff, "") << label << " " << s.spec << "\ntrace " << s.trace_json << "\n"
+                            << source;
+      },
+      space);
+}
+
+// Workloads of eight k-tiles of 64: the pipeline's slots are reused and the mbarriers' phases
+// wrap around.
+std::vector<std::string> long_k_specs() {
+  return {"matmul(M=128,N=128,K=512,dtype=f16,out_dtype=f32)",
+          "dense(M=64,N=128,K=512,dtype=bf16,out_dtype=f32)"};
+}
+
+TEST(CudaEmulator, WgmmaSchedulesMatchTheInterpreter) {
+  E::Counts counts;
+  int n = check_on_emulator(gpu_test::warpgroup_space(), "wgmma", &counts);
+  n += check_on_emulator(gpu_test::warpgroup_swizzle_space(), "swizzled", &counts);
+  std::printf("[ emulator ] %d wgmma samples, 3 orders each: %llu wgmma issued a thread\n", n,
+              static_cast<unsigned long long>(counts.wgmmas));
+  EXPECT_GE(n, 16);
+  EXPECT_GT(counts.wgmmas, 0u);
+}
+
+TEST(CudaEmulator, TmaAndProducerWarpgroupSchedulesMatchTheInterpreter) {
+  E::Counts tma, producer;
+  int n = 0;
+  for (bool long_k : {false, true}) {
+    gpu_test::TensorCoreSpace t = gpu_test::warpgroup_tma_space();
+    gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
+    if (long_k) t.specs = p.specs = long_k_specs();
+    n += check_on_emulator(t, "tma", &tma);
+    n += check_on_emulator(p, "producer", &producer);
+  }
+  std::printf("[ emulator ] %d samples, 3 orders each; TMA: %llu copies, up to %llu in flight; "
+              "producer warpgroup: %llu copies, up to %llu in flight\n",
+              n, static_cast<unsigned long long>(tma.tma_copies),
+              static_cast<unsigned long long>(tma.max_tma_in_flight),
+              static_cast<unsigned long long>(producer.tma_copies),
+              static_cast<unsigned long long>(producer.max_tma_in_flight));
+  EXPECT_GE(n, 24);
+  EXPECT_GT(tma.tma_copies, 0u);
+  // The producer runs ahead of the consumers by more than one tile.
+  EXPECT_GE(producer.max_tma_in_flight, 3u);
+}
+
+// The first producer-warpgroup sample of a long-k matmul with more k-tiles than slots.
+struct ProducerSample {
+  std::optional<Function> func;
+  std::vector<NDArray> reference;
+};
+ProducerSample producer_sample() {
+  gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
+  p.specs = {long_k_specs()[0]};
+  ProducerSample out;
+  gpu_test::for_each_tensor_core_sample(
+      gpu_test::sm90_attrs(), 4,
+      [&](const gpu_test::TensorCoreSample& s) {
+        if (out.func) return;
+        std::string src = gpu_test::generated_source(s.scheduled, *G::cuda_dialect());
+        if (src.find("// producer") == std::string::npos) return;
+        out.func = s.scheduled;
+        out.reference = s.reference;
+      },
+      p);
+  return out;
+}
+
+// Replaces every `from` in `s` by `to`; the count in *n.
+std::string replace_all(std::string s, const std::string& from, const std::string& to, int* n) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
+    s.replace(at, from.size(), to);
+    ++*n;
+  }
+  return s;
+}
+
+// What the emulator says of the sample with `edit` applied to its source.
+std::string broken_run(const ProducerSample& s, const std::string& from, const std::string& to) {
+  E::RunOptions options;
+  options.seeds = {1, 2, 3, 4};
+  int n = 0;
+  options.edit = [&](const std::string& code) {
+    // A wait that does nothing, for the edits to call instead of the real ones.
+    std::string skip = "static inline void mt_skip(unsigned long long*, unsigned) {}\n";
+    std::string c = replace_all(code, from, to, &n);
+    return replace_all(c, "extern \"C\" __global__", skip + "extern \"C\" __global__", &n);
+  };
+  std::string source;
+  std::string diff = E::run_and_compare(*s.func, s.reference, options, nullptr, &source);
+  EXPECT_GE(n, 2) << "the edit found nothing to change: " << from << "\n" << source;
+  return diff;
+}
+
+TEST(CudaEmulator, CatchesProducerKernelsBrokenOnPurpose) {
+  ProducerSample s = producer_sample();
+  ASSERT_TRUE(s.func.has_value()) << "no producer-warpgroup sample";
+  E::RunOptions options;
+  options.seeds = {1, 2};
+  std::string source;
+  ASSERT_EQ(E::run_and_compare(*s.func, s.reference, options, nullptr, &source), "") << source;
+
+  // Consumers that multiply before their tile has landed read a slot TMA writes meanwhile.
+  std::string no_full_wait = broken_run(s, "  mt_tma_wait(&", "  mt_skip(&");
+  EXPECT_NE(no_full_wait, "");
+  std::printf("[ emulator ] consumer not waiting for its tile: %s\n", no_full_wait.c_str());
+
+  // A producer that refills a slot without waiting for the consumers' release overwrites tiles
+  // whose products are in flight.
+  std::string no_empty_wait = broken_run(s, "mt_tma_wait_free(&", "mt_skip(&");
+  EXPECT_NE(no_empty_wait, "");
+  std::printf("[ emulator ] producer not waiting for a free slot: %s\n", no_empty_wait.c_str());
+
+  // The empty mbarriers' parity flipped: the first wait is for a phase nobody completes.
+  std::string flipped = broken_run(s, ") ^ 1));", ") ^ 0)); mt_skip(nullptr, 0);");
+  EXPECT_NE(flipped.find("deadlock"), std::string::npos) << flipped;
+  std::printf("[ emulator ] empty barrier's parity flipped: %s\n", flipped.substr(0, 300).c_str());
+}
+
+// A TMA box of 8 x 64 f16 through the dialect's own helpers: element (r, c) lands at chunk
+// (c / 8) ^ (r % 8) of row r, and a 16-row box at an out-of-bounds origin is zero-filled.
+TEST(CudaEmulator, TmaBoxLandsWhereTheSwizzleSaysAndOutsideIsZero) {
+  std::unique_ptr<G::Dialect> d = G::cuda_dialect();
+  std::string src =
+      d->prologue() + d->f16_prologue() + d->tma_prologue({2}) +
+      R"(extern "C" __global__ void __launch_bounds__(32) box(unsigned short* __restrict__ out, const int c0, const int c1, const __grid_constant__ mt_tensor_map map) {
+  __shared__ __align__(8) unsigned long long bar[1];
+  extern __shared__ __align__(1024) unsigned char pool[];
+  unsigned short* const tile = reinterpret_cast<unsigned short*>(pool + 0);
+  if (threadIdx.x == 0) { mt_tma_init(&bar[0], 1u); mt_tma_init_fence(); }
+  __syncthreads();
+  if (threadIdx.x == 0) { mt_tma_expect(&bar[0], 2048u); mt_tma_load_2d(tile, &map, c0, c1, &bar[0]); }
+  mt_tma_wait(&bar[0], 0u);
+  for (int i = threadIdx.x; i < 1024; i += 32) out[i] = tile[i];
+}
+)";
+  E::EmulatedModule m(src);
+  // A 32 x 128 tensor of f16 whose element (r, c) holds r * 128 + c.
+  std::vector<unsigned short> tensor(32 * 128), out(1024);
+  for (size_t i = 0; i < tensor.size(); ++i)
+    tensor[i] = static_cast<unsigned short>(i);
+  mt_emu::EmulatedTensorMap map;
+  map.base = reinterpret_cast<const unsigned char*>(tensor.data());
+  map.rank = 2;
+  map.swizzle_bytes = 128;
+  map.dims[0] = 128;
+  map.dims[1] = 32;
+  map.strides[1] = 256;
+  map.box[0] = 64;
+  map.box[1] = 16;
+  std::array<uint64_t, 16> map_bytes{};
+  std::memcpy(map_bytes.data(), &map, sizeof map);
+  G::LaunchDims dims;
+  dims.block[0] = 32;
+  for (int origin_row : {8, 24}) {
+    void* out_ptr = out.data();
+    int c0 = 64, c1 = origin_row;
+    void* params[] = {&out_ptr, &c0, &c1, map_bytes.data()};
+    ASSERT_EQ(m.launch("box", dims, 4096, params, 1), "");
+    for (int r = 0; r < 16; ++r)
+      for (int c = 0; c < 64; ++c) {
+        const int at = r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8;
+        const int row = origin_row + r;
+        const unsigned short want = row < 32 ? static_cast<unsigned short>(row * 128 + 64 + c) : 0;
+        ASSERT_EQ(out[static_cast<size_t>(at)], want)
+            << "origin " << origin_row << " r " << r << " c " << c;
+      }
+  }
+}
+
+} // namespace
+} // namespace mt
