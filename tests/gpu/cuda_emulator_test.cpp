@@ -12,6 +12,7 @@
 #include "cuda_emulator/cuda_emulator.h"
 #include "cuda_emulator/emulated_tensor_map.h"
 #include "generated_source.h"
+#include "gpu_schedule_samples.h"
 #include "metatune/gpu_codegen/dialect.hpp"
 #include "tensor_core_samples.h"
 
@@ -47,6 +48,48 @@ int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label,
 std::vector<std::string> long_k_specs() {
   return {"matmul(M=128,N=128,K=512,dtype=f16,out_dtype=f32)",
           "dense(M=64,N=128,K=512,dtype=bf16,out_dtype=f32)"};
+}
+
+// The CUDA C++ of every workload of the library under random schedules of the standard GPU
+// rules (one sample a design space, three spaces a workload; f16 and bf16 workloads too), run
+// on the emulator: what NVRTC only compiles in gpu_cuda_tests.
+TEST(CudaEmulator, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
+  TuneAttributes attrs = std_rules_test::gpu_set().attrs;
+  int ran = 0, unsupported = 0;
+  auto check = [&](const gpu_test::Sampled& s, double rtol, double atol) {
+    E::RunOptions options;
+    options.rtol = rtol;
+    options.atol = atol;
+    std::string source, diff;
+    try {
+      diff = E::run_and_compare(s.scheduled, s.reference, options, nullptr, &source);
+    } catch (const G::UnsupportedError&) {
+      ++unsupported;
+      return;
+    } catch (const std::exception& e) {
+      diff = e.what();
+    }
+    EXPECT_EQ(diff, "") << s.spec << "\ntrace " << s.trace_json << "\n" << source;
+    ++ran;
+  };
+  gpu_test::for_each_gpu_sample(
+      attrs, 3, [&](const gpu_test::Sampled& s) { check(s, 1e-4, 1e-5); }, {}, 1);
+  gpu_test::for_each_gpu_sample(
+      attrs, 2,
+      [&](const gpu_test::Sampled& s) { check(s, gpu_test::kHalfRtol, gpu_test::kHalfAtol); }, {},
+      1, gpu_test::half_workload_specs());
+  std::printf("[ emulator ] %d random GPU schedules ran and were compared, %d unsupported\n", ran,
+              unsupported);
+  EXPECT_GE(ran, 40);
+  EXPECT_LE(unsupported * 4, ran);
+}
+
+// The WMMA (16x16x16) tensor-core schedules: each thread holds a fragment's whole tile.
+TEST(CudaEmulator, WmmaSchedulesMatchTheInterpreter) {
+  E::Counts counts;
+  int n = check_on_emulator(gpu_test::TensorCoreSpace{}, "wmma", &counts);
+  std::printf("[ emulator ] %d WMMA samples, 3 orders each\n", n);
+  EXPECT_GE(n, 8);
 }
 
 TEST(CudaEmulator, WgmmaSchedulesMatchTheInterpreter) {

@@ -60,7 +60,7 @@ struct Op {
 
 // The emulator's side (ptx_emulator.cpp).
 void ptx(const char* text, std::vector<Op> ops);
-void* shared_alloc(size_t bytes, size_t align);
+void* shared_alloc(int declaration, size_t bytes, size_t align);
 unsigned char* dynamic_shared(size_t align);
 size_t shared_offset(const void* p);
 const Dim3& thread_index();
@@ -163,3 +163,68 @@ inline __half __float2half_rn(float x) {
 inline __half __float2half(float x) {
   return __float2half_rn(x);
 }
+
+// bf16 as memory holds it.
+struct __nv_bfloat16 {
+  unsigned short bits;
+};
+
+// WMMA: a fragment's layout among the warp's threads is opaque by definition, so each thread
+// here holds the whole 16x16 tile; loads, products and stores are the warp's collective
+// operations done by every thread alike (a store writes the same values 32 times).
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment {
+  float x[16 * 16];
+};
+
+inline float element(const __half& h) {
+  return __half2float(h);
+}
+inline float element(const __nv_bfloat16& b) {
+  return __uint_as_float(uint32_t{b.bits} << 16);
+}
+inline float element(const float& f) {
+  return f;
+}
+
+template <class Use, class T, class L>
+void fill_fragment(fragment<Use, 16, 16, 16, T, L>& f, float v) {
+  for (float& e : f.x)
+    e = v;
+}
+template <class Use, class T, class L, class P>
+void load_matrix_sync(fragment<Use, 16, 16, 16, T, L>& f, const P* p, unsigned ldm) {
+  // Element (r, c) of the tile: row_major at p[r * ldm + c], col_major at p[c * ldm + r].
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.x[r * 16 + c] = element(std::is_same_v<L, col_major> ? p[c * ldm + r] : p[r * ldm + c]);
+}
+template <class TA, class LA, class TB, class LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, float>& d,
+              const fragment<matrix_a, 16, 16, 16, TA, LA>& a,
+              const fragment<matrix_b, 16, 16, 16, TB, LB>& b,
+              const fragment<accumulator, 16, 16, 16, float>& c) {
+  float out[16 * 16];
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      float s = c.x[i * 16 + j];
+      for (int k = 0; k < 16; ++k)
+        s += a.x[i * 16 + k] * b.x[k * 16 + j];
+      out[i * 16 + j] = s;
+    }
+  std::memcpy(d.x, out, sizeof out);
+}
+inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f,
+                              unsigned ldm, layout_t layout) {
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * 16 + c];
+}
+} // namespace nvcuda::wmma

@@ -167,15 +167,14 @@ std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kerne
       R"re(extern "C" __global__ void __launch_bounds__\([^)]*\) (\w+)\(([^)]*)\))re");
   std::stringstream lines(cuda);
   std::string body, line;
+  int declarations = 0;
   while (std::getline(lines, line)) {
     std::smatch m;
     if (std::regex_match(line, header)) continue;
-    if (line.find("nvcuda::wmma") != std::string::npos)
-      throw std::runtime_error("cuda_to_cpp: WMMA is not emulated");
     if (std::regex_match(line, m, shared_array)) {
       body += m[1].str() + m[3].str() + "* const " + m[4].str() + " = static_cast<" + m[3].str() +
-              "*>(::mt_emu::shared_alloc(" + m[5].str() + " * sizeof(" + m[3].str() + "), " +
-              m[2].str() + "));\n";
+              "*>(::mt_emu::shared_alloc(" + std::to_string(declarations++) + ", " + m[5].str() +
+              " * sizeof(" + m[3].str() + "), " + m[2].str() + "));\n";
       continue;
     }
     if (std::regex_match(line, m, dynamic_pool)) {

@@ -37,7 +37,6 @@ struct Fiber {
   Dim3 tid;
   int linear = 0;
   bool done = false;
-  size_t shared_cursor = 0;
   std::string waiting;                            // what it waits for, for the deadlock message
   std::vector<std::vector<WgmmaOp>> wgmma_groups; // committed, not complete; oldest first
   uint64_t wgmma_committed = 0;                   // groups committed so far
@@ -74,6 +73,8 @@ struct Launch {
   size_t dynamic_bytes = 0;
   unsigned char* smem = nullptr;
   size_t static_end = 0;
+  std::map<int, size_t> static_arrays; // declaration -> offset
+  size_t dynamic_at = kSharedBytes;    // where the dynamic pool starts
   std::vector<Fiber> fibers;
   std::vector<unsigned char*> stacks;
   Fiber* current = nullptr;
@@ -134,14 +135,18 @@ unsigned char* shared_at(uint64_t addr, size_t bytes, const char* what) {
   return launch()->smem + addr;
 }
 
-void* shared_alloc_impl(size_t bytes, size_t align) {
+// A static shared array: one place a block for each declaration, whichever thread reaches it
+// first and however often (a declaration in a loop is still one array).
+void* shared_alloc_impl(int declaration, size_t bytes, size_t align) {
   Launch& l = *launch();
-  Fiber& f = current();
-  f.shared_cursor = (f.shared_cursor + align - 1) / align * align;
-  void* p = l.smem + f.shared_cursor;
-  f.shared_cursor += bytes;
-  l.static_end = std::max(l.static_end, f.shared_cursor);
-  return p;
+  auto it = l.static_arrays.find(declaration);
+  if (it == l.static_arrays.end()) {
+    size_t at = (l.static_end + align - 1) / align * align;
+    it = l.static_arrays.emplace(declaration, at).first;
+    l.static_end = at + bytes;
+    if (l.static_end > l.dynamic_at) fail("static and dynamic shared memory exceed 256 KB");
+  }
+  return l.smem + it->second;
 }
 
 // Dynamic shared memory sits at the top of the window, aligned as asked.
@@ -149,6 +154,7 @@ unsigned char* dynamic_shared_impl(size_t align) {
   Launch& l = *launch();
   size_t at = (kSharedBytes - l.dynamic_bytes) / align * align;
   if (at < l.static_end) fail("static and dynamic shared memory exceed 256 KB");
+  l.dynamic_at = at;
   return l.smem + at;
 }
 
@@ -529,6 +535,8 @@ bool run_block() {
   l.wgmma_completed.clear();
   l.tma_pending.clear();
   l.static_end = 0;
+  l.static_arrays.clear();
+  l.dynamic_at = kSharedBytes;
   std::memset(l.smem, 0xFF, kSharedBytes);
   while (l.stacks.size() < n)
     l.stacks.push_back(static_cast<unsigned char*>(
@@ -599,8 +607,8 @@ bool run_block() {
 void ptx(const char* text, std::vector<Op> ops) {
   ptx_impl(text, ops);
 }
-void* shared_alloc(size_t bytes, size_t align) {
-  return shared_alloc_impl(bytes, align);
+void* shared_alloc(int declaration, size_t bytes, size_t align) {
+  return shared_alloc_impl(declaration, bytes, align);
 }
 unsigned char* dynamic_shared(size_t align) {
   return dynamic_shared_impl(align);
