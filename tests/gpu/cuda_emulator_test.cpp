@@ -50,14 +50,15 @@ std::vector<std::string> long_k_specs() {
           "dense(M=64,N=128,K=512,dtype=bf16,out_dtype=f32)"};
 }
 
-// The CUDA C++ of every workload of the library under random schedules of the standard GPU
-// rules (one sample a design space, three spaces a workload; f16 and bf16 workloads too), run
+// The CUDA C++ (or HIP C++) of every workload of the library under random schedules of the standard
+// GPU rules (one sample a design space, three spaces a workload; f16 and bf16 workloads too), run
 // on the emulator: what NVRTC only compiles in gpu_cuda_tests.
-TEST(CudaEmulator, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
+void check_random_schedules(bool hip) {
   TuneAttributes attrs = std_rules_test::gpu_set().attrs;
   int ran = 0, unsupported = 0;
   auto check = [&](const gpu_test::Sampled& s, double rtol, double atol) {
     E::RunOptions options;
+    options.hip = hip;
     options.rtol = rtol;
     options.atol = atol;
     std::string source, diff;
@@ -78,10 +79,20 @@ TEST(CudaEmulator, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
       attrs, 2,
       [&](const gpu_test::Sampled& s) { check(s, gpu_test::kHalfRtol, gpu_test::kHalfAtol); }, {},
       1, gpu_test::half_workload_specs());
-  std::printf("[ emulator ] %d random GPU schedules ran and were compared, %d unsupported\n", ran,
-              unsupported);
+  std::printf("[ emulator ] %s: %d random GPU schedules ran and were compared, %d unsupported\n",
+              hip ? "HIP" : "CUDA", ran, unsupported);
   EXPECT_GE(ran, 40);
   EXPECT_LE(unsupported * 4, ran);
+}
+
+TEST(CudaEmulator, EveryWorkloadUnderRandomGpuSchedulesMatchesTheInterpreter) {
+  check_random_schedules(false);
+}
+
+// The same schedules in the HIP dialect (the rocm target's source: CUDA's, without its
+// asynchronous copies and wide moves), which clang only compiles in gpu_rocm_tests.
+TEST(CudaEmulator, TheirHipSourceMatchesTheInterpreterToo) {
+  check_random_schedules(true);
 }
 
 // The WMMA (16x16x16) tensor-core schedules: each thread holds a fragment's whole tile.

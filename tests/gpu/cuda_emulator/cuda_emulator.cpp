@@ -158,9 +158,9 @@ std::string entry_point(const std::string& name, const std::string& params) {
 std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kernels) {
   std::string out = "#include \"cuda_builtins.h\"\n";
   std::string entries;
-  const std::regex header(R"(^#include <(cuda_fp16|cuda_bf16|mma)\.h>$)");
+  const std::regex header(R"(^#include <(cuda_fp16|cuda_bf16|mma|hip/hip_fp16)\.h>$)");
   const std::regex shared_array(
-      R"(^(\s*)__shared__ __align__\((\d+)\) ([\w ]+?) (\w+)\[(\d+)\];$)");
+      R"(^(\s*)__shared__ (?:__align__\((\d+)\) )?([\w ]+?) (\w+)\[(\d+)\];$)");
   const std::regex dynamic_pool(
       R"(^(\s*)extern __shared__ __align__\((\d+)\) unsigned char (\w+)\[\];$)");
   const std::regex kernel(
@@ -174,7 +174,7 @@ std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kerne
     if (std::regex_match(line, m, shared_array)) {
       body += m[1].str() + m[3].str() + "* const " + m[4].str() + " = static_cast<" + m[3].str() +
               "*>(::mt_emu::shared_alloc(" + std::to_string(declarations++) + ", " + m[5].str() +
-              " * sizeof(" + m[3].str() + "), " + m[2].str() + "));\n";
+              " * sizeof(" + m[3].str() + "), " + (m[2].matched ? m[2].str() : "16") + "));\n";
       continue;
     }
     if (std::regex_match(line, m, dynamic_pool)) {
@@ -326,7 +326,7 @@ std::string run_and_compare(const Function& scheduled, const std::vector<NDArray
                             const RunOptions& options, Counts* counts, std::string* source) {
   sdk::program::Program p = llvm_cpu::test::core_to_program(lower(scheduled));
   G::KernelPlan plan = G::plan_kernels(p);
-  G::GpuSource src = G::write_kernels(plan, *G::cuda_dialect());
+  G::GpuSource src = G::write_kernels(plan, options.hip ? *G::hip_dialect() : *G::cuda_dialect());
   if (options.edit) src.code = options.edit(src.code);
   if (source) *source = src.code;
   EmulatedModule module(src.code);

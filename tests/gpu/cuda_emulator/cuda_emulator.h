@@ -64,9 +64,11 @@ struct RunOptions {
   // Applied to the CUDA source before it is compiled: the emulator's own tests break a
   // generated kernel on purpose with it.
   std::function<std::string(const std::string&)> edit;
+  bool hip = false; // the HIP dialect's source instead (the rocm target's; no asm in it)
 };
 
-// `scheduled` (a core function, not lowered) as the cuda target writes it for sm_90, compiled
+// `scheduled` (a core function, not lowered) as the cuda target writes it for sm_90 (or the rocm
+// target, `hip`), compiled
 // once and run on the emulator for each seed with the arguments the tests make (inputs random,
 // outputs NaN), compared with `reference`: "" when every run matches, else what differs or
 // what the emulator reported (and for which seed). `source` receives the CUDA source.
