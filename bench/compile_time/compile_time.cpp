@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
   print_stats("sample+post", sample_s);
 
   std::vector<double> lower_s, features_s, build_s, total_s;
+  std::map<std::string, int> refused; // build failures by reason
   for (const auto& c : cands) {
     auto tl = Clock::now();
     mt::Function lowered = mt::lower(c);
@@ -166,10 +167,12 @@ int main(int argc, char** argv) {
       auto module = target->build(lowered);
     } catch (const std::exception& e) {
       // Without a device the build compiles and then fails to load the module: the time is
-      // the compiler's. Any other failure is the candidate's.
-      if (setup.unavailable.empty() ||
-          std::string(e.what()).find(setup.unavailable) == std::string::npos)
-        throw;
+      // the compiler's. Any other failure is the candidate's, counted by its reason.
+      std::string why = e.what();
+      if (setup.unavailable.empty() || why.find(setup.unavailable) == std::string::npos) {
+        ++refused[why.substr(0, 160)];
+        continue;
+      }
     }
     build_s.push_back(since(tb));
     total_s.push_back(lower_s.back() + build_s.back());
@@ -179,6 +182,8 @@ int main(int argc, char** argv) {
   print_stats("lower+features", features_s);
   print_stats("build", build_s);
   print_stats("lower+build", total_s);
+  for (const auto& [why, count] : refused)
+    std::printf("  build refused %d of %zu: %s\n", count, cands.size(), why.c_str());
 
   mt::Reference ref;
   if (check) {

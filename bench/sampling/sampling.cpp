@@ -167,6 +167,7 @@ struct Row {
   size_t samples = 0;     // traces replayed in that repeat
   size_t accepted = 0;    // candidates out (batch size, or samples that passed)
   size_t mutated = 0, duplicates = 0, refused = 0; // SearchStats of that repeat
+  std::string why_refused;                         // SearchStats::diagnosis()
 };
 
 Row bench_next_batch(mt::PluginHost& host, const Setup& setup, int repeats) {
@@ -186,6 +187,7 @@ Row bench_next_batch(mt::PluginHost& host, const Setup& setup, int repeats) {
     row.mutated = st.mutated;
     row.duplicates = st.duplicates;
     row.refused = st.rejected + st.replay_failed;
+    row.why_refused = st.diagnosis();
   }
   row.seconds = median(secs);
   row.cpu_seconds = median(cpu);
@@ -210,6 +212,7 @@ Row bench_raw(const Setup& setup, int repeats, size_t n, uint64_t seed) {
     row.samples = stats.sampled;
     row.accepted = ok;
     row.refused = stats.rejected + stats.replay_failed;
+    row.why_refused = stats.diagnosis();
   }
   row.seconds = median(secs);
   row.cpu_seconds = median(cpu);
@@ -239,6 +242,7 @@ Row bench_raw_batch(const Setup& setup, int repeats, size_t n, uint64_t seed) {
     row.samples = stats.sampled;
     row.accepted = ok;
     row.refused = stats.rejected + stats.replay_failed;
+    row.why_refused = stats.diagnosis();
   }
   row.seconds = median(secs);
   row.cpu_seconds = median(cpu);
@@ -262,6 +266,8 @@ void print(const Options& o, const std::string& spec, const char* path, size_t s
               static_cast<double>(r.samples) / r.seconds,
               1e3 * r.cpu_seconds / static_cast<double>(r.samples));
   std::fflush(stdout);
+  if (!r.why_refused.empty())
+    std::fprintf(stderr, "%s, %s: refused: %s\n", spec.c_str(), path, r.why_refused.c_str());
 }
 
 Options parse(int argc, char** argv) {

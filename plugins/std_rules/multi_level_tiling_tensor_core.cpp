@@ -561,8 +561,10 @@ private:
   }
 
   // The accumulator's copies under the warpgroup (fill, store): their last two loops are the
-  // rows and the N columns; rows beyond 64 split into [fi, 64] with the tile loop unrolled, and
-  // the 64 x N nest marked with the operation.
+  // rows and the N columns; the rows split into [fi, 64] with the tile loop unrolled, and the
+  // 64 x N nest marked with the operation. Split even where fi is 1 when the space is made:
+  // fi is a sampled decision, and a trace without the split would give every sample with more
+  // than one tile a warpgroup a nest the generator refuses.
   static void mark_group_tiles(Schedule& sch, BlockRV block, size_t first_own,
                                const std::string& intrinsic) {
     std::vector<LoopRV> loops = sch.get_loops(block);
@@ -570,13 +572,10 @@ private:
       throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
                                "std.MultiLevelTilingTensorCore: " + sch.name_of(block) +
                                    ": not a 2-d accumulator copy");
-    LoopRV rows = loops[loops.size() - 2];
-    if (sch.extent(rows) > kGroupRows) {
-      std::vector<LoopRV> parts = sch.split(rows, {sdk::Factor(-1), sdk::Factor(kGroupRows)});
-      sch.unroll(parts[0]);
-      rows = parts[1];
-    }
-    sch.annotate(rows, sdk::program::kTensorIntrinsicAnnotation, intrinsic);
+    std::vector<LoopRV> parts =
+        sch.split(loops[loops.size() - 2], {sdk::Factor(-1), sdk::Factor(kGroupRows)});
+    sch.unroll(parts[0]);
+    sch.annotate(parts[1], sdk::program::kTensorIntrinsicAnnotation, intrinsic);
   }
 
   // A shared tile [R, C] fetched in the order (R/8, C/(8q), q, 8 rows, 8 elements): the

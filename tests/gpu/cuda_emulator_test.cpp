@@ -24,12 +24,12 @@ namespace G = mt::gpu_codegen;
 
 // `space`'s samples (2 a workload) run on the emulator under three seeds (orders of the
 // threads and of the copies' landing) against the interpreter.
-int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label,
-                      E::Counts* counts) {
+int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label, E::Counts* counts,
+                      int* register_moves = nullptr, int samples = 2) {
   E::RunOptions options;
   options.seeds = {1, 2, 3};
   return gpu_test::for_each_tensor_core_sample(
-      gpu_test::sm90_attrs(), 2,
+      gpu_test::sm90_attrs(), samples,
       [&](const gpu_test::TensorCoreSample& s) {
         std::string source, diff;
         try {
@@ -39,6 +39,7 @@ int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label,
         }
         EXPECT_EQ(diff, "") << label << " " << s.spec << "\ntrace " << s.trace_json << "\n"
                             << source;
+        if (register_moves && source.find("setmaxnreg.inc") != std::string::npos) ++*register_moves;
       },
       space);
 }
@@ -115,21 +116,28 @@ TEST(CudaEmulator, WgmmaSchedulesMatchTheInterpreter) {
 
 TEST(CudaEmulator, TmaAndProducerWarpgroupSchedulesMatchTheInterpreter) {
   E::Counts tma, producer;
-  int n = 0;
+  int n = 0, register_moves = 0;
   for (bool long_k : {false, true}) {
     gpu_test::TensorCoreSpace t = gpu_test::warpgroup_tma_space();
     gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
     if (long_k) t.specs = p.specs = long_k_specs();
     n += check_on_emulator(t, "tma", &tma);
-    n += check_on_emulator(p, "producer", &producer);
+    n += check_on_emulator(p, "producer", &producer, &register_moves);
   }
+  // A 256-row matmul lets a block hold two consumer warpgroups (with the producer, three: the
+  // registers move to the consumers), and more than one 64-row tile a warpgroup.
+  gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
+  p.specs = {"matmul(M=256,N=128,K=256,dtype=f16,out_dtype=f32)"};
+  n += check_on_emulator(p, "producer", &producer, &register_moves, 8);
   std::printf("[ emulator ] %d samples, 3 orders each; TMA: %llu copies, up to %llu in flight; "
-              "producer warpgroup: %llu copies, up to %llu in flight\n",
+              "producer warpgroup: %llu copies, up to %llu in flight, %d with two consumer "
+              "warpgroups or more\n",
               n, static_cast<unsigned long long>(tma.tma_copies),
               static_cast<unsigned long long>(tma.max_tma_in_flight),
               static_cast<unsigned long long>(producer.tma_copies),
-              static_cast<unsigned long long>(producer.max_tma_in_flight));
+              static_cast<unsigned long long>(producer.max_tma_in_flight), register_moves);
   EXPECT_GE(n, 24);
+  EXPECT_GE(register_moves, 1);
   EXPECT_GT(tma.tma_copies, 0u);
   // The producer runs ahead of the consumers by more than one tile.
   EXPECT_GE(producer.max_tma_in_flight, 3u);

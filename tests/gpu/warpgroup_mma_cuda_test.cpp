@@ -212,6 +212,33 @@ TEST(WarpgroupSchedules, ProducerWarpgroupSchedulesCompileForSm90a) {
 // sample, their samples pass the postprocessors and compile for sm_90a without a warning, the
 // accumulator indexed by constants once the tile loops are unrolled (no local memory: ptxas
 // reports no stack frame).
+// However the design space's own draw fell (how many 64-row tiles a warpgroup holds when the
+// space is made), every sample of it is a program the generator expresses: the accumulator
+// copies' rows are split into 64-row tiles in the trace itself, not only where that draw
+// needed it (which once left samples with more tiles refused as "does not cover 64 rows").
+TEST(WarpgroupSchedules, EverySampleOfTheWgmmaSpaceIsExpressibleWhateverTheSpacesOwnDraw) {
+  TuneAttributes attrs = gpu_test::sm90_attrs();
+  Function func = make_workload("matmul(M=256,N=128,K=256,dtype=f16,out_dtype=f32)");
+  auto rules = gpu_test::tensor_core_rules(attrs, R"({"wgmma": "always"})");
+  auto postprocs = gpu_test::gpu_postprocs(attrs);
+  int written = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed)
+    for (const auto& space : generate_design_spaces(func, rules, seed)) {
+      if (space->trace().to_json().find("wgmma.mma") == std::string::npos) continue;
+      for (uint64_t k = 0; k < 6; ++k) {
+        std::shared_ptr<Schedule> s;
+        if (sample(func, space->trace(), 40 + k, false, postprocs, &s) != SampleOutcome::Ok)
+          continue;
+        std::string src = gpu_test::generated_source(s->func(), *G::cuda_dialect());
+        EXPECT_EQ(src.rfind("refused", 0), std::string::npos)
+            << "space seed " << seed << ": " << src.substr(0, 300) << "\n"
+            << s->trace().to_json();
+        ++written;
+      }
+    }
+  EXPECT_GE(written, 12);
+}
+
 TEST(WarpgroupSchedules, TheBenchSizedWgmmaSpaceSamplesAndCompilesCleanly) {
   std::string why;
   cuda::Nvrtc* nvrtc = cuda::Nvrtc::get(&why);
