@@ -129,6 +129,11 @@ TEST(CudaEmulator, TmaAndProducerWarpgroupSchedulesMatchTheInterpreter) {
   gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
   p.specs = {"matmul(M=256,N=128,K=256,dtype=f16,out_dtype=f32)"};
   n += check_on_emulator(p, "producer", &producer, &register_moves, 8);
+  // The bench's fastest shape class: m64n256k16 products (128 accumulator floats a thread).
+  p.config = R"({"enabled": "always", "wgmma": "always", "wgmma_cols": [256],
+                 "wgmma_swizzle": "always", "wgmma_tma": "always", "wgmma_producer": "always"})";
+  p.specs = {"matmul(M=256,N=256,K=256,dtype=f16,out_dtype=f32)"};
+  n += check_on_emulator(p, "producer n256", &producer, &register_moves, 3);
   std::printf("[ emulator ] %d samples, 3 orders each; TMA: %llu copies, up to %llu in flight; "
               "producer warpgroup: %llu copies, up to %llu in flight, %d with two consumer "
               "warpgroups or more\n",
