@@ -526,7 +526,9 @@ std::string deadlock_message() {
   return m;
 }
 
-bool run_block() {
+// A fresh block: shared memory poisoned, no barrier or copy left from the last one, a fiber a
+// thread starting at the kernel's entry.
+void start_block() {
   Launch& l = *launch();
   const unsigned n = l.block.x * l.block.y * l.block.z;
   l.fibers.assign(n, Fiber{});
@@ -551,43 +553,50 @@ bool run_block() {
     f.ctx.uc_link = &l.scheduler;
     makecontext(&f.ctx, fiber_main, 0);
   }
-  std::vector<unsigned> order(n);
-  for (unsigned i = 0; i < n; ++i)
+}
+
+void land_copy(size_t k) {
+  Launch& l = *launch();
+  TmaCopy c = l.tma_pending[k];
+  l.tma_pending.erase(l.tma_pending.begin() + static_cast<long>(k));
+  tma_complete(c);
+}
+
+// Each live thread once, in an order drawn from the seed, until it waits or ends; a copy in
+// flight may land after any of them. False when no thread was left.
+bool run_round(std::vector<unsigned>& order) {
+  Launch& l = *launch();
+  bool live = false;
+  std::shuffle(order.begin(), order.end(), l.rng);
+  for (unsigned i : order) {
+    Fiber& f = l.fibers[i];
+    if (f.done) continue;
+    live = true;
+    l.current = &f;
+    swapcontext(&l.scheduler, &f.ctx);
+    if (!l.error.empty()) return true;
+    if (!l.tma_pending.empty() && l.rng() % 4 == 0) land_copy(l.rng() % l.tma_pending.size());
+    if (!l.error.empty()) return true;
+  }
+  return live;
+}
+
+bool run_block() {
+  Launch& l = *launch();
+  start_block();
+  std::vector<unsigned> order(l.fibers.size());
+  for (unsigned i = 0; i < order.size(); ++i)
     order[i] = i;
-  int idle_rounds = 0;
-  for (;;) {
-    bool live = false;
+  for (int idle_rounds = 0;;) {
     const uint64_t before = l.progress;
-    std::shuffle(order.begin(), order.end(), l.rng);
-    for (unsigned i : order) {
-      Fiber& f = l.fibers[i];
-      if (f.done) continue;
-      live = true;
-      l.current = &f;
-      swapcontext(&l.scheduler, &f.ctx);
-      if (!l.error.empty()) return false;
-      // A copy in flight lands at a moment drawn here.
-      if (!l.tma_pending.empty() && l.rng() % 4 == 0) {
-        size_t k = l.rng() % l.tma_pending.size();
-        TmaCopy c = l.tma_pending[k];
-        l.tma_pending.erase(l.tma_pending.begin() + static_cast<long>(k));
-        tma_complete(c);
-        if (!l.error.empty()) return false;
-      }
-    }
-    if (!live) break;
+    if (!run_round(order)) break;
+    if (!l.error.empty()) return false;
     if (l.progress != before) {
       idle_rounds = 0;
-      continue;
-    }
-    if (!l.tma_pending.empty()) { // nobody can move before a copy lands
-      TmaCopy c = l.tma_pending.front();
-      l.tma_pending.erase(l.tma_pending.begin());
-      tma_complete(c);
+    } else if (!l.tma_pending.empty()) { // nobody can move before a copy lands
+      land_copy(0);
       if (!l.error.empty()) return false;
-      continue;
-    }
-    if (++idle_rounds >= 2) {
+    } else if (++idle_rounds >= 2) {
       l.error = "block (" + std::to_string(l.block_idx.x) + "," + std::to_string(l.block_idx.y) +
                 "," + std::to_string(l.block_idx.z) + "): " + deadlock_message();
       return false;
