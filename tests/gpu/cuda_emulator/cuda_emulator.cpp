@@ -100,15 +100,15 @@ private:
   size_t at_;
 };
 
-// One asm operand, `"constraint"(expression)`, as the emulator's Op.
-std::string asm_operand(const std::string& text, bool output) {
+// One asm operand, `"constraint"(expression)`, as the emulator's Op: written ("=r", "+f") by
+// reference, read by value.
+std::string asm_operand(const std::string& text) {
   Scanner sc(text, 0);
-  std::string constraint = sc.literals();
+  const std::string constraint = sc.literals();
   sc.expect('(');
-  std::string expr = sc.until_any(")");
-  if (output) return "::mt_emu::Op::out_ref(" + expr + ")";
-  (void)constraint;
-  return "::mt_emu::Op::in(" + expr + ")";
+  const std::string expr = sc.until_any(")");
+  const bool written = constraint.find_first_of("=+") != std::string::npos;
+  return std::string(written ? "::mt_emu::Op::out_ref(" : "::mt_emu::Op::in(") + expr + ")";
 }
 
 // `asm volatile("..." : outputs : inputs : clobbers)` from `at` (its 'a') to the call.
@@ -122,7 +122,7 @@ std::string rewrite_asm(const std::string& s, size_t at, size_t* end) {
     // "::" closes two sections at once.
     while (!sc.peek(':') && !sc.peek(')')) {
       std::string operand = sc.until_any(",:)");
-      if (section < 2) ops.push_back(asm_operand(operand, section == 0));
+      if (section < 2) ops.push_back(asm_operand(operand)); // not the clobbers
       if (sc.peek(',')) sc.expect(',');
     }
   }
