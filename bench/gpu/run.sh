@@ -22,7 +22,11 @@
 # ONLY=1 runs the f16 matmul alone).
 # Every candidate is measured in a worker process of its own (CUDA context, 64-128 MB of
 # operands, the output check): about 1 s at 4096^3; the re-measurement of the best records and
-# the side-by-side comparison are shortened to match.
+# the side-by-side comparison are shortened to match. MIN_REPEAT_MS (default 30; tune's own
+# default is 100) is how long each of the 3 timed repeats calls the kernel back to back between
+# two events: 100 or more calls of a 4096^3 kernel, where the events resolve a microsecond, and
+# 0.2 s a candidate saved for more trials (gpu.md's time split shows how much of the run the
+# timed runs take).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build}"
@@ -30,6 +34,7 @@ out="${OUT:-$root/bench/results/gpu}"
 db="${DB:-$out/gpu.db}"
 trials="${TRIALS:-256}"
 op_seconds="${OP_SECONDS:-160}"
+min_repeat_ms="${MIN_REPEAT_MS:-30}"
 mt="$build/bin/metatune"
 
 command -v python3 >/dev/null || { echo "bench/gpu: python3 is needed for the table" >&2; exit 2; }
@@ -121,12 +126,13 @@ for op in "${ops[@]}"; do
   # shellcheck disable=SC2086 # $extra is a list of flags
   timeout -s INT -k 30 $((budget + 120)) "$mt" tune --target cuda -w "$spec" --trials "$trials" \
     --time-budget "$budget" --db "$db" --library cublas --verify-top 2 --verify-rounds 2 \
-    --compare-repeats 3 --json -q $extra >"$out/op$n.json" 2>"$out/op$n.log" ||
+    --compare-repeats 3 --min-repeat-ms "$min_repeat_ms" --json -q $extra \
+    >"$out/op$n.json" 2>"$out/op$n.log" ||
     echo "  (tune exited with status $?; see $out/op$n.log)" >&2
 done
 elapsed=$(($(date +%s) - start))
 
-DB="$db" python3 - "$out" "$status" "$trials" "$elapsed" "${ops[@]}" <<'EOF'
+DB="$db" MIN_REPEAT_MS="$min_repeat_ms" python3 - "$out" "$status" "$trials" "$elapsed" "${ops[@]}" <<'EOF'
 import csv, datetime, json, os, re, sqlite3, sys
 
 out, device, trials, elapsed, ops = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
@@ -188,7 +194,8 @@ fmt = lambda v, f="%.1f": f % v if v is not None else "-"
 date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
 md = [f"bench/gpu, {date}, {device}, {trials} trials per operator, {elapsed} s. "
       "Tuned and cuBLAS timed side by side at the end of each run (alternating rounds in "
-      "fresh workers; marked *), else the records' own times.", "",
+      "fresh workers; marked *), else the records' own times; each timed repeat calls the "
+      f"kernel back to back for at least {os.environ.get('MIN_REPEAT_MS', '?')} ms.", "",
       "| operator | workload | tuned TFLOPS | cuBLAS TFLOPS | tuned/cuBLAS | checked against the reference | records (failed) |",
       "|---|---|---:|---:|---:|---|---:|"]
 for r in rows:
