@@ -9,8 +9,8 @@
 #include <cstring>
 #include <optional>
 
-#include "cuda_emulator/cuda_emulator.h"
 #include "cuda_emulator/emulated_tensor_map.h"
+#include "cuda_emulator/run_on_emulator.h"
 #include "generated_source.h"
 #include "gpu_schedule_samples.h"
 #include "metatune/gpu_codegen/dialect.hpp"

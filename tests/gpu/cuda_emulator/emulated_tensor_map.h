@@ -1,5 +1,5 @@
 // A TMA tensor map as the CUDA emulator encodes it in CUtensorMap's 128 opaque bytes: what
-// cuda_emulator.cpp writes from the generator's TensorMapSpec and ptx_emulator.h's
+// run_on_emulator.cpp writes from the generator's TensorMapSpec and ptx_emulator.h's
 // cp.async.bulk.tensor reads.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The run-time side of the CUDA emulator (cuda_emulator.h): the generated CUDA C++, after
+// The run-time side of the CUDA emulator (run_on_emulator.h): the generated CUDA C++, after
 // cuda_to_cpp's rewrite, is compiled by the host's C++ compiler with cuda_builtins.h and run
 // on the CPU by this (ptx_emulator.cpp, in the test binary). Every thread of a block is a fiber
 // (ucontext) on one OS thread; a fiber runs until it has to wait (a barrier, an mbarrier phase not

@@ -11,51 +11,14 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/ir/function.h"
 #include "core/runtime/ndarray.h"
-#include "metatune/gpu_codegen/kernel_plan.hpp"
+#include "emulated_module.h"
 
 namespace mt::gpu_test::emulator {
-
-// `cuda` rewritten for the host's compiler; the names of its kernels in `kernels`. Throws
-// std::runtime_error for a construct the rewrite does not know.
-std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kernels);
-
-// What the emulator counted over a run.
-struct Counts {
-  uint64_t ptx = 0;               // asm statements carried out
-  uint64_t tma_copies = 0;        // cp.async.bulk.tensor
-  uint64_t wgmmas = 0;            // wgmma.mma_async, per thread
-  uint64_t max_tma_in_flight = 0; // most copies issued and not yet landed at once
-  Counts& operator+=(const Counts& o);
-};
-
-// One compiled source.
-class EmulatedModule {
-public:
-  // Rewrites and compiles `cuda`; throws std::runtime_error with the compiler's log.
-  explicit EmulatedModule(const std::string& cuda);
-  ~EmulatedModule();
-  EmulatedModule(const EmulatedModule&) = delete;
-  EmulatedModule& operator=(const EmulatedModule&) = delete;
-
-  // Runs kernel `name` on the grid, its parameters as cuLaunchKernel takes them; "" or the
-  // emulator's error. `seed` draws the order in which threads run and copies land.
-  std::string launch(const std::string& name, const gpu_codegen::LaunchDims& dims,
-                     size_t dynamic_shared_bytes, void** params, uint64_t seed,
-                     Counts* counts = nullptr);
-
-  // The rewritten source, for failure messages.
-  const std::string& cpp() const { return cpp_; }
-
-private:
-  std::string cpp_;
-  void* library_ = nullptr;
-};
 
 // How run_and_compare runs a schedule.
 struct RunOptions {

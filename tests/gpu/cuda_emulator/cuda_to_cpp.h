@@ -1,0 +1,17 @@
+// The rewrite of the CUDA C++ the generator writes for the host's C++ compiler (the CUDA
+// emulator, see ptx_emulator.h): each asm statement becomes a call to mt_emu::ptx, which carries
+// out its PTX instruction; shared arrays come from the emulated shared memory, one place a
+// declaration; each kernel gets an entry point `mt_emu_entry_<name>(void** params)` taking the
+// driver's parameter array. The result includes cuda_builtins.h alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mt::gpu_test::emulator {
+
+// `cuda` rewritten; the names of its kernels in `kernels`. Throws std::runtime_error for a
+// construct the rewrite does not know.
+std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kernels);
+
+} // namespace mt::gpu_test::emulator
