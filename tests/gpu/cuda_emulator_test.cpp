@@ -4,8 +4,10 @@
 // PoCL cannot run. And the emulator's own power: producer kernels broken on purpose (a consumer
 // that does not wait for its tile, a producer that does not wait for a free slot, a parity
 // flipped) are caught, and a TMA box lands where the 128-byte swizzle puts it.
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -28,6 +30,9 @@ int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label,
                       int* register_moves = nullptr, int samples = 2) {
   E::RunOptions options;
   options.seeds = {1, 2, 3};
+  // MT_EMULATOR_SAMPLES=k multiplies the samples, for hunting rare failures by hand.
+  if (const char* more = std::getenv("MT_EMULATOR_SAMPLES"))
+    samples *= std::max(1, std::atoi(more));
   return gpu_test::for_each_tensor_core_sample(
       gpu_test::sm90_attrs(), samples,
       [&](const gpu_test::TensorCoreSample& s) {
@@ -148,25 +153,25 @@ TEST(CudaEmulator, TmaAndProducerWarpgroupSchedulesMatchTheInterpreter) {
   EXPECT_GE(producer.max_tma_in_flight, 3u);
 }
 
-// The first producer-warpgroup sample of a long-k matmul with more k-tiles than slots.
-struct ProducerSample {
+// The first sample of `space` on a long-k matmul (more k-tiles than slots) whose CUDA source
+// holds `marker`.
+struct Sample {
   std::optional<Function> func;
   std::vector<NDArray> reference;
 };
-ProducerSample producer_sample() {
-  gpu_test::TensorCoreSpace p = gpu_test::warpgroup_producer_space();
-  p.specs = {long_k_specs()[0]};
-  ProducerSample out;
+Sample first_sample(gpu_test::TensorCoreSpace space, const std::string& marker) {
+  space.specs = {long_k_specs()[0]};
+  Sample out;
   gpu_test::for_each_tensor_core_sample(
       gpu_test::sm90_attrs(), 4,
       [&](const gpu_test::TensorCoreSample& s) {
         if (out.func) return;
         std::string src = gpu_test::generated_source(s.scheduled, *G::cuda_dialect());
-        if (src.find("// producer") == std::string::npos) return;
+        if (src.find(marker) == std::string::npos) return;
         out.func = s.scheduled;
         out.reference = s.reference;
       },
-      p);
+      space);
   return out;
 }
 
@@ -180,7 +185,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 // What the emulator says of the sample with `edit` applied to its source.
-std::string broken_run(const ProducerSample& s, const std::string& from, const std::string& to) {
+std::string broken_run(const Sample& s, const std::string& from, const std::string& to) {
   E::RunOptions options;
   options.seeds = {1, 2, 3, 4};
   int n = 0;
@@ -197,7 +202,7 @@ std::string broken_run(const ProducerSample& s, const std::string& from, const s
 }
 
 TEST(CudaEmulator, CatchesProducerKernelsBrokenOnPurpose) {
-  ProducerSample s = producer_sample();
+  Sample s = first_sample(gpu_test::warpgroup_producer_space(), "// producer");
   ASSERT_TRUE(s.func.has_value()) << "no producer-warpgroup sample";
   E::RunOptions options;
   options.seeds = {1, 2};
@@ -219,6 +224,17 @@ TEST(CudaEmulator, CatchesProducerKernelsBrokenOnPurpose) {
   std::string flipped = broken_run(s, ") ^ 1));", ") ^ 0)); mt_skip(nullptr, 0);");
   EXPECT_NE(flipped.find("deadlock"), std::string::npos) << flipped;
   std::printf("[ emulator ] empty barrier's parity flipped: %s\n", flipped.substr(0, 300).c_str());
+}
+
+// A pipelined wgmma kernel whose tiles come by cp.async, without the fence that makes the
+// threads' copies visible to wgmma's (asynchronous-proxy) reads.
+TEST(CudaEmulator, CatchesAMissingProxyFenceBeforeWgmma) {
+  Sample s = first_sample(gpu_test::warpgroup_swizzle_space(), "fence.proxy.async");
+  ASSERT_TRUE(s.func.has_value()) << "no cp.async wgmma sample";
+  std::string unfenced = broken_run(s, "fence.proxy.async.shared::cta;", "");
+  EXPECT_NE(unfenced.find("has not made visible with fence.proxy.async"), std::string::npos)
+      << unfenced;
+  std::printf("[ emulator ] no proxy fence: %s\n", unfenced.c_str());
 }
 
 // A TMA box of 8 x 64 f16 through the dialect's own helpers: element (r, c) lands at chunk

@@ -44,6 +44,8 @@ struct Fiber {
   std::vector<std::vector<CpAsync>> cp_groups;
   std::vector<CpAsync> cp_open;
   std::map<float*, float> pending_value; // a register's value once its pending products retire
+  // Shared bytes its cp.async wrote (the generic proxy) since its last fence.proxy.async.
+  std::vector<std::pair<size_t, size_t>> unfenced;
 };
 
 struct Mbarrier {
@@ -85,6 +87,9 @@ struct Launch {
   std::map<int, BarrierState> barriers;
   std::map<int, uint64_t> wgmma_completed; // per warpgroup: its groups complete so far
   std::vector<TmaCopy> tma_pending;
+  // Per shared byte: the thread whose cp.async wrote it and that has not fenced the write for
+  // the asynchronous proxy (wgmma's reads) since; -1 for none.
+  std::vector<int> unfenced_writer;
   std::string error;
   uint64_t steps = 0, tma_copies = 0, wgmmas = 0, max_tma_in_flight = 0;
 };
@@ -276,11 +281,25 @@ void tma_issue(const std::vector<Op>& ops, int rank) {
 // ---- cp.async ------------------------------------------------------------------------------
 
 void cp_async_retire(Fiber& f, size_t keep) {
+  Launch& l = *launch();
   while (f.cp_groups.size() > keep) {
-    for (const CpAsync& c : f.cp_groups.front())
+    for (const CpAsync& c : f.cp_groups.front()) {
       std::memcpy(c.dst, c.src, c.bytes);
+      const size_t at = static_cast<size_t>(c.dst - l.smem);
+      std::fill_n(l.unfenced_writer.begin() + static_cast<long>(at), c.bytes, f.linear);
+      f.unfenced.emplace_back(at, static_cast<size_t>(c.bytes));
+    }
     f.cp_groups.erase(f.cp_groups.begin());
   }
+}
+
+// fence.proxy.async: the thread's generic-proxy writes become visible to the asynchronous proxy.
+void proxy_fence(Fiber& f) {
+  Launch& l = *launch();
+  for (const auto& [at, bytes] : f.unfenced)
+    for (size_t b = at; b < at + bytes; ++b)
+      if (l.unfenced_writer[b] == f.linear) l.unfenced_writer[b] = -1;
+  f.unfenced.clear();
 }
 
 // ---- wgmma ---------------------------------------------------------------------------------
@@ -301,6 +320,11 @@ float operand_value(uint64_t desc, int mn, int k, bool mn_major, bool bf16) {
   }
   uint16_t bits;
   std::memcpy(&bits, shared_at(addr, 2, "wgmma operand"), 2);
+  // wgmma reads through the asynchronous proxy: a cp.async write not yet fenced by its thread
+  // may not be what it sees.
+  if (int writer = launch()->unfenced_writer[addr]; writer >= 0)
+    fail("wgmma reads shared memory (" + hex(addr) + ") that thread " + std::to_string(writer) +
+         " wrote with cp.async and has not made visible with fence.proxy.async");
   return bf16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16) : __half2float(__half{bits});
 }
 
@@ -498,6 +522,7 @@ void ptx_impl(const char* text, const std::vector<Op>& ops) {
       fail(std::string("cannot read bar.sync in: ") + t);
     return bar_sync(id, n);
   }
+  if (has(t, "fence.proxy.async")) return proxy_fence(f);
   if (has(t, "fence.") || has(t, "setmaxnreg.")) return;
   fail(std::string("PTX the emulator does not know: ") + t);
 }
@@ -536,6 +561,7 @@ void start_block() {
   l.barriers.clear();
   l.wgmma_completed.clear();
   l.tma_pending.clear();
+  l.unfenced_writer.assign(kSharedBytes, -1);
   l.static_end = 0;
   l.static_arrays.clear();
   l.dynamic_at = kSharedBytes;

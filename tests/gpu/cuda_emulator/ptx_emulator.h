@@ -23,9 +23,12 @@
 // message naming the block and thread. Shared memory starts as 0xFF bytes (NaN), so that a read
 // of what was never written shows in the results.
 //
+//   - fence.proxy.async: a thread's cp.async writes are visible to wgmma's reads (the
+//     asynchronous proxy) only after the thread's fence; a wgmma that reads one before is
+//     reported. (Plain stores to shared memory are not tracked.)
 // Not modelled: warps (threads of a warp may diverge freely here), memory ordering beyond the
-// instructions' own completion (fences are no-ops), timing. The descriptors' and the swizzle's
-// reading is the PTX ISA's as the generator also reads it: it is checked on a device by
+// instructions' own completion (the other fences are no-ops), timing. The descriptors' and the
+// swizzle's reading is the PTX ISA's as the generator also reads it: it is checked on a device by
 // tests/gpu/wgmma_probe_test.cpp, not here.
 #pragma once
 
