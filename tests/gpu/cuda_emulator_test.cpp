@@ -24,15 +24,20 @@ namespace {
 namespace E = mt::gpu_test::emulator;
 namespace G = mt::gpu_codegen;
 
+// MT_EMULATOR_SAMPLES=k multiplies the samples of every test here, for hunting rare failures by
+// hand (1 by default).
+int more_samples() {
+  const char* more = std::getenv("MT_EMULATOR_SAMPLES");
+  return more ? std::max(1, std::atoi(more)) : 1;
+}
+
 // `space`'s samples (2 a workload) run on the emulator under three seeds (orders of the
 // threads and of the copies' landing) against the interpreter.
 int check_on_emulator(const gpu_test::TensorCoreSpace& space, const char* label, E::Counts* counts,
                       int* register_moves = nullptr, int samples = 2) {
   E::RunOptions options;
   options.seeds = {1, 2, 3};
-  // MT_EMULATOR_SAMPLES=k multiplies the samples, for hunting rare failures by hand.
-  if (const char* more = std::getenv("MT_EMULATOR_SAMPLES"))
-    samples *= std::max(1, std::atoi(more));
+  samples *= more_samples();
   return gpu_test::for_each_tensor_core_sample(
       gpu_test::sm90_attrs(), samples,
       [&](const gpu_test::TensorCoreSample& s) {
@@ -80,11 +85,11 @@ void check_random_schedules(bool hip) {
     ++ran;
   };
   gpu_test::for_each_gpu_sample(
-      attrs, 3, [&](const gpu_test::Sampled& s) { check(s, 1e-4, 1e-5); }, {}, 1);
+      attrs, 3, [&](const gpu_test::Sampled& s) { check(s, 1e-4, 1e-5); }, {}, more_samples());
   gpu_test::for_each_gpu_sample(
       attrs, 2,
       [&](const gpu_test::Sampled& s) { check(s, gpu_test::kHalfRtol, gpu_test::kHalfAtol); }, {},
-      1, gpu_test::half_workload_specs());
+      more_samples(), gpu_test::half_workload_specs());
   std::printf("[ emulator ] %s: %d random GPU schedules ran and were compared, %d unsupported\n",
               hip ? "HIP" : "CUDA", ran, unsupported);
   EXPECT_GE(ran, 40);
