@@ -164,10 +164,13 @@ inline __half __float2half(float x) {
   return __float2half_rn(x);
 }
 
-// bf16 as memory holds it.
+// bf16 as memory holds it: the upper half of a float.
 struct __nv_bfloat16 {
   unsigned short bits;
 };
+inline float __bfloat162float(__nv_bfloat16 b) {
+  return __uint_as_float(uint32_t{b.bits} << 16);
+}
 
 // WMMA: a fragment's layout among the warp's threads is opaque by definition, so each thread
 // here holds the whole 16x16 tile; loads, products and stores are the warp's collective

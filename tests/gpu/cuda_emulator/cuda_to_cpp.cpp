@@ -125,7 +125,7 @@ std::string entry_point(const std::string& name, const std::string& params) {
 
 } // namespace
 
-std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kernels) {
+std::string cuda_to_cpp(const std::string& cuda) {
   std::string out = "#include \"cuda_builtins.h\"\n";
   std::string entries;
   const std::regex header(R"(^#include <(cuda_fp16|cuda_bf16|mma|hip/hip_fp16)\.h>$)");
@@ -155,7 +155,6 @@ std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kerne
     if (line.find("__shared__") != std::string::npos)
       throw std::runtime_error("cuda_to_cpp: a shared declaration it does not know: " + line);
     if (std::regex_search(line, m, kernel)) {
-      kernels->push_back(m[1].str());
       entries += entry_point(m[1].str(), m[2].str());
     }
     body += line + "\n";

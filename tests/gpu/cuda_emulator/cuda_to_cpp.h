@@ -6,12 +6,10 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace mt::gpu_test::emulator {
 
-// `cuda` rewritten; the names of its kernels in `kernels`. Throws std::runtime_error for a
-// construct the rewrite does not know.
-std::string cuda_to_cpp(const std::string& cuda, std::vector<std::string>* kernels);
+// `cuda` rewritten. Throws std::runtime_error for a construct the rewrite does not know.
+std::string cuda_to_cpp(const std::string& cuda);
 
 } // namespace mt::gpu_test::emulator

@@ -7,17 +7,12 @@
 #include <string>
 
 #include "metatune/gpu_codegen/kernel_plan.hpp"
+#include "ptx_emulator.h"
 
 namespace mt::gpu_test::emulator {
 
-// What the emulator counted over a run.
-struct Counts {
-  uint64_t ptx = 0;               // asm statements carried out
-  uint64_t tma_copies = 0;        // cp.async.bulk.tensor
-  uint64_t wgmmas = 0;            // wgmma.mma_async, per thread
-  uint64_t max_tma_in_flight = 0; // most copies issued and not yet landed at once
-  Counts& operator+=(const Counts& o);
-};
+// What the emulator counted over a run (launches add to it).
+using Counts = mt_emu::LaunchStats;
 
 class EmulatedModule {
 public:
@@ -28,16 +23,13 @@ public:
   EmulatedModule& operator=(const EmulatedModule&) = delete;
 
   // Runs kernel `name` on the grid, its parameters as cuLaunchKernel takes them; "" or the
-  // emulator's error. `seed` draws the order in which threads run and copies land.
+  // emulator's error. `seed` draws the order in which threads run and copies land; what it
+  // counted is added to `counts`.
   std::string launch(const std::string& name, const gpu_codegen::LaunchDims& dims,
                      size_t dynamic_shared_bytes, void** params, uint64_t seed,
                      Counts* counts = nullptr);
 
-  // The rewritten source, for failure messages.
-  const std::string& cpp() const { return cpp_; }
-
 private:
-  std::string cpp_;
   void* library_ = nullptr;
 };
 

@@ -325,7 +325,7 @@ float operand_value(uint64_t desc, int mn, int k, bool mn_major, bool bf16) {
   if (int writer = launch()->unfenced_writer[addr]; writer >= 0)
     fail("wgmma reads shared memory (" + hex(addr) + ") that thread " + std::to_string(writer) +
          " wrote with cp.async and has not made visible with fence.proxy.async");
-  return bf16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16) : __half2float(__half{bits});
+  return bf16 ? __bfloat162float(__nv_bfloat16{bits}) : __half2float(__half{bits});
 }
 
 // The thread's fragment of D = (scale_d ? D : 0) + A * B for m64nNk16 with f32 accumulators:
