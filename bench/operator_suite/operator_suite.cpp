@@ -45,7 +45,8 @@ struct SuiteOp {
   const char* spec;
 };
 
-// ResNet-50 (and ResNeXt / MobileNet-style variants at ResNet shapes) and BERT-base layers.
+// ResNet-50 (and ResNeXt / MobileNet-style variants at ResNet shapes) and BERT-base layers, and
+// two linears of one decoded token (bench/llama's model: SwiGLU's gate, the vocabulary head).
 const SuiteOp kSuite[] = {
     {"C2D resnet 3x3", "conv2d(N=1,C=64,H=56,W=56,F=64,KH=3,KW=3,stride=1,padding=1)"},
     {"C2D resnet 1x1", "conv2d(N=1,C=256,H=56,W=56,F=64,KH=1,KW=1,stride=1,padding=0)"},
@@ -67,6 +68,8 @@ const SuiteOp kSuite[] = {
     {"SFM bert", "softmax(M=1536,N=128)"},
     {"NRM layernorm bert", "layernorm(M=128,N=768)"},
     {"NRM l2", "norm(B=1,M=256,N=256)"},
+    {"GMV llama gate", "dense(M=1,N=2048,K=768,bias=0,act=none)"},
+    {"GMV llama lm head", "dense(M=1,N=32000,K=768,bias=0,act=none)"},
 };
 
 struct Options {

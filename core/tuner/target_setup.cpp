@@ -41,7 +41,7 @@ StandardSet standard_set(const std::string& kind) {
              {"std.MutateUnroll", 0.08},
              {"std.MutateThreadBinding", 0.02},
              {"std.MutatePipelineStages", 0.02}}};
-  return {{"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling",
+  return {{"std.AutoInline", "std.VectorRFactor", "std.AddRFactor", "std.MultiLevelTiling",
            "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"},
           {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",
            "std.RewriteReductionBlock"},

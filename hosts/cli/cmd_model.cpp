@@ -266,6 +266,10 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
   // gives every task one batch).
   tune_opt->tune.batch_size = 16;
   add_tune_flags(tune_cmd, *tune_opt);
+  tune_cmd->add_option("--tuning-config", tune_opt->space_config,
+                       "Tuning-config file: JSON with fields rules, mutators, postprocs holding "
+                       "the same entries as --rules, --mutators, --postprocs (applied before "
+                       "them; docs/tuning.md)");
   tune_cmd
       ->add_option("--decode-capacities", tune_opt->decode_capacities,
                    "Also tune the decode steps of `model generate` at these cache capacities "

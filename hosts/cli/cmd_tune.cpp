@@ -44,26 +44,8 @@ namespace {
 struct TuneCliOptions : TuneFlags {
   std::vector<std::string> workloads;
   std::string model; // --model: a built-in model name or a model JSON file
-  // The search space: --config FILE's edits, then each --rules / --mutators / --postprocs
-  // value in order (core/tuner/space_config.h).
-  std::string space_config;
-  std::vector<std::string> rules, mutators, postprocs;
   bool show_space = false;
 };
-
-// The edits of the search space the options ask for, in the order they apply.
-std::vector<SpaceEdit> space_edits(const TuneCliOptions& opt) {
-  std::vector<SpaceEdit> edits;
-  if (!opt.space_config.empty()) edits = read_space_config_file(opt.space_config);
-  auto add = [&](ComponentKind kind, const std::vector<std::string>& values, const char* flag) {
-    for (const std::string& v : values)
-      edits.push_back(parse_space_edit(kind, v, {SpaceSource::Option, flag}));
-  };
-  add(ComponentKind::ScheduleRule, opt.rules, "--rules flag");
-  add(ComponentKind::Mutator, opt.mutators, "--mutators flag");
-  add(ComponentKind::Postproc, opt.postprocs, "--postprocs flag");
-  return edits;
-}
 
 int run_tune(TuneCliOptions& opt) {
   configure_logging(opt.log_level);
@@ -139,15 +121,6 @@ RegisterCommand reg("tune", [](CLI::App& app) -> std::function<int()> {
                   "Tune every task of a model under the one budget: a built-in model "
                   "(`metatune models`) or a JSON file of tasks (docs/tuning.md)");
   add_tune_flags(cmd, *opt);
-  cmd->add_option("--rules", opt->rules,
-                  "Schedule rules: '+NAME{json}' adds to the target's, '-NAME' drops one, "
-                  "'A,B{json}' replaces the list (comma-separated; repeatable; docs/tuning.md)");
-  cmd->add_option("--mutators", opt->mutators,
-                  "Mutators, likewise, with selection weights: '+NAME=0.1', '-NAME', "
-                  "'A=0.9,B{json}=0.1'");
-  cmd->add_option("--postprocs", opt->postprocs,
-                  "Postprocessors, likewise: '+NAME{json}', '-NAME', or 'A,B{json}' instead of "
-                  "the target's");
   cmd->add_option("--config", opt->space_config,
                   "Tuning-config file: JSON with fields rules, mutators, postprocs holding the "
                   "same entries (applied before the flags)");

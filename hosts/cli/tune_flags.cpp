@@ -101,6 +101,15 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "(default: $METATUNE_CACHE_DIR, else $XDG_CACHE_HOME/metatune, else "
                   "~/.cache/metatune; then /reference)")
       ->capture_default_str();
+  cmd->add_option("--rules", f.rules,
+                  "Schedule rules: '+NAME{json}' adds to the target's, '-NAME' drops one, "
+                  "'A,B{json}' replaces the list (comma-separated; repeatable; docs/tuning.md)");
+  cmd->add_option("--mutators", f.mutators,
+                  "Mutators, likewise, with selection weights: '+NAME=0.1', '-NAME', "
+                  "'A=0.9,B{json}=0.1'");
+  cmd->add_option("--postprocs", f.postprocs,
+                  "Postprocessors, likewise: '+NAME{json}', '-NAME', or 'A,B{json}' instead of "
+                  "the target's");
   cmd->add_option("--plugin-path", f.plugin_paths,
                   "Also load plugins from this directory (first; repeatable)");
   cmd->add_flag("--json", f.json, "End the output with one line of JSON");
@@ -109,7 +118,21 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "trace, debug, info, warn, error or off (default: $METATUNE_LOG, else info)");
 }
 
+std::vector<SpaceEdit> space_edits(const TuneFlags& f) {
+  std::vector<SpaceEdit> edits;
+  if (!f.space_config.empty()) edits = read_space_config_file(f.space_config);
+  auto add = [&](ComponentKind kind, const std::vector<std::string>& values, const char* flag) {
+    for (const std::string& v : values)
+      edits.push_back(parse_space_edit(kind, v, {SpaceSource::Option, flag}));
+  };
+  add(ComponentKind::ScheduleRule, f.rules, "--rules flag");
+  add(ComponentKind::Mutator, f.mutators, "--mutators flag");
+  add(ComponentKind::Postproc, f.postprocs, "--postprocs flag");
+  return edits;
+}
+
 void finish_tune_options(TuneFlags& f, const PluginHost& host) {
+  f.tune.space = space_edits(f);
   f.tune.measure.min_repeat_seconds = f.min_repeat_ms * 1e-3;
   if (f.no_library) {
     f.tune.library_targets.clear();

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/tuner/space_config.h"
 #include "core/tuner/tuner.h"
 
 namespace mt {
@@ -26,11 +27,18 @@ struct TuneFlags {
   std::vector<std::string> libraries; // --library; empty = TuneOptions' default
   bool no_library = false;
   bool no_compare = false;
+  // The search space: a tuning-config file's edits, then each --rules / --mutators /
+  // --postprocs value in order (core/tuner/space_config.h). Each command names the file's
+  // option itself (`tune --config`, `model tune --tuning-config`).
+  std::string space_config;
+  std::vector<std::string> rules, mutators, postprocs;
 };
 
 void add_tune_flags(CLI::App* cmd, TuneFlags& f);
+// The edits of the search space the flags ask for, in the order they apply.
+std::vector<SpaceEdit> space_edits(const TuneFlags& f);
 // After parsing, with the plugins loaded: the options the flags imply (repeat time, library
-// targets -- warning about unregistered ones --, comparison, reference cache).
+// targets -- warning about unregistered ones --, comparison, reference cache, search space).
 void finish_tune_options(TuneFlags& f, const PluginHost& host);
 // The plugin search path: --plugin-path directories first, then the default ones.
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& first);

@@ -8,6 +8,7 @@ void register_all(sdk::Registry& r) {
   register_multi_level_tiling_tensor_core(r);
   register_parallel_vectorize_unroll(r);
   register_add_rfactor(r);
+  register_vector_rfactor(r);
   register_cross_thread_reduction(r);
   register_random_compute_location(r);
   register_auto_bind(r);

@@ -12,6 +12,7 @@ void register_multi_level_tiling(sdk::Registry& r);
 void register_multi_level_tiling_tensor_core(sdk::Registry& r);
 void register_parallel_vectorize_unroll(sdk::Registry& r);
 void register_add_rfactor(sdk::Registry& r);
+void register_vector_rfactor(sdk::Registry& r);
 void register_cross_thread_reduction(sdk::Registry& r);
 void register_random_compute_location(sdk::Registry& r);
 void register_auto_bind(sdk::Registry& r);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "core/database/database.h"
 
 namespace {
 
@@ -56,6 +57,38 @@ std::string new_tokens(const std::string& report_path) {
   for (size_t i = a; i <= end; ++i)
     if (!std::isspace(static_cast<unsigned char>(text[i]))) list += text[i];
   return list;
+}
+
+// `model tune` edits the search space with the same flags as `tune`: with the rule list replaced
+// by one without any tiling rule, no record of any task was tiled; a rule name that no plugin
+// registers is an error naming the flag.
+TEST(ModelCli, TuneTakesTheSearchSpaceFlags) {
+  const std::string db = ::testing::TempDir() + "/model_tune_rules.db";
+  std::remove(db.c_str());
+  const std::string tune = "model tune --config " + kData +
+                           "tiny-gpt.json --seq 4 --trials 12 --no-library --no-compare "
+                           "--verify-top 0 --reference-cache none --repeats 1 "
+                           "--min-repeat-ms 1 --cost-model none -q --db " +
+                           db;
+  Result r = metatune(tune + " --rules std.AutoInline,std.ParallelVectorizeUnroll");
+  ASSERT_EQ(r.status, 0) << r.output;
+  mt::DatabaseOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
+  size_t records = 0;
+  for (const mt::WorkloadEntry& w : d->workloads())
+    for (const mt::TuningRecord& rec : d->records(w.id)) {
+      ++records;
+      EXPECT_EQ(rec.trace_json.find("tiling_structure"), std::string::npos) << rec.trace_json;
+      EXPECT_EQ(rec.trace_json.find("rfactor"), std::string::npos) << rec.trace_json;
+    }
+  EXPECT_GE(records, 12u);
+  Result typo = metatune(tune + " --rules +std.NoSuchRule");
+  EXPECT_NE(typo.status, 0);
+  EXPECT_NE(typo.output.find("--rules flag: schedule rule 'std.NoSuchRule' is not registered"),
+            std::string::npos)
+      << typo.output;
+  std::remove(db.c_str());
 }
 
 TEST(ModelCli, GeneratesWithTheCacheWhatTheWholeModelPredicts) {

@@ -267,7 +267,7 @@ TEST(MeasureStdRules, SampledMatmulCandidatesMeasureOk) {
     postprocs.push_back(host().create_postproc(n));
     postprocs.back()->initialize(attrs);
   }
-  ASSERT_EQ(rules.size(), 5u);
+  ASSERT_EQ(rules.size(), 6u);
   ASSERT_EQ(postprocs.size(), 3u);
 
   Function f = make_workload("matmul(M=128,N=96,K=64)");
@@ -307,8 +307,9 @@ TEST(MeasureStdRules, SampledMatmulCandidatesMeasureOk) {
 TEST(MeasureTarget, DefaultsAreTheStandardCpuSetAndVectorWidthFollowsFeatures) {
   auto target = make_target();
   EXPECT_EQ(target->default_components(ComponentKind::ScheduleRule),
-            (std::vector<std::string>{"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling",
-                                      "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"}));
+            (std::vector<std::string>{"std.AutoInline", "std.VectorRFactor", "std.AddRFactor",
+                                      "std.MultiLevelTiling", "std.ParallelVectorizeUnroll",
+                                      "std.RandomComputeLocation"}));
   EXPECT_EQ(
       target->default_components(ComponentKind::Postproc),
       (std::vector<std::string>{"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",

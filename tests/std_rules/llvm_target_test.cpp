@@ -76,6 +76,35 @@ TEST(StdRulesOnLlvmCpu, SampledSchedulesCompileAndRunCorrectly) {
   EXPECT_GT(built, 0);
 }
 
+// The spaces of `spec` whose first sample is of the kind `is_kind` tells: `samples` fresh
+// samples of each (seeds from `seed`), built by the target, run natively and compared with the
+// interpreter. Counts the spaces of that kind and the schedules run.
+struct SpacesRun {
+  int spaces = 0;
+  int built = 0;
+};
+SpacesRun run_spaces_of_kind(PluginTarget& target, const Instances& in, const std::string& spec,
+                             bool (*is_kind)(const Function&), uint64_t samples, uint64_t seed) {
+  Function f = make_workload(spec);
+  std::vector<NDArray> reference = run(f);
+  std::vector<std::shared_ptr<Schedule>> spaces = generate_design_spaces(f, in.rules, 1);
+  SpacesRun out;
+  for (size_t si = 0; si < spaces.size(); ++si) {
+    for (uint64_t k = 0; k < samples; ++k) {
+      std::shared_ptr<Schedule> s;
+      if (sample(f, spaces[si]->trace(), seed + 13 * k + si, false, in.postprocs, &s) !=
+          SampleOutcome::Ok)
+        continue;
+      if (!is_kind(s->func())) break; // another kind of space
+      out.spaces += k == 0;
+      ++out.built;
+      EXPECT_EQ(run_natively(target, f, s->func(), reference), "") << "space " << si << "\n"
+                                                                   << s->trace().to_json();
+    }
+  }
+  return out;
+}
+
 // Whether a scheduled convolution accumulates into a staged copy of its output [N, F, ...]
 // with the F output channels moved last (the channel-lane spaces).
 bool accumulates_channels_last(const Function& g) {
@@ -104,28 +133,43 @@ TEST(StdRulesOnLlvmCpu, ConvolutionsWithLanesAlongOutputChannelsRunCorrectly) {
         "conv1d(N=1,C=5,L=21,F=32,K=3,stride=2,padding=1)",
         "conv3d(N=1,C=4,D=3,H=5,W=6,F=16,KD=3,KH=3,KW=3,stride=1,padding=1)"}) {
     SCOPED_TRACE(spec);
-    Function f = make_workload(spec);
-    std::vector<NDArray> reference = run(f);
-    std::vector<std::shared_ptr<Schedule>> spaces = generate_design_spaces(f, in.rules, 1);
-    int channel_spaces = 0;
-    for (size_t si = 0; si < spaces.size(); ++si) {
-      // One fresh sample per space: each build of these unrolled tiles takes about a second.
-      for (uint64_t k = 0; k < 1; ++k) {
-        std::shared_ptr<Schedule> s;
-        if (sample(f, spaces[si]->trace(), 500 + 11 * k + si, false, in.postprocs, &s) !=
-            SampleOutcome::Ok)
-          continue;
-        if (!accumulates_channels_last(s->func())) break; // another kind of space
-        channel_spaces += k == 0;
-        ++built;
-        EXPECT_EQ(run_natively(*target, f, s->func(), reference), "") << "space " << si << "\n"
-                                                                      << s->trace().to_json();
-      }
-    }
-    EXPECT_GT(channel_spaces, 0) << "no channel-lane design space";
+    // One fresh sample per space: each build of these unrolled tiles takes about a second.
+    SpacesRun r = run_spaces_of_kind(*target, in, spec, accumulates_channels_last, 1, 500);
+    built += r.built;
+    EXPECT_GT(r.spaces, 0) << "no channel-lane design space";
   }
   std::printf("[ std_rules ] %d channel-lane schedules built and run by llvm.cpu\n", built);
   EXPECT_GT(built, 4);
+}
+
+// Whether a scheduled dense accumulates its partial sums in a local buffer (VectorRFactor).
+bool has_local_partial_sums(const Function& g) {
+  for (const Buffer& b : g.buffers)
+    if (b->name == "dense_rf" && b->scope == "local") return true;
+  return false;
+}
+
+// The vector-lane rfactor spaces of matrix-vector products (std.VectorRFactor: partial sums
+// along k in a local tile, combined per row), sampled and post-processed like any candidate
+// (the lanes vectorised, the parallel tiles), built by llvm.cpu and run natively: the
+// interpreter's results, with a bias and GELU after the product, several rows reusing the
+// weight, and a reduction of 2 x 8 lanes.
+TEST(StdRulesOnLlvmCpu, MatrixVectorProductsWithLanesAlongTheReductionRunCorrectly) {
+  std::string why;
+  std::unique_ptr<PluginTarget> target = llvm_cpu_target(&why);
+  if (!target) GTEST_SKIP() << why;
+  Instances in = instantiate(cpu_set());
+  int built = 0;
+  for (const char* spec :
+       {"dense(M=1,N=40,K=96,bias=1,act=gelu)", "dense(M=3,N=24,K=64,bias=0,act=none)",
+        "dense(M=1,N=7,K=16,bias=0,act=none)"}) {
+    SCOPED_TRACE(spec);
+    SpacesRun r = run_spaces_of_kind(*target, in, spec, has_local_partial_sums, 3, 700);
+    built += r.built;
+    EXPECT_EQ(r.spaces, 1) << "one vector-lane rfactor space";
+  }
+  std::printf("[ std_rules ] %d vector-lane rfactor schedules built and run by llvm.cpu\n", built);
+  EXPECT_GE(built, 9);
 }
 
 } // namespace

@@ -785,6 +785,77 @@ TEST(StdRulesAddRFactor, ForksSmallReductionsIntoPartialResults) {
   EXPECT_TRUE(rf);
 }
 
+// A matrix-vector product (dense with M = 1: the weight streamed along k, used once) gets a
+// space whose partial sums run along k in vector lanes: the rfactor block reads the weight in
+// whole rows of lanes, the rows of a tile inside the reduction, the lanes innermost. It
+// replaces the original space where nothing reuses the weight (M = 1) and joins it where rows
+// do (M = 3); a sum of one input keeps its space too; reductions that reuse their input more,
+// or read it strided along k, get none.
+TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
+  auto r = rule("std.VectorRFactor", kCpu);
+  for (auto [spec, kept] : {std::pair{"dense(M=1,N=24,K=64,bias=0,act=none)", false},
+                            std::pair{"dense(M=3,N=16,K=32,bias=1,act=gelu)", true}}) {
+    SCOPED_TRACE(spec);
+    Function f = make_workload(spec);
+    std::vector<NDArray> ref = run(f);
+    auto spaces = apply_rule(f, *r);
+    ASSERT_EQ(spaces.size(), kept ? 2u : 1u);
+    if (kept) EXPECT_EQ(block_names(spaces[0]->func()), block_names(f)) << "original kept";
+    const Function& g = spaces.back()->func();
+    const Buffer* partial = nullptr;
+    for (const Buffer& b : g.buffers)
+      if (b->name == "dense_rf") partial = &b;
+    ASSERT_TRUE(partial);
+    EXPECT_EQ((*partial)->scope, "local");
+    // Innermost around the rfactor block: the lanes, then the tile's rows; a reduction outside.
+    std::vector<const ForNode*> loops = find_block(g.body, "dense_rf")->loops();
+    ASSERT_GE(loops.size(), 3u);
+    const BlockRealizeNode* rf = nullptr;
+    for (auto* br : collect_blocks(g.body))
+      if (br->block->name == "dense_rf") rf = br;
+    ASSERT_TRUE(rf);
+    auto drives = [&](const ForNode* l) {
+      std::vector<size_t> out;
+      for (size_t i = 0; i < rf->iter_values.size(); ++i)
+        if (uses_var(rf->iter_values[i], l->loop_var.get())) out.push_back(i);
+      return out;
+    };
+    size_t n = rf->block->iter_vars.size(); // [i, j, lane, ko]
+    EXPECT_EQ(drives(loops.back()), std::vector<size_t>{n - 2}) << "the lanes innermost";
+    EXPECT_EQ(rf->block->iter_vars[n - 2].kind, IterKind::Spatial);
+    EXPECT_EQ(rf->block->iter_vars[n - 2].extent % 8, 0);
+    bool reduction_outside_rows = false;
+    for (size_t l = 0; l + 1 < loops.size(); ++l)
+      if (drives(loops[l]) == std::vector<size_t>{n - 1})
+        for (size_t m = l + 1; m + 1 < loops.size(); ++m)
+          reduction_outside_rows =
+              reduction_outside_rows || drives(loops[m]) == std::vector<size_t>{1};
+    EXPECT_TRUE(reduction_outside_rows);
+    for (auto& s : spaces)
+      EXPECT_EQ(compare(ref, s->func()), "");
+  }
+  // Reused more than max_reuse (4) times, read along k in another dimension than the last
+  // (matmul's B[K, N]), or k not a multiple of the lanes: no such space.
+  for (const char* spec : {"dense(M=5,N=16,K=32,bias=0,act=none)", "matmul(M=1,N=16,K=32)",
+                           "dense(M=1,N=16,K=12,bias=0,act=none)"}) {
+    SCOPED_TRACE(spec);
+    EXPECT_EQ(apply_rule(make_workload(spec), *r).size(), 1u);
+  }
+  EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"),
+                       *rule("std.VectorRFactor", kCpu, R"({"max_reuse": 6})"))
+                .size(),
+            2u);
+  EXPECT_EQ(apply_rule(make_workload("dense(M=1,N=24,K=64,bias=0,act=none)"),
+                       *rule("std.VectorRFactor", kCpu, R"({"keep_original": "always"})"))
+                .size(),
+            2u);
+  // A row sum (norm's sum of squares over [B, M, N]: one input along its last axis) keeps its
+  // space beside the new one.
+  EXPECT_EQ(apply_rule(make_workload("norm(B=2,M=3,N=32)"), *r).size(), 2u);
+  EXPECT_THROW(rule("std.VectorRFactor", kCpu, R"({"keep_original": "sometimes"})"),
+               std::exception);
+}
+
 TEST(StdRulesCrossThreadReduction, BindsTheReductionToThreads) {
   Function f = make_workload("softmax(M=8,N=33)");
   auto spaces = apply_rule(f, *rule("std.CrossThreadReduction", kGpu));

@@ -29,8 +29,8 @@ struct ComponentSet {
 
 inline ComponentSet cpu_set() {
   return {
-      {"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling", "std.ParallelVectorizeUnroll",
-       "std.RandomComputeLocation"},
+      {"std.AutoInline", "std.VectorRFactor", "std.AddRFactor", "std.MultiLevelTiling",
+       "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"},
       {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",
        "std.RewriteReductionBlock"},
       {"std.MutateTileSize", "std.MutateComputeLocation", "std.MutateUnroll", "std.MutateParallel"},

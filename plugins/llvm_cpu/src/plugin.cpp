@@ -107,8 +107,8 @@ public:
   std::vector<std::string> default_components(sdk::ComponentKind kind) override {
     switch (kind) {
     case sdk::ComponentKind::ScheduleRule:
-      return {"std.AutoInline", "std.AddRFactor", "std.MultiLevelTiling",
-              "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"};
+      return {"std.AutoInline",       "std.VectorRFactor",           "std.AddRFactor",
+              "std.MultiLevelTiling", "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"};
     case sdk::ComponentKind::Postproc:
       return {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",
               "std.RewriteReductionBlock"};

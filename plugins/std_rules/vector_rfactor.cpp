@@ -1,0 +1,266 @@
+// VectorRFactor (CPU): a reduction that streams one input along its innermost reduction axis
+// and reuses it little -- a matrix-vector product such as a linear layer on one token,
+// dense(M=1)'s out[j] = sum_k x[k] * W[j, k] -- gets a second design space that reads that
+// input in whole vectors along k instead of packing it:
+//
+//   for outer spatial, j0 (parallel)     j split as [j0, r]: r rows a tile
+//     acc[reuse, r, lanes] = 0           the rfactor block's partial sums (local: registers)
+//     for ko                             k split as [ko, lanes]
+//       for reuse, r (unrolled), lanes (vectorised):
+//         acc[..., r, lane] += x[ko * lanes + lane] * W[j0 * R + r, ko * lanes + lane]
+//     out[j] = sum over lanes of acc     the original block, computed under j0
+//
+// MultiLevelTiling's spaces vectorise a spatial axis; here the only spatial axis along which
+// W is contiguous is none, so its kernels either gather W or pack it into [K, N] on every
+// call -- a copy as large as the whole computation when nothing reuses it (M = 1). Offered when
+// the innermost loop is a reduction loop whose variable is the last index (and only there) of
+// every input it reads, the largest such input (the streamed one) is indexed by some spatial
+// variable but not contiguously along it, and the spatial extents that input does not depend
+// on (its reuse: dense's M) multiply to at most max_reuse. The lanes (1 or 2 vectors of the
+// target) and the rows r are drawn by sample_categorical; rows are those for which
+// reuse x r x 2 accumulators leave room for the operands in the vector registers. The space
+// without the rfactor is kept, except for a product of inputs that nothing reuses (below,
+// replaces_original).
+//
+// Configuration: {"max_reuse": 4, "max_rows": 8, "keep_original": "auto" | "always" | "never"}.
+#include <algorithm>
+
+#include "annotation_keys.hpp"
+#include "block_analysis.hpp"
+#include "config.hpp"
+#include "std_components.hpp"
+#include "target_info.hpp"
+
+namespace mt::std_rules {
+
+namespace {
+
+using sdk::BlockRV;
+using sdk::ExprRef;
+using sdk::LoopRV;
+using sdk::Schedule;
+
+// What the rule reads off the block before it transforms a copy of the schedule.
+struct StreamedReduction {
+  size_t row_loop = 0;             // index among the block's loops of the row axis j
+  std::vector<size_t> reuse_loops; // spatial loops the streamed input does not depend on
+  int64_t reuse = 1;               // the product of their extents
+  int64_t reduce_extent = 0;       // the innermost reduction loop's
+  size_t inputs_along_k = 0;       // a product of two (x and W) or more, or a sum of one
+};
+
+class VectorRFactor : public sdk::ScheduleRule {
+public:
+  explicit VectorRFactor(std::string_view text) {
+    Config cfg("std.VectorRFactor", text);
+    cfg.allow_only({"max_reuse", "max_rows", "keep_original"});
+    max_reuse_ = cfg.get_int("max_reuse", 4);
+    max_rows_ = cfg.get_int("max_rows", 8);
+    keep_original_ = cfg.get_string("keep_original", "auto");
+    if (keep_original_ != "auto" && keep_original_ != "always" && keep_original_ != "never")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.VectorRFactor: keep_original must be \"auto\", \"always\" or "
+                       "\"never\", not \"" +
+                           keep_original_ + "\"");
+  }
+
+  void initialize(const sdk::TuneContext& ctx) override { target_ = TargetInfo::from(ctx); }
+
+  std::vector<Schedule> apply(Schedule& sch, BlockRV block) override {
+    if (target_.gpu || max_reuse_ <= 0 || !sch.valid(block) || !has_reduce_iter(sch, block))
+      return {sch};
+    if (block_annotation(sch, block, keys::kTilingStructure)) return {sch};
+    std::optional<StreamedReduction> found = analyse(sch, block);
+    if (!found) return {sch};
+    int64_t lanes = target_.f32_lanes();
+    std::vector<int64_t> lane_cands;
+    for (int64_t m : {1, 2})
+      if (found->reduce_extent % (lanes * m) == 0 && found->reduce_extent > lanes * m)
+        lane_cands.push_back(lanes * m);
+    std::vector<int64_t> rows = row_candidates(sch, block, *found);
+    if (lane_cands.empty() || rows.empty()) return {sch};
+    try {
+      Schedule s = sch.copy();
+      build(s, block, *found, lane_cands, rows);
+      if (replaces_original(*found)) return {s};
+      return {sch, s};
+    } catch (const sdk::ScheduleError&) {
+      return {sch};
+    }
+  }
+
+private:
+  // A product read once (M = 1: no row of x reuses a row of W) has nothing to gain from
+  // MultiLevelTiling's spaces, whose packing copies all of W on every call, and their many
+  // tile decisions crowd this space's few dozen candidates out of the search: measured on
+  // dense(M=1, N=2048 / 32000, K=768), 64 to 128 trials of both found no candidate of this
+  // space, where it alone reaches its best in about 30 (docs/std_rules.md). A sum of one input
+  // (a norm's, softmax's) keeps its spaces.
+  bool replaces_original(const StreamedReduction& f) const {
+    if (keep_original_ == "always") return false;
+    if (keep_original_ == "never") return true;
+    return f.reuse == 1 && f.inputs_along_k >= 2;
+  }
+
+  std::optional<StreamedReduction> analyse(const Schedule& sch, BlockRV block) const {
+    Schedule probe = sch.copy();
+    std::vector<LoopRV> loops = probe.get_loops(block);
+    std::vector<sdk::IterVarInfo> ivs = probe.iter_vars(block);
+    if (loops.empty() || loops.size() != ivs.size() || !has_trivial_binding(probe, block, loops))
+      return std::nullopt;
+    std::vector<LoopRole> roles = loop_roles(probe, block, loops);
+    // Spatial loops outside, reduction loops inside, as a workload states them.
+    size_t first_reduce = loops.size();
+    for (size_t i = 0; i < roles.size(); ++i)
+      if (roles[i].reduce && first_reduce == loops.size())
+        first_reduce = i;
+      else if (!roles[i].reduce && first_reduce != loops.size())
+        return std::nullopt;
+    if (first_reduce == 0 || first_reduce == loops.size()) return std::nullopt;
+    ExprRef k = ivs.back().var;
+    std::vector<sdk::BufferAccess> writes = probe.writes(block);
+    if (writes.size() != 1) return std::nullopt;
+    const std::string out = writes[0].buffer.name();
+    // Every input read along k reads it as its last index, and nowhere else.
+    const sdk::BufferAccess* streamed = nullptr;
+    int64_t streamed_size = 0;
+    size_t inputs = 0;
+    const std::vector<sdk::BufferAccess> reads = probe.reads(block);
+    for (const sdk::BufferAccess& r : reads) {
+      if (r.buffer.name() == out) continue;
+      bool along_k = false;
+      for (const std::vector<ExprRef>& index : r.indices) {
+        if (index.empty()) continue; // a scalar
+        for (size_t d = 0; d + 1 < index.size(); ++d)
+          if (index[d].uses(k)) return std::nullopt;
+        if (index.back().uses(k)) {
+          if (index.back() != k) return std::nullopt;
+          along_k = true;
+        }
+      }
+      if (!along_k) continue;
+      ++inputs;
+      int64_t size = 1;
+      for (int64_t e : r.buffer.shape())
+        size *= e;
+      if (size > streamed_size) streamed = &r, streamed_size = size;
+    }
+    if (!streamed) return std::nullopt;
+    StreamedReduction found;
+    found.reduce_extent = ivs.back().extent;
+    found.inputs_along_k = inputs;
+    bool has_row = false;
+    for (size_t i = 0; i < first_reduce; ++i) {
+      bool used = false;
+      for (const std::vector<ExprRef>& index : streamed->indices)
+        for (const ExprRef& e : index)
+          used = used || e.uses(ivs[i].var);
+      if (used) {
+        found.row_loop = i, has_row = true;
+      } else {
+        found.reuse_loops.push_back(i);
+        found.reuse *= ivs[i].extent;
+      }
+    }
+    if (!has_row || found.reuse > max_reuse_) return std::nullopt;
+    return found;
+  }
+
+  // Row counts dividing the row extent whose accumulators (reuse x rows x at most 2 vectors)
+  // leave four registers for the operands.
+  std::vector<int64_t> row_candidates(const Schedule& sch, BlockRV block,
+                                      const StreamedReduction& f) const {
+    int64_t extent = sch.iter_vars(block)[f.row_loop].extent;
+    int64_t budget = std::max<int64_t>(1, target_.vector_registers - 4);
+    std::vector<int64_t> rows;
+    for (int64_t r = 1; r <= std::min(max_rows_, extent); ++r)
+      if (extent % r == 0 && f.reuse * r * 2 <= budget) rows.push_back(r);
+    return rows;
+  }
+
+  static std::vector<double> uniform(size_t n) {
+    return std::vector<double>(n, 1.0 / static_cast<double>(n));
+  }
+
+  static void build(Schedule& s, BlockRV block, const StreamedReduction& f,
+                    const std::vector<int64_t>& lane_cands, const std::vector<int64_t>& rows) {
+    size_t n_spatial = 0;
+    for (const sdk::IterVarInfo& iv : s.iter_vars(block))
+      n_spatial += iv.kind == sdk::IterKind::Spatial ? 1 : 0;
+    auto reused = [&](size_t i) {
+      return std::find(f.reuse_loops.begin(), f.reuse_loops.end(), i) != f.reuse_loops.end();
+    };
+    sdk::ExprRV lanes = s.sample_categorical(lane_cands, uniform(lane_cands.size()));
+    LoopRV k = s.get_loops(block).back();
+    LoopRV lane = s.split(k, {sdk::Factor(int64_t{-1}), sdk::Factor(lanes)})[1];
+    // Partial sums indexed [out..., lane]: contiguous along the lanes, as the input is.
+    BlockRV rf = s.rfactor(lane, static_cast<int>(s.writes(block)[0].buffer.ndim()));
+
+    // The combining block (the original name) now has its own nest [spatial..., lane]. Split
+    // its row loop as [j0, rows] and move the reused loops inside j0.
+    sdk::ExprRV r = s.sample_categorical(rows, uniform(rows.size()));
+    std::vector<LoopRV> wl = s.get_loops(block);
+    std::vector<LoopRV> j = s.split(wl[f.row_loop], {sdk::Factor(int64_t{-1}), sdk::Factor(r)});
+    wl = s.get_loops(block);
+    std::vector<LoopRV> order, inner;
+    for (size_t i = 0; i < n_spatial; ++i) {
+      if (i == f.row_loop)
+        order.push_back(j[0]);
+      else
+        (reused(i) ? inner : order).push_back(wl[i <= f.row_loop ? i : i + 1]);
+    }
+    order.insert(order.end(), inner.begin(), inner.end());
+    order.push_back(j[1]);
+    order.push_back(wl.back());
+    s.reorder(order);
+
+    // The partial sums of one tile are computed under j0, in a local buffer that compaction
+    // shrinks to the tile: reductions outside (ko last), then the reused rows, the rows, the
+    // lanes -- an unrolled register tile of vectors.
+    s.compute_at(rf, j[0]);
+    s.set_scope(rf, 0, "local");
+    std::vector<LoopRV> rl = s.get_loops(rf);
+    std::vector<sdk::IterVarInfo> ivs = s.iter_vars(rf); // [out dims..., lane, reductions...]
+    size_t outer = 0;
+    sdk::ExprRef j0 = s.loop_var(j[0]);
+    while (outer < rl.size() && s.loop_var(rl[outer]) != j0)
+      ++outer;
+    std::vector<LoopRV> reductions, reuse_rows, row, lane_loop;
+    for (size_t l = outer + 1; l < rl.size(); ++l) {
+      sdk::ExprRef v = s.loop_var(rl[l]);
+      size_t which = ivs.size();
+      for (size_t i = 0; i < ivs.size(); ++i)
+        if (ivs[i].value && ivs[i].value.uses(v)) which = i;
+      if (which == ivs.size()) continue;
+      if (which > n_spatial)
+        reductions.push_back(rl[l]);
+      else if (which == n_spatial)
+        lane_loop.push_back(rl[l]);
+      else if (which == f.row_loop)
+        row.push_back(rl[l]);
+      else
+        reuse_rows.push_back(rl[l]);
+    }
+    std::vector<LoopRV> tile = reductions;
+    tile.insert(tile.end(), reuse_rows.begin(), reuse_rows.end());
+    tile.insert(tile.end(), row.begin(), row.end());
+    tile.insert(tile.end(), lane_loop.begin(), lane_loop.end());
+    if (tile.size() > 1) s.reorder(tile);
+    // MultiLevelTiling and RandomComputeLocation leave the combining block as it is.
+    s.annotate(block, keys::kTilingStructure, std::string("vector_rfactor"));
+  }
+
+  int64_t max_reuse_ = 4;
+  int64_t max_rows_ = 8;
+  std::string keep_original_ = "auto";
+  TargetInfo target_;
+};
+
+} // namespace
+
+void register_vector_rfactor(sdk::Registry& r) {
+  r.add<VectorRFactor>("std.VectorRFactor",
+                       "CPU: fork a matrix-vector-like reduction into vector-lane partial sums");
+}
+
+} // namespace mt::std_rules
