@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -118,7 +119,30 @@ int run_model(const ModelRunOptions& o) {
 struct ModelTuneOptions : TuneFlags {
   ModelSourceOptions source;
   std::vector<int64_t> decode_capacities; // also the decode steps of `model generate`
+  std::string only_tasks;                 // --tasks: a regular expression on the task names
 };
+
+// The tasks whose names --tasks matches (all without it); none matching is an error that lists
+// the names.
+std::vector<TuneTask> select_tasks(std::vector<TuneTask> tasks, const std::string& pattern) {
+  if (pattern.empty()) return tasks;
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("--tasks '" + pattern +
+                                "' is not a regular expression: " + e.what());
+  }
+  std::vector<TuneTask> kept;
+  std::string names;
+  for (TuneTask& t : tasks) {
+    names += "\n  " + t.spec;
+    if (std::regex_search(t.spec, re)) kept.push_back(std::move(t));
+  }
+  if (kept.empty())
+    throw std::invalid_argument("--tasks '" + pattern + "' matches none of the tasks:" + names);
+  return kept;
+}
 
 int tune_model(ModelTuneOptions& o) {
   configure_logging(o.log_level);
@@ -151,6 +175,10 @@ int tune_model(ModelTuneOptions& o) {
     tasks = merge_equal_tasks(std::move(tasks));
     std::cerr << o.decode_capacities.size() << " decode capacities: " << tasks.size() - before
               << " more distinct tasks\n";
+  }
+  if (!o.only_tasks.empty()) {
+    tasks = select_tasks(std::move(tasks), o.only_tasks);
+    std::cerr << "--tasks: " << tasks.size() << " tasks\n";
   }
   const std::atomic<bool>* stop = install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;
@@ -275,6 +303,9 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
                    "Also tune the decode steps of `model generate` at these cache capacities "
                    "(e.g. 64,128,256; with --seq the prompt's length)")
       ->delimiter(',');
+  tune_cmd->add_option("--tasks", tune_opt->only_tasks,
+                       "Tune only the tasks whose names this regular expression matches (e.g. "
+                       "'@decode' for the decode steps' kernels); the budget is theirs");
   auto* bench = model->add_subcommand(
       "bench", "Latency of the model untuned, with the library, tuned and best (--db)");
   add_run_options(bench, *bench_opt, true);

@@ -61,7 +61,7 @@ std::string new_tokens(const std::string& report_path) {
 
 // `model tune` edits the search space with the same flags as `tune`: with the rule list replaced
 // by one without any tiling rule, no record of any task was tiled; a rule name that no plugin
-// registers is an error naming the flag.
+// registers is an error naming the flag. --tasks narrows the tasks by name.
 TEST(ModelCli, TuneTakesTheSearchSpaceFlags) {
   const std::string db = ::testing::TempDir() + "/model_tune_rules.db";
   std::remove(db.c_str());
@@ -83,6 +83,16 @@ TEST(ModelCli, TuneTakesTheSearchSpaceFlags) {
       EXPECT_EQ(rec.trace_json.find("rfactor"), std::string::npos) << rec.trace_json;
     }
   EXPECT_GE(records, 12u);
+  // --tasks keeps the tasks whose names match; none matching is an error that lists them.
+  Result some = metatune(tune + " --tasks 'fused_lm_head$'");
+  EXPECT_EQ(some.status, 0) << some.output;
+  EXPECT_NE(some.output.find("--tasks: 1 tasks"), std::string::npos) << some.output;
+  Result none = metatune(tune + " --tasks no_such_task");
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.output.find("--tasks 'no_such_task' matches none of the tasks:"),
+            std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("fused_lm_head"), std::string::npos) << none.output;
   Result typo = metatune(tune + " --rules +std.NoSuchRule");
   EXPECT_NE(typo.status, 0);
   EXPECT_NE(typo.output.find("--rules flag: schedule rule 'std.NoSuchRule' is not registered"),
