@@ -182,22 +182,33 @@ private:
     return std::vector<double>(n, 1.0 / static_cast<double>(n));
   }
 
+  // The new space: k split by the lanes and rfactored, the combining block tiled by rows, the
+  // partial sums of a tile computed under it as a register tile.
   static void build(Schedule& s, BlockRV block, const StreamedReduction& f,
                     const std::vector<int64_t>& lane_cands, const std::vector<int64_t>& rows) {
     size_t n_spatial = 0;
     for (const sdk::IterVarInfo& iv : s.iter_vars(block))
       n_spatial += iv.kind == sdk::IterKind::Spatial ? 1 : 0;
-    auto reused = [&](size_t i) {
-      return std::find(f.reuse_loops.begin(), f.reuse_loops.end(), i) != f.reuse_loops.end();
-    };
     sdk::ExprRV lanes = s.sample_categorical(lane_cands, uniform(lane_cands.size()));
     LoopRV k = s.get_loops(block).back();
     LoopRV lane = s.split(k, {sdk::Factor(int64_t{-1}), sdk::Factor(lanes)})[1];
     // Partial sums indexed [out..., lane]: contiguous along the lanes, as the input is.
     BlockRV rf = s.rfactor(lane, static_cast<int>(s.writes(block)[0].buffer.ndim()));
+    LoopRV j0 = tile_rows(s, block, f, n_spatial, rows);
+    s.compute_at(rf, j0);
+    s.set_scope(rf, 0, "local");
+    order_register_tile(s, rf, j0, f, n_spatial);
+    // MultiLevelTiling and RandomComputeLocation leave the combining block as it is.
+    s.annotate(block, keys::kTilingStructure, std::string("vector_rfactor"));
+  }
 
-    // The combining block (the original name) now has its own nest [spatial..., lane]. Split
-    // its row loop as [j0, rows] and move the reused loops inside j0.
+  // The combining block (the original name) has its own nest [spatial..., lane]: its row loop
+  // split as [j0, rows], the reused loops moved inside j0. Returns j0.
+  static LoopRV tile_rows(Schedule& s, BlockRV block, const StreamedReduction& f, size_t n_spatial,
+                          const std::vector<int64_t>& rows) {
+    auto reused = [&](size_t i) {
+      return std::find(f.reuse_loops.begin(), f.reuse_loops.end(), i) != f.reuse_loops.end();
+    };
     sdk::ExprRV r = s.sample_categorical(rows, uniform(rows.size()));
     std::vector<LoopRV> wl = s.get_loops(block);
     std::vector<LoopRV> j = s.split(wl[f.row_loop], {sdk::Factor(int64_t{-1}), sdk::Factor(r)});
@@ -213,17 +224,19 @@ private:
     order.push_back(j[1]);
     order.push_back(wl.back());
     s.reorder(order);
+    return j[0];
+  }
 
-    // The partial sums of one tile are computed under j0, in a local buffer that compaction
-    // shrinks to the tile: reductions outside (ko last), then the reused rows, the rows, the
-    // lanes -- an unrolled register tile of vectors.
-    s.compute_at(rf, j[0]);
-    s.set_scope(rf, 0, "local");
+  // The partial-sum block's loops under j0 (the local buffer compaction shrinks to the tile):
+  // reductions outside (ko last), then the reused rows, the rows, the lanes -- an unrolled
+  // register tile of vectors. Loops are told apart by the iteration variable they drive.
+  static void order_register_tile(Schedule& s, BlockRV rf, LoopRV j0, const StreamedReduction& f,
+                                  size_t n_spatial) {
     std::vector<LoopRV> rl = s.get_loops(rf);
     std::vector<sdk::IterVarInfo> ivs = s.iter_vars(rf); // [out dims..., lane, reductions...]
     size_t outer = 0;
-    sdk::ExprRef j0 = s.loop_var(j[0]);
-    while (outer < rl.size() && s.loop_var(rl[outer]) != j0)
+    sdk::ExprRef j0_var = s.loop_var(j0);
+    while (outer < rl.size() && s.loop_var(rl[outer]) != j0_var)
       ++outer;
     std::vector<LoopRV> reductions, reuse_rows, row, lane_loop;
     for (size_t l = outer + 1; l < rl.size(); ++l) {
@@ -246,8 +259,6 @@ private:
     tile.insert(tile.end(), row.begin(), row.end());
     tile.insert(tile.end(), lane_loop.begin(), lane_loop.end());
     if (tile.size() > 1) s.reorder(tile);
-    // MultiLevelTiling and RandomComputeLocation leave the combining block as it is.
-    s.annotate(block, keys::kTilingStructure, std::string("vector_rfactor"));
   }
 
   int64_t max_reuse_ = 4;
