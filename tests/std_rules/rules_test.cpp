@@ -800,7 +800,9 @@ TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
     std::vector<NDArray> ref = run(f);
     auto spaces = apply_rule(f, *r);
     ASSERT_EQ(spaces.size(), kept ? 2u : 1u);
-    if (kept) EXPECT_EQ(block_names(spaces[0]->func()), block_names(f)) << "original kept";
+    if (kept) {
+      EXPECT_EQ(block_names(spaces[0]->func()), block_names(f)) << "original kept";
+    }
     const Function& g = spaces.back()->func();
     const Buffer* partial = nullptr;
     for (const Buffer& b : g.buffers)
