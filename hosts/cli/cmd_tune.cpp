@@ -51,11 +51,11 @@ int run_tune(TuneCliOptions& opt) {
   configure_logging(opt.log_level);
   PluginHost host;
   host.discover(plugin_search_path(opt.plugin_paths));
-  opt.tune.space = space_edits(opt);
   if (opt.show_space) {
     // Looking needs no device: a GPU target gives the limits of the architecture asked for.
+    // (A tuning run gets its space edits from finish_tune_options.)
     TargetSetup target = setup_target(host, opt.tune.target, /*need_device=*/false);
-    SearchSpace space = resolve_search_space(host, target, opt.tune.space);
+    SearchSpace space = resolve_search_space(host, target, space_edits(opt));
     std::vector<DesignSpaceSummary> spaces;
     for (const auto& w : opt.workloads)
       spaces.push_back(summarize_design_spaces(host, target, space, w, opt.tune.seed));
