@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/ir/buffer.h"
+#include "core/ir/node_memo.h"
 
 namespace mt {
 
@@ -246,13 +247,40 @@ Expr max_value(DType t) {
   return int_imm(t.bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (t.bits - 1)) - 1, t);
 }
 
+namespace {
+
+// One transform() call. A node reached through more than one parent (its handle is shared) is
+// rewritten once and its result reused: expressions built with common subexpressions (a
+// polynomial in x*x, a select over the same quadrant) are DAGs whose tree form can be
+// thousands of times larger, and rewriting them as trees both takes that long and turns the
+// DAG into the tree for every later pass. Every caller's `f` depends on the node alone.
+class Transformer {
+public:
+  explicit Transformer(const std::function<Expr(const Expr&)>& f) : f_(f) {}
+
+  Expr operator()(const Expr& e) {
+    if (!e) return e;
+    if (e->args.empty()) return f_(e);
+    bool shared = e.ptr().use_count() > 1;
+    if (shared)
+      if (const Expr* done = memo_.find(e.get())) return *done;
+    std::vector<Expr> args;
+    args.reserve(e->args.size());
+    for (const Expr& a : e->args) args.push_back((*this)(a));
+    Expr out = f_(with_args(e, std::move(args)));
+    if (shared) memo_.emplace(e, out);
+    return out;
+  }
+
+private:
+  const std::function<Expr(const Expr&)>& f_;
+  NodeMemo<Expr> memo_;
+};
+
+} // namespace
+
 Expr transform(const Expr& e, const std::function<Expr(const Expr&)>& f) {
-  if (!e) return e;
-  if (e->args.empty()) return f(e);
-  std::vector<Expr> args;
-  args.reserve(e->args.size());
-  for (const Expr& a : e->args) args.push_back(transform(a, f));
-  return f(with_args(e, std::move(args)));
+  return Transformer(f)(e);
 }
 
 Expr substitute(const Expr& e, const VarMap& vmap) {
@@ -289,18 +317,39 @@ std::vector<Expr> conjuncts(const Expr& e) {
   return out;
 }
 
+namespace {
+
+// Whether any node of `e` satisfies `pred`: stops at the first, and walks a node with several
+// parents once (see Transformer).
+bool any_node(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {
+  std::vector<const Expr*> stack;
+  NodeMemo<bool> walked;
+  if (e) stack.push_back(&e);
+  while (!stack.empty()) {
+    const Expr& x = *stack.back();
+    stack.pop_back();
+    if (pred(*x)) return true;
+    if (x->args.empty()) continue;
+    if (x.ptr().use_count() > 1) {
+      if (walked.find(x.get())) continue;
+      walked.emplace(x, true);
+    }
+    for (const Expr& a : x->args)
+      if (a) stack.push_back(&a);
+  }
+  return false;
+}
+
+} // namespace
+
 bool uses_var(const Expr& e, const ExprNode* var) {
-  bool found = false;
-  post_order_visit(e, [&](const Expr& x) { found = found || x.get() == var; });
-  return found;
+  return any_node(e, [&](const ExprNode& x) { return &x == var; });
 }
 
 bool uses_buffer(const Expr& e, const BufferNode* buf) {
-  bool found = false;
-  post_order_visit(e, [&](const Expr& x) {
-    found = found || (x->kind == ExprKind::Load && x->buffer.get() == buf);
+  return any_node(e, [&](const ExprNode& x) {
+    return x.kind == ExprKind::Load && x.buffer.get() == buf;
   });
-  return found;
 }
 
 } // namespace mt

@@ -170,6 +170,83 @@ int infix_prec(ExprKind k) {
   }
 }
 
+// Where the printer's text goes: the text itself, or only a digest of it. The digest is the
+// polynomial hash of the bytes modulo the prime 2^61 - 1, which composes: the digest of a
+// concatenation follows from the digests and lengths of its parts. So a subexpression printed
+// many times (a DAG, see Printer::expr) costs one digest, however long its text would be.
+class Sink {
+public:
+  explicit Sink(bool digest_only) : digest_only_(digest_only) {}
+
+  Sink& operator+=(std::string_view s) {
+    if (!digest_only_) {
+      text_ += s;
+    } else {
+      for (char c : s)
+        feed(c);
+    }
+    return *this;
+  }
+  Sink& operator+=(char c) {
+    if (!digest_only_) {
+      text_ += c;
+    } else {
+      feed(c);
+    }
+    return *this;
+  }
+  void append(size_t n, char c) {
+    if (!digest_only_) {
+      text_.append(n, c);
+    } else {
+      for (size_t i = 0; i < n; ++i)
+        feed(c);
+    }
+  }
+  // Appends another sink's output (of the same kind).
+  void append(const Sink& piece) {
+    if (!digest_only_) {
+      text_ += piece.text_;
+    } else {
+      digest_ = add(mul(digest_, power(kBase, piece.length_)), piece.digest_);
+      length_ += piece.length_;
+    }
+  }
+
+  Sink empty_like() const { return Sink(digest_only_); }
+  std::string take_text() { return std::move(text_); }
+  uint64_t digest() const { return digest_; }
+
+private:
+  static constexpr uint64_t kPrime = (uint64_t{1} << 61) - 1;
+  static constexpr uint64_t kBase = 0x1f3d5b79a2c4e6f1ULL % kPrime;
+
+  static uint64_t add(uint64_t a, uint64_t b) {
+    uint64_t r = a + b;
+    return r >= kPrime ? r - kPrime : r;
+  }
+  static uint64_t mul(uint64_t a, uint64_t b) {
+    unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+    uint64_t r = static_cast<uint64_t>(p & kPrime) + static_cast<uint64_t>(p >> 61);
+    return r >= kPrime ? r - kPrime : r;
+  }
+  static uint64_t power(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
+    for (; e; e >>= 1, b = mul(b, b))
+      if (e & 1) r = mul(r, b);
+    return r;
+  }
+  void feed(char c) {
+    digest_ = add(mul(digest_, kBase), static_cast<unsigned char>(c) + 1);
+    ++length_;
+  }
+
+  bool digest_only_;
+  std::string text_;
+  uint64_t digest_ = 0;
+  uint64_t length_ = 0;
+};
+
 // Finds the variables and buffers that are used outside any binder of them (For loop var,
 // block iter var, Allocate, function declaration), in order of first use: the printer declares
 // them up front so that the text is self-contained.
@@ -187,8 +264,10 @@ public:
     case StmtKind::For: {
       auto* n = as<ForNode>(s);
       ++bound_vars_[n->loop_var.get()];
+      visited_.clear();
       stmt(n->body);
       --bound_vars_[n->loop_var.get()];
+      visited_.clear();
       break;
     }
     case StmtKind::Seq:
@@ -213,8 +292,10 @@ public:
     case StmtKind::Allocate: {
       auto* n = as<AllocateNode>(s);
       ++bound_bufs_[n->buffer.get()];
+      visited_.clear();
       stmt(n->body);
       --bound_bufs_[n->buffer.get()];
+      visited_.clear();
       break;
     }
     case StmtKind::BlockRealize: {
@@ -225,10 +306,12 @@ public:
       if (!n->block) break;
       for (const IterVar& iv : n->block->iter_vars)
         ++bound_vars_[iv.var.get()];
+      visited_.clear();
       stmt(n->block->init);
       stmt(n->block->body);
       for (const IterVar& iv : n->block->iter_vars)
         --bound_vars_[iv.var.get()];
+      visited_.clear();
       break;
     }
     }
@@ -239,6 +322,10 @@ public:
     if (e->kind == ExprKind::Var && bound_vars_[e.get()] == 0 && seen_vars_.insert(e.get()).second)
       vars.push_back(e);
     if (e->kind == ExprKind::Load) use(e->buffer);
+    if (e->args.empty()) return;
+    // A subexpression with several parents (a DAG) is walked once per binding scope: what it
+    // declares depends only on the binders in scope.
+    if (e.ptr().use_count() > 1 && !visited_.insert(e.get()).second) return;
     for (const Expr& a : e->args)
       expr(a);
   }
@@ -252,11 +339,13 @@ private:
   std::unordered_map<const BufferNode*, int> bound_bufs_;
   std::unordered_set<const ExprNode*> seen_vars_;
   std::unordered_set<const BufferNode*> seen_bufs_;
+  std::unordered_set<const ExprNode*> visited_; // shared nodes walked in the current scope
 };
 
 class Printer {
 public:
-  explicit Printer(const PrintOptions& options) : opt_(options) {}
+  explicit Printer(const PrintOptions& options, bool digest_only = false)
+      : opt_(options), out_(digest_only) {}
 
   std::string function(const Function& f) {
     FreeCollector free;
@@ -282,7 +371,7 @@ public:
     body_list(f.body);
     --indent_;
     out_ += "}\n";
-    return std::move(out_);
+    return out_.take_text();
   }
 
   std::string statement(const Stmt& s) {
@@ -290,7 +379,7 @@ public:
     free.stmt(s);
     declare_free(free);
     stmt(s);
-    return std::move(out_);
+    return out_.take_text();
   }
 
   std::string expression(const Expr& e) {
@@ -298,7 +387,7 @@ public:
     free.expr(e);
     declare_free(free);
     expr(out_, e);
-    return std::move(out_);
+    return out_.take_text();
   }
 
 private:
@@ -326,6 +415,7 @@ private:
     names.stack[obj].push_back(name);
     ++names.in_scope[name];
     bound_.push_back({&names, obj});
+    shared_text_.clear();
     return name;
   }
 
@@ -334,6 +424,7 @@ private:
     while (bound_.size() > mark) {
       auto [names, obj] = bound_.back();
       bound_.pop_back();
+      shared_text_.clear();
       auto& st = names->stack[obj];
       --names->in_scope[st.back()];
       st.pop_back();
@@ -438,15 +529,14 @@ private:
     out_ += ")";
   }
 
-  std::string store_text(const StoreNode* n) {
-    std::string s = buffer_ref(n->buffer) + "[";
+  void store_text(const StoreNode* n) {
+    out_ += buffer_ref(n->buffer) + "[";
     for (size_t i = 0; i < n->indices.size(); ++i) {
-      if (i) s += ", ";
-      expr(s, n->indices[i]);
+      if (i) out_ += ", ";
+      expr(out_, n->indices[i]);
     }
-    s += "] = ";
-    expr(s, n->value);
-    return s;
+    out_ += "] = ";
+    expr(out_, n->value);
   }
 
   void if_chain(const IfThenElseNode* n) {
@@ -488,7 +578,7 @@ private:
       break;
     }
     case StmtKind::Store:
-      out_ += store_text(as<StoreNode>(s));
+      store_text(as<StoreNode>(s));
       break;
     case StmtKind::IfThenElse:
       if_chain(as<IfThenElseNode>(s));
@@ -541,12 +631,12 @@ private:
     const Block& b = *n->block;
     // Bindings and predicate are evaluated outside the block: print them before the iter vars
     // come into scope.
-    std::vector<std::string> values;
+    std::vector<Sink> values;
     for (const Expr& v : n->iter_values) {
-      values.emplace_back();
+      values.push_back(out_.empty_like());
       expr(values.back(), v);
     }
-    std::string pred;
+    Sink pred = out_.empty_like();
     if (n->predicate) expr(pred, n->predicate);
 
     size_t mark = bound_.size();
@@ -568,10 +658,17 @@ private:
         out_ += "?";
       }
       out_ += " = ";
-      out_ += i < values.size() ? values[i] : std::string("?");
+      if (i < values.size()) {
+        out_.append(values[i]);
+      } else {
+        out_ += '?';
+      }
     }
     out_ += ")";
-    if (n->predicate) out_ += " where " + pred;
+    if (n->predicate) {
+      out_ += " where ";
+      out_.append(pred);
+    }
     annotations(b.annotations);
     if (!b.init && !b.body) {
       out_ += " {}";
@@ -581,7 +678,9 @@ private:
       if (b.init) {
         indent();
         if (b.init->kind == StmtKind::Store) {
-          out_ += "init { " + store_text(as<StoreNode>(b.init)) + " }";
+          out_ += "init { ";
+          store_text(as<StoreNode>(b.init));
+          out_ += " }";
         } else {
           out_ += "init ";
           braced(b.init);
@@ -609,7 +708,7 @@ private:
     return kPrimary;
   }
 
-  void operand(std::string& o, const Expr& e, int need) {
+  void operand(Sink& o, const Expr& e, int need) {
     if (prec(e) < need) {
       o += "(";
       expr(o, e);
@@ -619,11 +718,28 @@ private:
     }
   }
 
-  void expr(std::string& o, const Expr& e) {
+  void expr(Sink& o, const Expr& e) {
     if (!e) {
       o += "<null>";
       return;
     }
+    // A subexpression with several parents is printed once per binding scope and copied
+    // after that: its text depends only on the names in scope (cleared by bind and unbind).
+    if (!e->args.empty() && e.ptr().use_count() > 1) {
+      if (auto it = shared_text_.find(e.get()); it != shared_text_.end()) {
+        o.append(it->second);
+        return;
+      }
+      Sink text = o.empty_like();
+      expr_text(text, e);
+      o.append(text);
+      shared_text_.emplace(e.get(), std::move(text));
+      return;
+    }
+    expr_text(o, e);
+  }
+
+  void expr_text(Sink& o, const Expr& e) {
     if (needs_ascription(*e)) {
       // The node's type is not the one its operands imply: spell it out.
       o += "(";
@@ -634,7 +750,7 @@ private:
     expr_as(o, *e, e->dtype);
   }
 
-  void args(std::string& o, const std::vector<Expr>& a) {
+  void args(Sink& o, const std::vector<Expr>& a) {
     for (size_t i = 0; i < a.size(); ++i) {
       if (i) o += ", ";
       expr(o, a[i]);
@@ -656,7 +772,7 @@ private:
   }
 
   // Prints `n` as if its type were `t` (the caller adds an ascription when they differ).
-  void expr_as(std::string& o, const ExprNode& n, DType t) {
+  void expr_as(Sink& o, const ExprNode& n, DType t) {
     switch (n.kind) {
     case ExprKind::IntImm:
       if (t == DType::boolean() && (n.int_value == 0 || n.int_value == 1)) {
@@ -725,14 +841,17 @@ private:
 
 public:
   bool in_function_ = false;
+  uint64_t digest() const { return out_.digest(); }
 
 private:
   PrintOptions opt_;
-  std::string out_;
+  Sink out_;
   int indent_ = 0;
   Names vars_{'v', {}, {}, 0};
   Names bufs_{'b', {}, {}, 0};
   std::vector<std::pair<Names*, const void*>> bound_;
+  // Keys are only compared while the printed function holds the nodes alive.
+  std::unordered_map<const ExprNode*, Sink> shared_text_;
 };
 
 } // namespace
@@ -741,6 +860,13 @@ std::string print(const Function& f, const PrintOptions& options) {
   Printer p(options);
   p.in_function_ = true;
   return p.function(f);
+}
+
+uint64_t canonical_digest(const Function& f) {
+  Printer p(PrintOptions{.canonical = true}, /*digest_only=*/true);
+  p.in_function_ = true;
+  p.function(f);
+  return p.digest();
 }
 
 std::string print(const Stmt& s, const PrintOptions& options) {

@@ -4,6 +4,7 @@
 // function name, so alpha-equivalent functions print identically (structural.h hashes it).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,12 @@ struct PrintOptions {
 std::string print(const Function& f, const PrintOptions& options = {});
 std::string print(const Stmt& s, const PrintOptions& options = {});
 std::string print(const Expr& e, const PrintOptions& options = {});
+
+// A 61-bit digest of print(f, {.canonical = true}), computed without building the text: a
+// subexpression with several parents costs one digest however often the text repeats it.
+// Equal texts give equal digests; different texts collide with a chance of about
+// length / 2^61. (structural_fingerprint, structural.h.)
+uint64_t canonical_digest(const Function& f);
 
 // Lexical pieces of the text format, shared by printer and parser.
 namespace ir_text {

@@ -48,6 +48,9 @@ bool structural_equal(const Expr& a, const Expr& b) {
 uint64_t structural_hash(const Function& f) {
   return fnv1a("mt-ir-v1 function\n", canonical(f));
 }
+uint64_t structural_fingerprint(const Function& f) {
+  return canonical_digest(f);
+}
 uint64_t structural_hash(const Stmt& s) {
   return fnv1a("mt-ir-v1 stmt\n", canonical(s));
 }

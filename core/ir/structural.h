@@ -22,4 +22,11 @@ uint64_t structural_hash(const Function& f);
 uint64_t structural_hash(const Stmt& s);
 uint64_t structural_hash(const Expr& e);
 
+// Identity of a function up to alpha equivalence, for telling candidates apart within a run
+// (the search's duplicates): equal exactly when the canonical texts are equal (up to a chance
+// collision), like structural_hash, but computed without printing the text, whose length
+// grows with the tree a DAG of shared subexpressions stands for. Not stored anywhere: the
+// database keys workloads by structural_hash, whose values must not change.
+uint64_t structural_fingerprint(const Function& f);
+
 } // namespace mt

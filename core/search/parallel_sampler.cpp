@@ -90,7 +90,7 @@ private:
       refuse(r, SampleResult::Outcome::Rejected, std::move(no->refused_by), std::move(no->reason));
       return;
     }
-    c.hash = structural_hash(sch->func());
+    c.hash = structural_fingerprint(sch->func());
     c.sch = std::move(sch);
     r.outcome = SampleResult::Outcome::Ok;
     r.candidate = std::move(c);

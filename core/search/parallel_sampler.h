@@ -1,7 +1,7 @@
 // Candidate generation on several threads. A batch of jobs -- a design space replayed with fresh
 // decisions, a trace replayed with its decisions, or a trace mutated and the result replayed --
-// each followed by the postprocessors and a structural hash, runs on a pool of worker threads;
-// results come back in job order. A job carries its own seed, and each thread its own
+// each followed by the postprocessors and a structural fingerprint, runs on a pool of worker
+// threads; results come back in job order. A job carries its own seed, and each thread its own
 // postprocessors and mutators, so a result depends only on its job: the same jobs give the
 // same results with one thread or sixteen, whichever thread ran what.
 //
@@ -27,7 +27,7 @@
 
 namespace mt {
 
-// A post-processed schedule, its trace before post-processing and its structural hash.
+// A post-processed schedule, its trace before post-processing and its structural fingerprint.
 using Candidate = SearchCandidate;
 
 struct SampleJob {

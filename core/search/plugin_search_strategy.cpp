@@ -118,7 +118,7 @@ public:
       if (batch.size() == n || !sch) break;
       ++stats_.sampled;
       if (!sampler_.postprocess(sch)) continue;
-      if (!seen_.insert(structural_hash(sch->func())).second) {
+      if (!seen_.insert(structural_fingerprint(sch->func())).second) {
         ++stats_.duplicates;
         continue;
       }

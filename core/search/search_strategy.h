@@ -1,8 +1,8 @@
 // Search strategies: where the candidates measured for one task come from. A strategy samples
 // and mutates the traces of the task's design spaces, validates them with the postprocessors,
-// drops duplicates (structural hash of the scheduled function, across everything proposed or
-// measured before, database records included) and hands out batches; the tuner measures a
-// batch and reports the results back.
+// drops duplicates (structural fingerprint of the scheduled function, across everything
+// proposed or measured before, database records included) and hands out batches; the tuner
+// measures a batch and reports the results back.
 //
 // Every strategy is a plugin component (ABI kind search_strategy), the built-in ones too:
 // "search.Evolutionary" (REFERENCE.md §3, the default) and "search.ReplayTrace" (random

@@ -142,8 +142,8 @@ void TaskSearchBackend::count_refusal(const std::string& source, const std::stri
 }
 
 CandidatePtr TaskSearchBackend::adopt(const std::shared_ptr<Schedule>& sch) const {
-  return std::make_shared<const SearchCandidate>(
-      SearchCandidate{sch, sampler_.strip_postproc(sch->trace()), structural_hash(sch->func())});
+  return std::make_shared<const SearchCandidate>(SearchCandidate{
+      sch, sampler_.strip_postproc(sch->trace()), structural_fingerprint(sch->func())});
 }
 
 } // namespace mt

@@ -622,8 +622,10 @@ TEST(StructuralTest, AlphaRenamedFunctionsAreEqual) {
   EXPECT_NE(print(a), print(b));
   EXPECT_TRUE(structural_equal(a, b));
   EXPECT_EQ(structural_hash(a), structural_hash(b));
+  EXPECT_EQ(structural_fingerprint(a), structural_fingerprint(b));
   EXPECT_TRUE(structural_equal(kitchen_sink(), kitchen_sink()));
   EXPECT_EQ(structural_hash(kitchen_sink()), structural_hash(kitchen_sink()));
+  EXPECT_EQ(structural_fingerprint(kitchen_sink()), structural_fingerprint(kitchen_sink()));
 }
 
 TEST(StructuralTest, SmallChangesAreDetected) {
@@ -687,9 +689,11 @@ TEST(StructuralTest, SmallChangesAreDetected) {
                       })});
   variants.push_back(
       {"annotation on block", with_block([](Block& b) { b.annotations["x"] = int64_t(0); })});
+  uint64_t fp = structural_fingerprint(base);
   for (auto& [what, f] : variants) {
     EXPECT_FALSE(structural_equal(base, f)) << what;
     EXPECT_NE(structural_hash(f), h) << what;
+    EXPECT_NE(structural_fingerprint(f), fp) << what;
   }
 }
 
@@ -739,6 +743,20 @@ TEST(StructuralTest, HashIsFnv1aOfTheCanonicalText) {
             "func f(b0: f32[8, 8], b1: f32[8, 8], b2: f32");
 }
 
+TEST(StructuralTest, FingerprintIsTheDigestOfTheCanonicalText) {
+  // The digest recomputed byte by byte from its definition (the polynomial of the bytes + 1
+  // modulo 2^61 - 1): the fingerprint stands for the canonical text, however it is computed.
+  auto digest = [](const std::string& s) {
+    const unsigned __int128 p = (uint64_t{1} << 61) - 1, base = 0x1f3d5b79a2c4e6f1ULL % p;
+    unsigned __int128 h = 0;
+    for (unsigned char c : s)
+      h = (h * base + c + 1) % p;
+    return static_cast<uint64_t>(h);
+  };
+  for (const Function& f : {matmul(8), kitchen_sink()})
+    EXPECT_EQ(structural_fingerprint(f), digest(print(f, {.canonical = true})));
+}
+
 #ifdef MT_HAVE_WORKLOAD_LIBRARY
 TEST(ParserTest, RoundTripEveryTestWorkload) {
   std::vector<std::string> specs = test_workload_specs();
@@ -749,6 +767,94 @@ TEST(ParserTest, RoundTripEveryTestWorkload) {
   }
 }
 #endif
+
+// ---- shared subexpressions
+// ------------------------------------------------------------------------
+
+// e(0) = A[i]; e(n) = e(n-1) * e(n-1) + e(n-1): as a DAG (one node per level, as workloads
+// with common subexpressions build it) or as the tree it stands for (3^n leaves).
+Expr shared_chain(const Buffer& a, const Expr& i, int depth) {
+  Expr e = make_load(a, {i});
+  for (int d = 0; d < depth; ++d)
+    e = e * e + e;
+  return e;
+}
+Expr tree_chain(const Buffer& a, const Expr& i, int depth) {
+  if (depth == 0) return make_load(a, {i});
+  return tree_chain(a, i, depth - 1) * tree_chain(a, i, depth - 1) + tree_chain(a, i, depth - 1);
+}
+
+// The same loop variable bound by two loops, each storing the same expression: the printer's
+// names differ between the loops, so the text of a shared node is only reused within a scope.
+Function two_loops_storing(const std::function<Expr(const Buffer&, const Expr&)>& value) {
+  Buffer a = make_buffer("A", DType::f32(), {8});
+  Buffer b = make_buffer("B", DType::f32(), {8});
+  Expr i = make_var("i");
+  Expr v = value(a, i);
+  Function f;
+  f.name = "chain";
+  f.params = {a, b};
+  f.body = make_seq({make_for(i, 8, make_store(b, {i}, v)),
+                     make_for(i, 8, make_store(b, {i}, v + make_load(a, {i})))});
+  return f;
+}
+
+TEST(IrSharedSubexpressions, PrintAndHashADagAsTheTreeItStandsFor) {
+  const int depth = 6;
+  Function dag =
+      two_loops_storing([&](const Buffer& a, const Expr& i) { return shared_chain(a, i, depth); });
+  Function tree =
+      two_loops_storing([&](const Buffer& a, const Expr& i) { return tree_chain(a, i, depth); });
+  for (bool canonical : {false, true}) {
+    std::string text = print(dag, PrintOptions{.canonical = canonical});
+    EXPECT_EQ(text, print(tree, PrintOptions{.canonical = canonical}));
+    // Both loops name their variable and print the 3^6 loads of the tree form.
+    EXPECT_GE(text.size(), 2u * 729u * 4u);
+  }
+  EXPECT_EQ(structural_hash(dag), structural_hash(tree));
+  EXPECT_EQ(structural_fingerprint(dag), structural_fingerprint(tree));
+  EXPECT_TRUE(structural_equal(dag, tree));
+  EXPECT_TRUE(structural_equal(parse_function(print(dag)), tree));
+  // The same node free in a statement printed alone declares its variable once.
+  Buffer a = make_buffer("A", DType::f32(), {8});
+  Expr j = make_var("j");
+  std::string alone = print(shared_chain(a, j, 3) + shared_chain(a, j, 3));
+  EXPECT_EQ(alone, print(tree_chain(a, j, 3) + tree_chain(a, j, 3)));
+}
+
+TEST(IrSharedSubexpressions, FingerprintOfADagWhoseTextWouldNotFitInMemory) {
+  // 2 x 3^40 loads as text; the fingerprint digests each shared level once per loop.
+  Function deep =
+      two_loops_storing([](const Buffer& a, const Expr& i) { return shared_chain(a, i, 40); });
+  Function deeper =
+      two_loops_storing([](const Buffer& a, const Expr& i) { return shared_chain(a, i, 41); });
+  uint64_t fp = structural_fingerprint(deep);
+  EXPECT_EQ(fp, structural_fingerprint(deep));
+  EXPECT_NE(fp, structural_fingerprint(deeper));
+}
+
+TEST(IrSharedSubexpressions, TransformKeepsADagADag) {
+  // 3^60 leaves as a tree: rewriting node by node in tree form would never finish.
+  Buffer a = make_buffer("A", DType::f32(), {8});
+  Expr i = make_var("i"), j = make_var("j");
+  Expr e = shared_chain(a, i, 60);
+  Expr r = substitute(e, VarMap{{i.get(), j}});
+  ASSERT_FALSE(r.same_as(e));
+  int levels = 0;
+  for (Expr x = r; x->kind == ExprKind::Add; x = x->args[1], ++levels) {
+    // (p * p) + p: one rewritten node shared by all three uses.
+    ASSERT_EQ(x->args[0]->kind, ExprKind::Mul);
+    EXPECT_TRUE(x->args[0]->args[0].same_as(x->args[1]));
+    EXPECT_TRUE(x->args[0]->args[1].same_as(x->args[1]));
+  }
+  EXPECT_EQ(levels, 60);
+  // The leaf reads A[j]: every variable was replaced.
+  Expr leaf = r;
+  while (leaf->kind != ExprKind::Load)
+    leaf = leaf->args[1];
+  EXPECT_TRUE(leaf->args[0].same_as(j));
+  EXPECT_FALSE(uses_var(r, i.get()));
+}
 
 } // namespace
 } // namespace mt

@@ -188,7 +188,7 @@ TEST(ParallelSampling, ABatchGivesWhatEachJobGivesAlone) {
     if (!batch[i].candidate) continue;
     ++ok;
     EXPECT_EQ(batch[i].candidate->hash, single[0].candidate->hash);
-    EXPECT_EQ(batch[i].candidate->hash, structural_hash(batch[i].candidate->sch->func()));
+    EXPECT_EQ(batch[i].candidate->hash, structural_fingerprint(batch[i].candidate->sch->func()));
     EXPECT_EQ(batch[i].candidate->trace.to_json(), single[0].candidate->trace.to_json());
     EXPECT_FALSE(has_postproc_annotation(batch[i].candidate->sch->func()));
   }

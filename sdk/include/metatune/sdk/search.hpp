@@ -34,7 +34,8 @@ inline void require_search_api() {
 } // namespace detail
 
 // A candidate the host sampled: a post-processed schedule, the trace before post-processing
-// (what mutators change), and the structural hash duplicates are recognised by. Copies share
+// (what mutators change), and the structural fingerprint duplicates are recognised by (equal for
+// alpha-equivalent schedules within a run; not stable across versions). Copies share
 // one host reference. An empty Candidate is a refused job.
 class Candidate {
 public:
