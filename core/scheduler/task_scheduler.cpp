@@ -9,6 +9,10 @@
 // - A turn that used no trials means the task's search could not propose anything: the task is
 //   marked exhausted, so that a caller never loops on it.
 // - Ties go to the lower task index, so the order is deterministic.
+// - A first batch is at most the budget left divided by the tasks still waiting for one
+//   (both schedulers): a model with more tasks than the budget has full batches for (31 tasks
+//   of a decoder with its decode step, 400 trials, batches of 16) still gets every task
+//   measured, the largest kernels included, instead of leaving the last ones untouched.
 #include "core/scheduler/task_scheduler.h"
 
 #include <algorithm>
@@ -45,6 +49,15 @@ public:
     size_t n = std::min(opt_.batch_size, opt_.total_trials - std::min(used_, opt_.total_trials));
     if (opt_.per_task_cap > 0)
       n = std::min(n, opt_.per_task_cap - std::min(t.used, opt_.per_task_cap));
+    // The first pass shares what is left among the tasks still waiting for their first batch,
+    // so that every task is measured at least once when the budget allows one trial each.
+    if (t.best.empty()) {
+      size_t waiting = 0;
+      for (const TaskState& u : tasks_)
+        waiting += u.best.empty() && can_go_on(u) ? 1 : 0;
+      size_t left = opt_.total_trials - std::min(used_, opt_.total_trials);
+      if (waiting > 0) n = std::min(n, std::max<size_t>(1, left / waiting));
+    }
     return t.exhausted ? 0 : n;
   }
 

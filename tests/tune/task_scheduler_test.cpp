@@ -58,6 +58,37 @@ TEST(TaskScheduler, RoundRobinTakesTasksInTurnWithinBudget) {
   EXPECT_EQ(s->next_task(), -1);
 }
 
+TEST(TaskScheduler, AShortBudgetIsSharedSoThatEveryTaskGetsAFirstBatch) {
+  // 31 tasks, batches of 16, 400 trials: 25 full first batches would leave six tasks untried.
+  TaskSchedulerOptions o;
+  o.total_trials = 400;
+  o.batch_size = 16;
+  for (bool gradient : {false, true}) {
+    SCOPED_TRACE(gradient ? "gradient" : "round robin");
+    std::vector<double> weights(31, 1.0);
+    auto s = gradient ? make_gradient_scheduler(tasks(weights), o)
+                      : make_round_robin_scheduler(tasks(weights), o);
+    std::map<int, size_t> used;
+    std::vector<int> order = drive(
+        *s, [](int t, int b) { return (t + 1) * 1e-3 / (b + 1); }, &used);
+    ASSERT_GE(order.size(), 31u);
+    for (int t = 0; t < 31; ++t) {
+      EXPECT_EQ(order[static_cast<size_t>(t)], t) << "first pass in order";
+      // 400 / 31 = 12 for the first, and never fewer than an equal share of what was left.
+      EXPECT_GE(used[t], 12u) << "task " << t;
+    }
+    EXPECT_EQ(s->trials_used(), 400u);
+  }
+  // Fewer trials than tasks: one each, in order, until the budget is spent.
+  o.total_trials = 5;
+  auto s = make_gradient_scheduler(tasks({1, 1, 1, 1, 1, 1, 1, 1}), o);
+  std::map<int, size_t> used;
+  EXPECT_EQ(drive(
+                *s, [](int, int) { return 1e-3; }, &used),
+            (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(used[4], 1u);
+}
+
 TEST(TaskScheduler, PerTaskCapIsExactAndSkipsCappedTasks) {
   TaskSchedulerOptions o;
   o.total_trials = 1000;
