@@ -264,10 +264,10 @@ public:
     case StmtKind::For: {
       auto* n = as<ForNode>(s);
       ++bound_vars_[n->loop_var.get()];
-      visited_.clear();
+      forget_visited();
       stmt(n->body);
       --bound_vars_[n->loop_var.get()];
-      visited_.clear();
+      forget_visited();
       break;
     }
     case StmtKind::Seq:
@@ -292,10 +292,10 @@ public:
     case StmtKind::Allocate: {
       auto* n = as<AllocateNode>(s);
       ++bound_bufs_[n->buffer.get()];
-      visited_.clear();
+      forget_visited();
       stmt(n->body);
       --bound_bufs_[n->buffer.get()];
-      visited_.clear();
+      forget_visited();
       break;
     }
     case StmtKind::BlockRealize: {
@@ -306,12 +306,12 @@ public:
       if (!n->block) break;
       for (const IterVar& iv : n->block->iter_vars)
         ++bound_vars_[iv.var.get()];
-      visited_.clear();
+      forget_visited();
       stmt(n->block->init);
       stmt(n->block->body);
       for (const IterVar& iv : n->block->iter_vars)
         --bound_vars_[iv.var.get()];
-      visited_.clear();
+      forget_visited();
       break;
     }
     }
@@ -340,6 +340,11 @@ private:
   std::unordered_set<const ExprNode*> seen_vars_;
   std::unordered_set<const BufferNode*> seen_bufs_;
   std::unordered_set<const ExprNode*> visited_; // shared nodes walked in the current scope
+
+  // (clear() costs the bucket count even when the set is empty: every loop calls this twice)
+  void forget_visited() {
+    if (!visited_.empty()) visited_.clear();
+  }
 };
 
 class Printer {
@@ -415,7 +420,7 @@ private:
     names.stack[obj].push_back(name);
     ++names.in_scope[name];
     bound_.push_back({&names, obj});
-    shared_text_.clear();
+    forget_shared_text();
     return name;
   }
 
@@ -424,7 +429,7 @@ private:
     while (bound_.size() > mark) {
       auto [names, obj] = bound_.back();
       bound_.pop_back();
-      shared_text_.clear();
+      forget_shared_text();
       auto& st = names->stack[obj];
       --names->in_scope[st.back()];
       st.pop_back();
@@ -852,6 +857,10 @@ private:
   std::vector<std::pair<Names*, const void*>> bound_;
   // Keys are only compared while the printed function holds the nodes alive.
   std::unordered_map<const ExprNode*, Sink> shared_text_;
+
+  void forget_shared_text() {
+    if (!shared_text_.empty()) shared_text_.clear();
+  }
 };
 
 } // namespace
