@@ -249,7 +249,7 @@ Expr max_value(DType t) {
 
 namespace {
 
-// One transform() call. A node reached through more than one parent (its handle is shared) is
+// One transform() call. A node reached through more than one parent (may_be_shared) is
 // rewritten once and its result reused: expressions built with common subexpressions (a
 // polynomial in x*x, a select over the same quadrant) are DAGs whose tree form can be
 // thousands of times larger, and rewriting them as trees both takes that long and turns the
@@ -261,7 +261,7 @@ public:
   Expr operator()(const Expr& e) {
     if (!e) return e;
     if (e->args.empty()) return f_(e);
-    bool shared = e.ptr().use_count() > 1;
+    bool shared = may_be_shared(e);
     if (shared)
       if (const Expr* done = memo_.find(e.get())) return *done;
     std::vector<Expr> args;
@@ -330,7 +330,7 @@ bool any_node(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {
     stack.pop_back();
     if (pred(*x)) return true;
     if (x->args.empty()) continue;
-    if (x.ptr().use_count() > 1) {
+    if (may_be_shared(x)) {
       if (walked.find(x.get())) continue;
       walked.emplace(x, true);
     }

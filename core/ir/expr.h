@@ -126,6 +126,12 @@ Expr min_value(DType t);
 Expr max_value(DType t);
 
 // ---- traversal --------------------------------------------------------------------------------
+// Whether the node's handle is held more than once: a node reached through several parents of
+// a DAG (or also held elsewhere). Walks that must not expand a DAG into its tree (transform,
+// the printer, uses_var) visit such nodes once; a node held once has one parent.
+inline bool may_be_shared(const Expr& e) {
+  return e.ptr().use_count() > 1;
+}
 using VarMap = std::unordered_map<const ExprNode*, Expr>;
 // Replaces variables (by identity) and rebuilds only what changed.
 Expr substitute(const Expr& e, const VarMap& vmap);

@@ -325,7 +325,7 @@ public:
     if (e->args.empty()) return;
     // A subexpression with several parents (a DAG) is walked once per binding scope: what it
     // declares depends only on the binders in scope.
-    if (e.ptr().use_count() > 1 && !visited_.insert(e.get()).second) return;
+    if (may_be_shared(e) && !visited_.insert(e.get()).second) return;
     for (const Expr& a : e->args)
       expr(a);
   }
@@ -730,7 +730,7 @@ private:
     }
     // A subexpression with several parents is printed once per binding scope and copied
     // after that: its text depends only on the names in scope (cleared by bind and unbind).
-    if (!e->args.empty() && e.ptr().use_count() > 1) {
+    if (!e->args.empty() && may_be_shared(e)) {
       if (auto it = shared_text_.find(e.get()); it != shared_text_.end()) {
         o.append(it->second);
         return;

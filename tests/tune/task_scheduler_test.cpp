@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/scheduler/task_scheduler.h"
@@ -22,6 +24,12 @@ std::vector<SchedulerTask> tasks(std::vector<double> weights) {
   for (size_t i = 0; i < weights.size(); ++i)
     out.push_back({"task" + std::to_string(i), weights[i]});
   return out;
+}
+
+std::unique_ptr<TaskScheduler> make_scheduler(bool gradient, std::vector<SchedulerTask> t,
+                                              const TaskSchedulerOptions& o) {
+  return gradient ? make_gradient_scheduler(std::move(t), o)
+                  : make_round_robin_scheduler(std::move(t), o);
 }
 
 // Runs a scheduler to the end, every task always using all the trials it is given and
@@ -66,8 +74,7 @@ TEST(TaskScheduler, AShortBudgetIsSharedSoThatEveryTaskGetsAFirstBatch) {
   for (bool gradient : {false, true}) {
     SCOPED_TRACE(gradient ? "gradient" : "round robin");
     std::vector<double> weights(31, 1.0);
-    auto s = gradient ? make_gradient_scheduler(tasks(weights), o)
-                      : make_round_robin_scheduler(tasks(weights), o);
+    auto s = make_scheduler(gradient, tasks(weights), o);
     std::map<int, size_t> used;
     std::vector<int> order = drive(
         *s, [](int t, int b) { return (t + 1) * 1e-3 / (b + 1); }, &used);
@@ -96,8 +103,7 @@ TEST(TaskScheduler, PerTaskCapIsExactAndSkipsCappedTasks) {
   o.batch_size = 16;
   for (bool gradient : {false, true}) {
     SCOPED_TRACE(gradient ? "gradient" : "round robin");
-    auto s = gradient ? make_gradient_scheduler(tasks({1, 5}), o)
-                      : make_round_robin_scheduler(tasks({1, 5}), o);
+    auto s = make_scheduler(gradient, tasks({1, 5}), o);
     std::map<int, size_t> used;
     drive(
         *s, [](int t, int b) { return (t + 1) * 1e-3 / (b + 1); }, &used);
@@ -160,8 +166,7 @@ TEST(TaskScheduler, ExhaustedTasksAreSkipped) {
   o.batch_size = 10;
   for (bool gradient : {false, true}) {
     SCOPED_TRACE(gradient ? "gradient" : "round robin");
-    auto s = gradient ? make_gradient_scheduler(tasks({1, 1, 1}), o)
-                      : make_round_robin_scheduler(tasks({1, 1, 1}), o);
+    auto s = make_scheduler(gradient, tasks({1, 1, 1}), o);
     s->mark_exhausted(1);
     EXPECT_EQ(s->trials_for(1), 0u);
     std::map<int, size_t> used;
