@@ -1,8 +1,11 @@
 // Candidate sampling for the search strategies (see candidate_sampler.h).
 #include "core/search/candidate_sampler.h"
 
+#include <map>
 #include <string>
 #include <utility>
+
+#include "core/search/design_space.h"
 
 namespace mt {
 
@@ -41,11 +44,33 @@ ParallelSampler& CandidateSampler::parallel() {
   return *parallel_;
 }
 
+const std::vector<std::vector<size_t>>& CandidateSampler::kinds() const {
+  // The context may gain its spaces after the sampler is made: grouped on first use.
+  if (kinds_of_ != ctx_.design_spaces.size() || kinds_.empty()) {
+    kinds_.clear();
+    std::map<std::vector<std::pair<std::string, std::string>>, size_t> index;
+    for (size_t i = 0; i < ctx_.design_spaces.size(); ++i) {
+      auto [it, fresh] =
+          index.try_emplace(space_annotations(ctx_.design_spaces[i]->trace()), kinds_.size());
+      if (fresh) kinds_.emplace_back();
+      kinds_[it->second].push_back(i);
+    }
+    kinds_of_ = ctx_.design_spaces.size();
+  }
+  return kinds_;
+}
+
+size_t CandidateSampler::draw_space(RandomEngine& rng) const {
+  const auto& k = kinds();
+  if (k.empty()) return 0; // nothing to sample; the callers check for that
+  const auto& of_kind = k[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(k.size())))];
+  return of_kind[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(of_kind.size())))];
+}
+
 std::optional<Candidate> CandidateSampler::sample_fresh(RandomEngine& rng) {
   if (ctx_.design_spaces.empty()) return std::nullopt;
   SampleJob job;
-  job.design_space =
-      static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(ctx_.design_spaces.size())));
+  job.design_space = draw_space(rng);
   job.seed = rng.next();
   return take(job, parallel().run_one(job));
 }
@@ -53,8 +78,7 @@ std::optional<Candidate> CandidateSampler::sample_fresh(RandomEngine& rng) {
 SampleJob CandidateSampler::fresh_job(uint64_t seed) const {
   RandomEngine rng(seed);
   SampleJob job;
-  job.design_space =
-      static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(ctx_.design_spaces.size())));
+  job.design_space = draw_space(rng);
   job.seed = rng.next();
   return job;
 }

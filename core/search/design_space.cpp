@@ -1,9 +1,47 @@
 // Design-space generation and candidate sampling (see design_space.h).
 #include "core/search/design_space.h"
 
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string_view>
 #include <utility>
+#include <variant>
 
 namespace mt {
+
+namespace {
+
+std::string attr_text(const InstAttr& a) {
+  if (const auto* s = std::get_if<std::string>(&a)) return *s;
+  return std::visit([](const auto& v) { return nlohmann::json(v).dump(); }, a);
+}
+
+constexpr std::string_view kSampleIndexSuffix = ".sample_index";
+constexpr const char* kSampled = "sampled";
+
+} // namespace
+
+std::vector<std::pair<std::string, std::string>> space_annotations(const Trace& trace) {
+  std::vector<std::pair<std::string, std::string>> all, out;
+  for (const Instruction& in : trace.instructions()) {
+    if (in.kind != "annotate" || in.attrs.empty()) continue;
+    const auto* key = std::get_if<std::string>(&in.attrs[0]);
+    if (!key) continue;
+    // annotate(rv, key, value): a constant value is the second attribute, a sampled one an
+    // input.
+    all.emplace_back(*key, in.attrs.size() >= 2 ? attr_text(in.attrs[1]) : kSampled);
+  }
+  std::set<std::string> sampled, seen;
+  for (const auto& [key, value] : all)
+    if (key.size() > kSampleIndexSuffix.size() && key.ends_with(kSampleIndexSuffix))
+      sampled.insert(key.substr(0, key.size() - kSampleIndexSuffix.size()));
+  for (const auto& [key, value] : all) {
+    if (key.ends_with(kSampleIndexSuffix) || !seen.insert(key).second) continue;
+    out.emplace_back(key, sampled.count(key) ? kSampled : value);
+  }
+  return out;
+}
 
 std::vector<std::shared_ptr<Schedule>>
 generate_design_spaces(const Function& workload,

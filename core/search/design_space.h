@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir/function.h"
@@ -22,6 +23,13 @@ std::vector<std::shared_ptr<Schedule>>
 generate_design_spaces(const Function& workload,
                        const std::vector<std::unique_ptr<PluginScheduleRule>>& rules,
                        uint64_t seed, std::vector<std::string>* errors = nullptr);
+
+// What a design space's trace says about the kind of schedule it makes: each annotation key it
+// sets, first value of each, in trace order -- "sampled" where the value is drawn on replay
+// (an annotation of a sampled variable, or one whose draw the rules record under
+// `<key>.sample_index`: its value in this space says nothing of others). --show-space prints
+// these; the sampler gives each distinct list an equal share of fresh samples.
+std::vector<std::pair<std::string, std::string>> space_annotations(const Trace& trace);
 
 enum class SampleOutcome { Ok, ReplayFailed, Rejected };
 

@@ -4,10 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
-#include <set>
 #include <sstream>
-#include <string_view>
-#include <variant>
 
 #include "core/search/design_space.h"
 #include "core/workload/library.h"
@@ -16,38 +13,12 @@ namespace mt {
 
 namespace {
 
-std::string attr_text(const InstAttr& a) {
-  if (const auto* s = std::get_if<std::string>(&a)) return *s;
-  return std::visit([](const auto& v) { return nlohmann::json(v).dump(); }, a);
-}
-
-// A value drawn when the trace is replayed: an annotation of a sampled variable, or one the
-// rules record with the index of the draw that chose it under `<key>.sample_index` (the
-// standard rules' way, which mutators use) -- its value in this space says nothing of others.
-constexpr std::string_view kSampleIndexSuffix = ".sample_index";
-constexpr const char* kSampled = "sampled";
-
 DesignSpaceSummary::Space summarize(const Trace& trace) {
   DesignSpaceSummary::Space s;
   s.instructions = trace.size();
-  std::vector<std::pair<std::string, std::string>> all;
-  for (const Instruction& in : trace.instructions()) {
+  for (const Instruction& in : trace.instructions())
     if (in.is_sampling()) ++s.decisions;
-    if (in.kind != "annotate" || in.attrs.empty()) continue;
-    const auto* key = std::get_if<std::string>(&in.attrs[0]);
-    if (!key) continue;
-    // annotate(rv, key, value): a constant value is the second attribute, a sampled one an
-    // input.
-    all.emplace_back(*key, in.attrs.size() >= 2 ? attr_text(in.attrs[1]) : kSampled);
-  }
-  std::set<std::string> sampled, seen;
-  for (const auto& [key, value] : all)
-    if (key.size() > kSampleIndexSuffix.size() && key.ends_with(kSampleIndexSuffix))
-      sampled.insert(key.substr(0, key.size() - kSampleIndexSuffix.size()));
-  for (const auto& [key, value] : all) {
-    if (key.ends_with(kSampleIndexSuffix) || !seen.insert(key).second) continue;
-    s.annotations.emplace_back(key, sampled.count(key) ? kSampled : value);
-  }
+  s.annotations = space_annotations(trace);
   return s;
 }
 

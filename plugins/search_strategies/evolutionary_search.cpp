@@ -198,7 +198,7 @@ std::vector<sdk::Candidate> EvolutionarySearch::next_batch(size_t n) {
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return a.second.score != b.second.score ? a.second.score > b.second.score : a.first < b.first;
   });
-  size_t n_random = static_cast<size_t>(std::floor(static_cast<double>(n) * cfg_.eps_greedy));
+  size_t n_random = random_share(n);
   size_t n_best = n - n_random;
   std::vector<sdk::Candidate> batch;
   size_t next_ranked = 0;
@@ -214,6 +214,18 @@ std::vector<sdk::Candidate> EvolutionarySearch::next_batch(size_t n) {
     if (seen_.insert(ranked[next_ranked].first).second)
       batch.push_back(ranked[next_ranked].second.candidate);
   return batch;
+}
+
+// The fresh samples of a batch. The host draws them evenly over the kinds of design space,
+// where the evolved pool favours the spaces whose decisions mutate most (MultiLevelTiling's
+// tile sizes): a space with a few categorical draws (std.VectorRFactor's) is soon a few dozen
+// candidates among thousands, and 64 trials of dense(M=128) measured none of it. So at least
+// one a batch (eps_greedy rounded up, not down: batches of 16 had none), and half of the first
+// batch of a task, before any measurement could teach the model what either kind is worth.
+size_t EvolutionarySearch::random_share(size_t n) const {
+  if (cfg_.eps_greedy <= 0) return 0;
+  if (measured_.empty()) return (n + 1) / 2;
+  return std::min(n, static_cast<size_t>(std::ceil(static_cast<double>(n) * cfg_.eps_greedy)));
 }
 
 void EvolutionarySearch::notify_measured(const std::vector<sdk::Candidate>& measured,

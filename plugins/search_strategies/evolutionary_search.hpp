@@ -59,6 +59,8 @@ private:
   void fill_with_samples(std::vector<sdk::Candidate>& out, size_t target,
                          std::unordered_set<uint64_t>& taken, size_t& budget);
   std::vector<double> score(const std::vector<sdk::Candidate>& pop);
+  // How many of a batch of n are fresh samples rather than the model's picks.
+  size_t random_share(size_t n) const;
   std::vector<sdk::Candidate> evolve(const std::vector<sdk::Candidate>& pop,
                                      const std::vector<double>& scores);
 

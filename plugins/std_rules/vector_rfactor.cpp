@@ -22,8 +22,17 @@
 // without the rfactor is kept, except for a product of inputs that nothing reuses (below,
 // replaces_original).
 //
-// Configuration: {"max_reuse": 4, "max_rows": 8, "keep_original": "auto" | "always" | "never"}.
+// Reused more than that by one spatial loop (a linear on a whole prompt, dense(M=128)'s x
+// rows), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
+// an m x r register tile of one vector each (m rows of x, r rows of W, both read in vectors
+// along k: no packing), m and r drawn from divisors whose accumulators and operands fit the
+// vector registers (tile_reuse; MultiLevelTiling's spaces are kept beside it, since they win
+// where the weight is packed once and reused enough).
+//
+// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": true,
+//                 "keep_original": "auto" | "always" | "never"}.
 #include <algorithm>
+#include <optional>
 
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
@@ -47,15 +56,22 @@ struct StreamedReduction {
   int64_t reuse = 1;               // the product of their extents
   int64_t reduce_extent = 0;       // the innermost reduction loop's
   size_t inputs_along_k = 0;       // a product of two (x and W) or more, or a sum of one
+  bool tiled = false;              // reuse > max_reuse: its one loop split as [u0, m]
+};
+
+// The register tile of a tiled reuse: m rows of x by r rows of W, one vector each.
+struct TileCandidates {
+  std::vector<int64_t> m, r;
 };
 
 class VectorRFactor : public sdk::ScheduleRule {
 public:
   explicit VectorRFactor(std::string_view text) {
     Config cfg("std.VectorRFactor", text);
-    cfg.allow_only({"max_reuse", "max_rows", "keep_original"});
+    cfg.allow_only({"max_reuse", "max_rows", "tile_reuse", "keep_original"});
     max_reuse_ = cfg.get_int("max_reuse", 4);
     max_rows_ = cfg.get_int("max_rows", 8);
+    tile_reuse_ = cfg.get_bool("tile_reuse", true);
     keep_original_ = cfg.get_string("keep_original", "auto");
     if (keep_original_ != "auto" && keep_original_ != "always" && keep_original_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -75,13 +91,18 @@ public:
     int64_t lanes = target_.f32_lanes();
     std::vector<int64_t> lane_cands;
     for (int64_t m : {1, 2})
-      if (found->reduce_extent % (lanes * m) == 0 && found->reduce_extent > lanes * m)
+      if (found->reduce_extent % (lanes * m) == 0 && found->reduce_extent > lanes * m &&
+          (m == 1 || !found->tiled))
         lane_cands.push_back(lanes * m);
-    std::vector<int64_t> rows = row_candidates(sch, block, *found);
-    if (lane_cands.empty() || rows.empty()) return {sch};
+    TileCandidates tile;
+    if (found->tiled)
+      tile = tile_candidates(sch, block, *found);
+    else
+      tile.r = row_candidates(sch, block, *found);
+    if (lane_cands.empty() || tile.r.empty() || (found->tiled && tile.m.empty())) return {sch};
     try {
       Schedule s = sch.copy();
-      build(s, block, *found, lane_cands, rows);
+      build(s, block, *found, lane_cands, tile);
       if (replaces_original(*found)) return {s};
       return {sch, s};
     } catch (const sdk::ScheduleError&) {
@@ -162,8 +183,38 @@ private:
         found.reuse *= ivs[i].extent;
       }
     }
-    if (!has_row || found.reuse > max_reuse_) return std::nullopt;
+    if (!has_row) return std::nullopt;
+    if (found.reuse > max_reuse_) {
+      if (!tile_reuse_ || found.reuse_loops.size() != 1) return std::nullopt;
+      found.tiled = true;
+    }
     return found;
+  }
+
+  // For a tiled reuse: the largest m x r register tile (m dividing the reused loop, r the row
+  // loop) whose accumulators, r vectors of W held over the m rows and one of x fit the vector
+  // registers, and the divisors up to those limits (m from 2), which any pair of keeps within
+  // them. Of equal tiles, the one with more rows of x (fewer loads of W per product).
+  TileCandidates tile_candidates(const Schedule& sch, BlockRV block,
+                                 const StreamedReduction& f) const {
+    std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+    const int64_t reuse_extent = ivs[f.reuse_loops[0]].extent;
+    const int64_t row_extent = ivs[f.row_loop].extent;
+    auto divisors = [](int64_t extent, int64_t from, int64_t limit) {
+      std::vector<int64_t> out;
+      for (int64_t d = from; d <= std::min(limit, extent); ++d)
+        if (extent % d == 0) out.push_back(d);
+      return out;
+    };
+    const int64_t regs = target_.vector_registers;
+    int64_t best_m = 0, best_r = 0;
+    for (int64_t m : divisors(reuse_extent, 2, max_rows_))
+      for (int64_t r : divisors(row_extent, 1, max_rows_))
+        if (m * r + r + 1 <= regs &&
+            (m * r > best_m * best_r || (m * r == best_m * best_r && m > best_m)))
+          best_m = m, best_r = r;
+    if (best_m == 0) return {};
+    return {divisors(reuse_extent, 2, best_m), divisors(row_extent, 1, best_r)};
   }
 
   // Row counts dividing the row extent whose accumulators (reuse x rows x at most 2 vectors)
@@ -185,7 +236,7 @@ private:
   // The new space: k split by the lanes and rfactored, the combining block tiled by rows, the
   // partial sums of a tile computed under it as a register tile.
   static void build(Schedule& s, BlockRV block, const StreamedReduction& f,
-                    const std::vector<int64_t>& lane_cands, const std::vector<int64_t>& rows) {
+                    const std::vector<int64_t>& lane_cands, const TileCandidates& tile) {
     size_t n_spatial = 0;
     for (const sdk::IterVarInfo& iv : s.iter_vars(block))
       n_spatial += iv.kind == sdk::IterKind::Spatial ? 1 : 0;
@@ -194,37 +245,55 @@ private:
     LoopRV lane = s.split(k, {sdk::Factor(int64_t{-1}), sdk::Factor(lanes)})[1];
     // Partial sums indexed [out..., lane]: contiguous along the lanes, as the input is.
     BlockRV rf = s.rfactor(lane, static_cast<int>(s.writes(block)[0].buffer.ndim()));
-    LoopRV j0 = tile_rows(s, block, f, n_spatial, rows);
-    s.compute_at(rf, j0);
+    LoopRV at = tile_rows(s, block, f, n_spatial, tile);
+    s.compute_at(rf, at);
     s.set_scope(rf, 0, "local");
-    order_register_tile(s, rf, j0, f, n_spatial);
+    order_register_tile(s, rf, at, f, n_spatial);
     // MultiLevelTiling and RandomComputeLocation leave the combining block as it is.
     s.annotate(block, keys::kTilingStructure, std::string("vector_rfactor"));
   }
 
   // The combining block (the original name) has its own nest [spatial..., lane]: its row loop
-  // split as [j0, rows], the reused loops moved inside j0. Returns j0.
+  // split as [j0, rows], the reused loops moved inside j0 -- a tiled one split as [u0, m] with
+  // u0 right inside j0 (a tile of W stays in cache while every row of x passes it). Returns the
+  // loop the partial sums are computed under: j0, or u0 where the reuse is tiled.
   static LoopRV tile_rows(Schedule& s, BlockRV block, const StreamedReduction& f, size_t n_spatial,
-                          const std::vector<int64_t>& rows) {
+                          const TileCandidates& tile) {
     auto reused = [&](size_t i) {
       return std::find(f.reuse_loops.begin(), f.reuse_loops.end(), i) != f.reuse_loops.end();
     };
-    sdk::ExprRV r = s.sample_categorical(rows, uniform(rows.size()));
+    sdk::ExprRV r = s.sample_categorical(tile.r, uniform(tile.r.size()));
+    std::optional<sdk::ExprRV> m;
+    if (f.tiled) m = s.sample_categorical(tile.m, uniform(tile.m.size()));
     std::vector<LoopRV> wl = s.get_loops(block);
     std::vector<LoopRV> j = s.split(wl[f.row_loop], {sdk::Factor(int64_t{-1}), sdk::Factor(r)});
+    std::vector<LoopRV> u;
+    if (f.tiled) {
+      size_t at = f.reuse_loops[0] < f.row_loop ? f.reuse_loops[0] : f.reuse_loops[0] + 1;
+      u = s.split(s.get_loops(block)[at], {sdk::Factor(int64_t{-1}), sdk::Factor(*m)});
+    }
     wl = s.get_loops(block);
+    // wl's index of the original spatial loop i, after the splits before it.
+    auto loop_of = [&](size_t i) {
+      size_t at = i;
+      if (i > f.row_loop) ++at;
+      if (f.tiled && i > f.reuse_loops[0]) ++at;
+      return wl[at];
+    };
     std::vector<LoopRV> order, inner;
     for (size_t i = 0; i < n_spatial; ++i) {
       if (i == f.row_loop)
         order.push_back(j[0]);
+      else if (f.tiled && reused(i))
+        inner.insert(inner.end(), u.begin(), u.end());
       else
-        (reused(i) ? inner : order).push_back(wl[i <= f.row_loop ? i : i + 1]);
+        (reused(i) ? inner : order).push_back(loop_of(i));
     }
     order.insert(order.end(), inner.begin(), inner.end());
     order.push_back(j[1]);
     order.push_back(wl.back());
     s.reorder(order);
-    return j[0];
+    return f.tiled ? u[0] : j[0];
   }
 
   // The partial-sum block's loops under j0 (the local buffer compaction shrinks to the tile):
@@ -263,6 +332,7 @@ private:
 
   int64_t max_reuse_ = 4;
   int64_t max_rows_ = 8;
+  bool tile_reuse_ = true;
   std::string keep_original_ = "auto";
   TargetInfo target_;
 };

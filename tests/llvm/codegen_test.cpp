@@ -240,6 +240,50 @@ TEST(LlvmCodegen, RowSumWithLocalAccumulator) {
   expect_close(s, want, 1e-6, 1e-6);
 }
 
+// A short serial loop that only adds into one location (the combination of vector-lane
+// partial sums) is one vector of terms and a vector reduction, not a chain of scalar adds;
+// the sums are those of a double-precision reference. A loop whose terms read the location
+// it writes, or whose length is not a power of two, stays a loop.
+TEST(LlvmCodegen, ShortSumIntoOneLocationIsAVectorReduction) {
+  const int rows = 6, n = 16;
+  auto A = P::make_buffer("A", P::DType::f32(), {rows, n});
+  auto B = P::make_buffer("B", P::DType::f32(), {n});
+  auto S = P::make_buffer("S", P::DType::f32(), {rows});
+  auto i = P::make_var("i"), k = P::make_var("k");
+  auto sum_of = [&](int64_t extent, P::Expr term) {
+    return P::make_for(
+        i, rows,
+        P::make_seq({P::make_store(S, {i}, 1.0),
+                     P::make_for(k, extent, P::make_store(S, {i}, P::make_load(S, {i}) + term))}));
+  };
+  P::Program p{"short_sum", {A, B, S}, sum_of(n, P::make_load(A, {i, k}) * P::make_load(B, {k}))};
+  // What the generator emits, before LLVM's passes (which may form reductions of their own).
+  auto emits_reduction = [](const P::Program& q) {
+    return emit_ir(q, {}, false).find("vector.reduce.fadd") != std::string::npos;
+  };
+  EXPECT_TRUE(emits_reduction(p));
+  auto a = random_floats(static_cast<size_t>(rows * n), 31);
+  auto b = random_floats(static_cast<size_t>(n), 32);
+  std::vector<float> s(rows), want(rows);
+  for (int r = 0; r < rows; ++r) {
+    double acc = 1.0;
+    for (int c = 0; c < n; ++c)
+      acc += static_cast<double>(a[static_cast<size_t>(r * n + c)]) * b[static_cast<size_t>(c)];
+    want[static_cast<size_t>(r)] = static_cast<float>(acc);
+  }
+  run(p, {a.data(), b.data(), s.data()});
+  expect_close(s, want, 1e-6, 1e-6);
+
+  P::Program odd{"odd_sum", {A, B, S}, sum_of(12, P::make_load(A, {i, k}))};
+  EXPECT_FALSE(emits_reduction(odd));
+  P::Program self{"self_sum", {A, B, S}, sum_of(8, P::make_load(S, {i}) * 0.5)};
+  EXPECT_FALSE(emits_reduction(self));
+  std::vector<float> s2(rows);
+  run(self, {a.data(), b.data(), s2.data()});
+  for (float x : s2)
+    EXPECT_FLOAT_EQ(x, 1.f * 1.5f * 1.5f * 1.5f * 1.5f * 1.5f * 1.5f * 1.5f * 1.5f);
+}
+
 TEST(LlvmCodegen, LargeLocalBufferComesFromTheHeap) {
   // A 1 MiB local tile (over the stack limit) used as a transposed copy.
   const int n = 512;

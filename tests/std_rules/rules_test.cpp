@@ -836,13 +836,17 @@ TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
     for (auto& s : spaces)
       EXPECT_EQ(compare(ref, s->func()), "");
   }
-  // Reused more than max_reuse (4) times, read along k in another dimension than the last
-  // (matmul's B[K, N]), or k not a multiple of the lanes: no such space.
-  for (const char* spec : {"dense(M=5,N=16,K=32,bias=0,act=none)", "matmul(M=1,N=16,K=32)",
-                           "dense(M=1,N=16,K=12,bias=0,act=none)"}) {
+  // Read along k in another dimension than the last (matmul's B[K, N]), or k not a multiple
+  // of the lanes: no such space.
+  for (const char* spec : {"matmul(M=1,N=16,K=32)", "dense(M=1,N=16,K=12,bias=0,act=none)"}) {
     SCOPED_TRACE(spec);
     EXPECT_EQ(apply_rule(make_workload(spec), *r).size(), 1u);
   }
+  // Reused more than max_reuse (4) times: the reused loop is tiled (below), unless told not to.
+  EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"),
+                       *rule("std.VectorRFactor", kCpu, R"({"tile_reuse": false})"))
+                .size(),
+            1u);
   EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"),
                        *rule("std.VectorRFactor", kCpu, R"({"max_reuse": 6})"))
                 .size(),
@@ -856,6 +860,65 @@ TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
   EXPECT_EQ(apply_rule(make_workload("norm(B=2,M=3,N=32)"), *r).size(), 2u);
   EXPECT_THROW(rule("std.VectorRFactor", kCpu, R"({"keep_original": "sometimes"})"),
                std::exception);
+}
+
+// Rows of x that reuse W more than max_reuse times (a linear on a whole prompt) tile their
+// loop: the partial sums are computed under its outer part u0, inside j0, for an m x r
+// register tile -- the reduction outside, then the m rows of x, the r rows of W, the lanes --
+// whose accumulators and operands fit the target's vector registers, with the interpreter's
+// results under every sample.
+TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
+  for (auto [spec, regs] : {std::pair{"dense(M=12,N=24,K=64,bias=1,act=gelu)", int64_t{16}},
+                            std::pair{"dense(M=12,N=24,K=64,bias=1,act=gelu)", int64_t{32}},
+                            std::pair{"dense(M=16,N=40,K=32,bias=0,act=none)", int64_t{16}}}) {
+    SCOPED_TRACE(std::string(spec) + " with " + std::to_string(regs) + " registers");
+    TuneAttributes attrs = kCpu;
+    attrs["vector_registers"] = regs;
+    Function f = make_workload(spec);
+    std::vector<NDArray> ref = run(f);
+    auto spaces = apply_rule(f, *rule("std.VectorRFactor", attrs));
+    ASSERT_EQ(spaces.size(), 2u) << "MultiLevelTiling's space kept beside it";
+    std::set<std::pair<int64_t, int64_t>> tiles;
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      SCOPED_TRACE(seed);
+      std::shared_ptr<Schedule> s = spaces.back();
+      std::string why;
+      ASSERT_EQ(sample(f, spaces.back()->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok)
+          << why;
+      const Function& g = s->func();
+      EXPECT_EQ(compare(ref, g), "");
+      const BlockRealizeNode* rf = nullptr;
+      for (auto* br : collect_blocks(g.body))
+        if (br->block->name == "dense_rf") rf = br;
+      ASSERT_TRUE(rf);
+      std::vector<const ForNode*> loops = find_block(g.body, "dense_rf")->loops();
+      auto drives = [&](const ForNode* l) {
+        std::vector<size_t> out;
+        for (size_t i = 0; i < rf->iter_values.size(); ++i)
+          if (uses_var(rf->iter_values[i], l->loop_var.get())) out.push_back(i);
+        return out;
+      };
+      // [i, j, lane, ko]: innermost the lanes, then j's rows, i's rows, the reduction.
+      ASSERT_GE(loops.size(), 4u);
+      size_t n = loops.size();
+      EXPECT_EQ(drives(loops[n - 1]), std::vector<size_t>{2});
+      EXPECT_EQ(drives(loops[n - 2]), std::vector<size_t>{1});
+      EXPECT_EQ(drives(loops[n - 3]), std::vector<size_t>{0});
+      EXPECT_EQ(drives(loops[n - 4]), std::vector<size_t>{3});
+      const int64_t m = loops[n - 3]->extent, rows = loops[n - 2]->extent;
+      EXPECT_GE(m, 2);
+      EXPECT_LE(m * rows + rows + 1, regs) << m << " x " << rows;
+      tiles.insert({m, rows});
+      // Outside the tile: a loop over i's tiles (u0) inside one over j's (j0).
+      bool u0_inside_j0 = false;
+      for (size_t a = 0; a + 4 < n; ++a)
+        for (size_t b = a + 1; b + 4 < n; ++b)
+          u0_inside_j0 = u0_inside_j0 || (drives(loops[a]) == std::vector<size_t>{1} &&
+                                          drives(loops[b]) == std::vector<size_t>{0});
+      EXPECT_TRUE(u0_inside_j0);
+    }
+    EXPECT_GT(tiles.size(), 1u) << "the tile is drawn, not fixed";
+  }
 }
 
 TEST(StdRulesCrossThreadReduction, BindsTheReductionToThreads) {

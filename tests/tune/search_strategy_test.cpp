@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "../std_rules/std_rules_test_util.h"
 #include "core/ir/stmt.h"
 #include "core/ir/structural.h"
 #include "core/search/candidate_sampler.h"
+#include "core/search/design_space.h"
 #include "core/search/search_strategy.h"
 #include "core/workload/library.h"
 #include "search_test_util.h"
@@ -28,6 +30,8 @@ using namespace std_rules_test;
 
 constexpr const char* kMatmul = "matmul(M=64,N=64,K=64)";
 constexpr const char* kConv = "conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)";
+// A linear layer on a few rows, its weight [N, K] as checkpoints store it.
+constexpr const char* kLinear = "dense(M=16,N=40,K=32,bias=0,act=none)";
 
 // A search context for `spec` with the standard CPU set (rules, postprocessors and mutators
 // with their default probabilities), no cost model.
@@ -197,6 +201,56 @@ TEST(EvolutionarySearch, RecordsLoseTheirPostprocessorInstructions) {
     EXPECT_EQ(again->hash, c->hash);
   }
   EXPECT_GT(checked, 0) << "no candidate had postprocessor instructions to drop";
+}
+
+// Whether a candidate's schedule is std.VectorRFactor's (the local partial sums it adds).
+bool is_vector_rfactor(const Schedule& sch) {
+  for (const Buffer& b : sch.func().buffers)
+    if (b->name == "dense_rf") return true;
+  return false;
+}
+
+// A linear on 16 rows: MultiLevelTiling makes several design spaces of one structure (its cache
+// and compute-location variants), std.VectorRFactor one of its own. Fresh samples draw the kind
+// of space first, then a space of it: each kind gets about half, and every space is drawn.
+TEST(CandidateSampling, EachKindOfDesignSpaceGetsAnEqualShareOfFreshSamples) {
+  SearchContext ctx = cpu_context(kLinear, 3);
+  std::map<std::vector<std::pair<std::string, std::string>>, size_t> kinds;
+  for (const auto& sp : ctx.design_spaces)
+    ++kinds[space_annotations(sp->trace())];
+  ASSERT_EQ(kinds.size(), 2u);
+  ASSERT_GT(ctx.design_spaces.size(), 4u);
+  size_t rfactor_spaces = 0;
+  for (const auto& sp : ctx.design_spaces)
+    rfactor_spaces += is_vector_rfactor(*sp) ? 1 : 0;
+  ASSERT_EQ(rfactor_spaces, 1u);
+  SearchStats stats;
+  CandidateSampler sampler(ctx, stats);
+  std::vector<size_t> drawn(ctx.design_spaces.size(), 0);
+  const size_t n = 4000;
+  for (uint64_t seed = 1; seed <= n; ++seed)
+    ++drawn.at(sampler.fresh_job(seed).design_space);
+  size_t rfactor = 0;
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    EXPECT_GT(drawn[i], 0u) << "space " << i << " never drawn";
+    if (is_vector_rfactor(*ctx.design_spaces[i])) rfactor = drawn[i];
+  }
+  EXPECT_NEAR(static_cast<double>(rfactor) / n, 0.5, 0.05);
+}
+
+// The first batch of a task is half fresh samples (nothing measured yet to rank by), and
+// later batches keep at least one: std.VectorRFactor's single space, a few categorical draws
+// that hardly mutate, reaches the measured batches beside MultiLevelTiling's many mutants.
+TEST(EvolutionarySearch, FirstBatchSamplesEveryKindOfDesignSpace) {
+  SearchContext ctx = cpu_context(kLinear, 5);
+  auto search = make_evolutionary_search(host(), ctx, small_options());
+  std::vector<std::shared_ptr<Schedule>> batch = search->next_batch(16);
+  ASSERT_EQ(batch.size(), 16u) << search->stats().diagnosis();
+  size_t rfactor = 0;
+  for (const auto& s : batch)
+    rfactor += is_vector_rfactor(*s) ? 1 : 0;
+  EXPECT_GE(rfactor, 3u);
+  EXPECT_LE(rfactor, 13u);
 }
 
 // std.VerifyGPUCode configured with a zero thread limit refuses every kernel (a real component
