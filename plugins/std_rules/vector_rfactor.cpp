@@ -26,10 +26,11 @@
 // rows), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
 // an m x r register tile of one vector each (m rows of x, r rows of W, both read in vectors
 // along k: no packing), m and r drawn from divisors whose accumulators and operands fit the
-// vector registers (tile_reuse; MultiLevelTiling's spaces are kept beside it, since they win
-// where the weight is packed once and reused enough).
+// vector registers, MultiLevelTiling's spaces kept beside it. Opt-in (tile_reuse): measured
+// on Sapphire Rapids its kernels were on a par with MultiLevelTiling's, which pack W on every
+// call, and its share of the search cost the larger linears (docs/std_rules.md).
 //
-// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": true,
+// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": false,
 //                 "keep_original": "auto" | "always" | "never"}.
 #include <algorithm>
 #include <optional>
@@ -71,7 +72,7 @@ public:
     cfg.allow_only({"max_reuse", "max_rows", "tile_reuse", "keep_original"});
     max_reuse_ = cfg.get_int("max_reuse", 4);
     max_rows_ = cfg.get_int("max_rows", 8);
-    tile_reuse_ = cfg.get_bool("tile_reuse", true);
+    tile_reuse_ = cfg.get_bool("tile_reuse", false);
     keep_original_ = cfg.get_string("keep_original", "auto");
     if (keep_original_ != "auto" && keep_original_ != "always" && keep_original_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -193,8 +194,8 @@ private:
 
   // For a tiled reuse: the largest m x r register tile (m dividing the reused loop, r the row
   // loop) whose accumulators, r vectors of W held over the m rows and one of x fit the vector
-  // registers, and the divisors up to those limits (m from 2), which any pair of keeps within
-  // them. Of equal tiles, the one with more rows of x (fewer loads of W per product).
+  // registers, and the divisors up to those limits (m from 2): since the count grows with m
+  // and with r, any pair of them fits too. Of equal tiles, the one with more rows of x.
   TileCandidates tile_candidates(const Schedule& sch, BlockRV block,
                                  const StreamedReduction& f) const {
     std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
@@ -332,7 +333,7 @@ private:
 
   int64_t max_reuse_ = 4;
   int64_t max_rows_ = 8;
-  bool tile_reuse_ = true;
+  bool tile_reuse_ = false;
   std::string keep_original_ = "auto";
   TargetInfo target_;
 };

@@ -31,7 +31,7 @@ using namespace std_rules_test;
 constexpr const char* kMatmul = "matmul(M=64,N=64,K=64)";
 constexpr const char* kConv = "conv2d(N=1,C=4,H=10,W=10,F=8,KH=3,KW=3,stride=1,padding=1)";
 // A linear layer on a few rows, its weight [N, K] as checkpoints store it.
-constexpr const char* kLinear = "dense(M=16,N=40,K=32,bias=0,act=none)";
+constexpr const char* kLinear = "dense(M=3,N=40,K=32,bias=0,act=none)";
 
 // A search context for `spec` with the standard CPU set (rules, postprocessors and mutators
 // with their default probabilities), no cost model.
@@ -210,7 +210,7 @@ bool is_vector_rfactor(const Schedule& sch) {
   return false;
 }
 
-// A linear on 16 rows: MultiLevelTiling makes several design spaces of one structure (its cache
+// A linear on 3 rows: MultiLevelTiling makes several design spaces of one structure (its cache
 // and compute-location variants), std.VectorRFactor one of its own. Fresh samples draw the kind
 // of space first, then a space of it: each kind gets about half, and every space is drawn.
 TEST(CandidateSampling, EachKindOfDesignSpaceGetsAnEqualShareOfFreshSamples) {
