@@ -26,11 +26,10 @@
 // rows), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
 // an m x r register tile of one vector each (m rows of x, r rows of W, both read in vectors
 // along k: no packing), m and r drawn from divisors whose accumulators and operands fit the
-// vector registers, MultiLevelTiling's spaces kept beside it. Opt-in (tile_reuse): measured
-// on Sapphire Rapids its kernels were on a par with MultiLevelTiling's, which pack W on every
-// call, and its share of the search cost the larger linears (docs/std_rules.md).
+// vector registers (tile_reuse), MultiLevelTiling's spaces kept beside it: its kernels pack W
+// on every call, and which wins depends on the shape (docs/std_rules.md).
 //
-// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": false,
+// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": true,
 //                 "keep_original": "auto" | "always" | "never"}.
 #include <algorithm>
 #include <optional>
@@ -72,7 +71,7 @@ public:
     cfg.allow_only({"max_reuse", "max_rows", "tile_reuse", "keep_original"});
     max_reuse_ = cfg.get_int("max_reuse", 4);
     max_rows_ = cfg.get_int("max_rows", 8);
-    tile_reuse_ = cfg.get_bool("tile_reuse", false);
+    tile_reuse_ = cfg.get_bool("tile_reuse", true);
     keep_original_ = cfg.get_string("keep_original", "auto");
     if (keep_original_ != "auto" && keep_original_ != "always" && keep_original_ != "never")
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
@@ -333,7 +332,7 @@ private:
 
   int64_t max_reuse_ = 4;
   int64_t max_rows_ = 8;
-  bool tile_reuse_ = false;
+  bool tile_reuse_ = true;
   std::string keep_original_ = "auto";
   TargetInfo target_;
 };

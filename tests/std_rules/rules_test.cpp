@@ -842,9 +842,12 @@ TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
     SCOPED_TRACE(spec);
     EXPECT_EQ(apply_rule(make_workload(spec), *r).size(), 1u);
   }
-  // Reused more than max_reuse (4) times: no such space, unless the reused loop is tiled
-  // (tile_reuse, below).
-  EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"), *r).size(), 1u);
+  // Reused more than max_reuse (4) times: the reused loop is tiled (below), unless told not to.
+  EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"), *r).size(), 2u);
+  EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"),
+                       *rule("std.VectorRFactor", kCpu, R"({"tile_reuse": false})"))
+                .size(),
+            1u);
   EXPECT_EQ(apply_rule(make_workload("dense(M=5,N=16,K=32,bias=0,act=none)"),
                        *rule("std.VectorRFactor", kCpu, R"({"max_reuse": 6})"))
                 .size(),
@@ -860,8 +863,8 @@ TEST(StdRulesVectorRFactor, StreamsTheWeightInVectorsAlongTheReduction) {
                std::exception);
 }
 
-// With tile_reuse, rows of x that reuse W more than max_reuse times (a linear on a whole
-// prompt) tile their loop: the partial sums are computed under its outer part u0, inside j0, for an m x r
+// Rows of x that reuse W more than max_reuse times (a linear on a whole prompt) tile their
+// loop: the partial sums are computed under its outer part u0, inside j0, for an m x r
 // register tile -- the reduction outside, then the m rows of x, the r rows of W, the lanes --
 // whose accumulators and operands fit the target's vector registers, with the interpreter's
 // results under every sample.
@@ -874,7 +877,7 @@ TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
     attrs["vector_registers"] = regs;
     Function f = make_workload(spec);
     std::vector<NDArray> ref = run(f);
-    auto spaces = apply_rule(f, *rule("std.VectorRFactor", attrs, R"({"tile_reuse": true})"));
+    auto spaces = apply_rule(f, *rule("std.VectorRFactor", attrs));
     ASSERT_EQ(spaces.size(), 2u) << "MultiLevelTiling's space kept beside it";
     std::set<std::pair<int64_t, int64_t>> tiles;
     for (uint64_t seed = 1; seed <= 12; ++seed) {

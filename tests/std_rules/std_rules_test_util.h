@@ -80,11 +80,7 @@ struct Instances {
 inline Instances instantiate(const ComponentSet& set) {
   Instances in;
   for (const auto& n : set.rules) {
-    // "NAME{json}": a configured rule.
-    size_t brace = n.find('{');
-    in.rules.push_back(brace == std::string::npos
-                           ? host().create_schedule_rule(n)
-                           : host().create_schedule_rule(n.substr(0, brace), n.substr(brace)));
+    in.rules.push_back(host().create_schedule_rule(n));
     in.rules.back()->initialize(set.attrs);
   }
   for (const auto& n : set.postprocs) {
