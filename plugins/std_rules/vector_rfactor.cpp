@@ -23,7 +23,7 @@
 // replaces_original).
 //
 // Reused more than that by one spatial loop (a linear on a whole prompt, dense(M=128)'s x
-// rows), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
+// rows; loops of extent 1 aside), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
 // an m x r register tile of one vector each (m rows of x, r rows of W, both read in vectors
 // along k: no packing), m and r drawn from divisors whose accumulators and operands fit the
 // vector registers (tile_reuse), MultiLevelTiling's spaces kept beside it: its kernels pack W
@@ -57,6 +57,7 @@ struct StreamedReduction {
   int64_t reduce_extent = 0;       // the innermost reduction loop's
   size_t inputs_along_k = 0;       // a product of two (x and W) or more, or a sum of one
   bool tiled = false;              // reuse > max_reuse: its one loop split as [u0, m]
+  size_t tiled_loop = 0;           // that loop: the one reuse loop longer than 1
 };
 
 // The register tile of a tiled reuse: m rows of x by r rows of W, one vector each.
@@ -185,8 +186,14 @@ private:
     }
     if (!has_row) return std::nullopt;
     if (found.reuse > max_reuse_) {
-      if (!tile_reuse_ || found.reuse_loops.size() != 1) return std::nullopt;
+      // One loop to tile; loops of extent 1 (a model's batch of one: [1, seq, features])
+      // reuse nothing.
+      std::vector<size_t> wide;
+      for (size_t i : found.reuse_loops)
+        if (ivs[i].extent > 1) wide.push_back(i);
+      if (!tile_reuse_ || wide.size() != 1) return std::nullopt;
       found.tiled = true;
+      found.tiled_loop = wide[0];
     }
     return found;
   }
@@ -198,7 +205,7 @@ private:
   TileCandidates tile_candidates(const Schedule& sch, BlockRV block,
                                  const StreamedReduction& f) const {
     std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-    const int64_t reuse_extent = ivs[f.reuse_loops[0]].extent;
+    const int64_t reuse_extent = ivs[f.tiled_loop].extent;
     const int64_t row_extent = ivs[f.row_loop].extent;
     auto divisors = [](int64_t extent, int64_t from, int64_t limit) {
       std::vector<int64_t> out;
@@ -269,7 +276,7 @@ private:
     std::vector<LoopRV> j = s.split(wl[f.row_loop], {sdk::Factor(int64_t{-1}), sdk::Factor(r)});
     std::vector<LoopRV> u;
     if (f.tiled) {
-      size_t at = f.reuse_loops[0] < f.row_loop ? f.reuse_loops[0] : f.reuse_loops[0] + 1;
+      size_t at = f.tiled_loop < f.row_loop ? f.tiled_loop : f.tiled_loop + 1;
       u = s.split(s.get_loops(block)[at], {sdk::Factor(int64_t{-1}), sdk::Factor(*m)});
     }
     wl = s.get_loops(block);
@@ -277,14 +284,14 @@ private:
     auto loop_of = [&](size_t i) {
       size_t at = i;
       if (i > f.row_loop) ++at;
-      if (f.tiled && i > f.reuse_loops[0]) ++at;
+      if (f.tiled && i > f.tiled_loop) ++at;
       return wl[at];
     };
     std::vector<LoopRV> order, inner;
     for (size_t i = 0; i < n_spatial; ++i) {
       if (i == f.row_loop)
         order.push_back(j[0]);
-      else if (f.tiled && reused(i))
+      else if (f.tiled && i == f.tiled_loop)
         inner.insert(inner.end(), u.begin(), u.end());
       else
         (reused(i) ? inner : order).push_back(loop_of(i));

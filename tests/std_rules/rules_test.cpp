@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "core/ir/parser.h"
 #include "core/schedule/analysis.h"
 #include "core/workload/library.h"
 #include "std_rules_test_util.h"
@@ -919,6 +920,41 @@ TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
       EXPECT_TRUE(u0_inside_j0);
     }
     EXPECT_GT(tiles.size(), 1u) << "the tile is drawn, not fixed";
+  }
+}
+
+// A model's linear carries its batch of one as a loop: [1, seq, features]. That loop reuses
+// nothing; the sequence loop is the one tiled, and every sample computes the interpreter's
+// numbers.
+TEST(StdRulesVectorRFactor, ABatchOfOneDoesNotStopTheTiling) {
+  Function f = parse_function(R"(func q_proj(w: f32[40, 32], x: f32[1, 12, 32], y: f32[1, 12, 40]) {
+  for i in 1 {
+    for j in 12 {
+      for k in 40 {
+        for k_1 in 32 {
+          block y(vi: S[1] = i, vj: S[12] = j, vk: S[40] = k, vk_1: R[32] = k_1) {
+            init { y[vi, vj, vk] = 0f32 }
+            y[vi, vj, vk] = y[vi, vj, vk] + x[vi, vj, vk_1] * w[vk, vk_1]
+          }
+        }
+      }
+    }
+  }
+})");
+  std::vector<NDArray> ref = run(f);
+  auto spaces = apply_rule(f, *rule("std.VectorRFactor", kCpu));
+  ASSERT_EQ(spaces.size(), 2u);
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    std::shared_ptr<Schedule> s = spaces.back();
+    std::string why;
+    ASSERT_EQ(sample(f, spaces.back()->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok)
+        << why;
+    EXPECT_EQ(compare(ref, s->func()), "");
+    // Under the partial sums' block: the reduction, then j's rows (m >= 2), k's, the lanes.
+    std::vector<const ForNode*> loops = find_block(s->func().body, "y_rf")->loops();
+    ASSERT_GE(loops.size(), 4u);
+    EXPECT_GE(loops[loops.size() - 3]->extent, 2);
   }
 }
 

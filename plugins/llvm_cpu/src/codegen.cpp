@@ -1056,14 +1056,13 @@ private:
   }
 
   // A short serial loop that only adds its terms into one float location,
-  //   for k in E: B[idx] = B[idx] + e(k)     (idx without k; E from 4 to kMaxLanes)
-  // (E a power of two) -- the combination of vector-lane partial sums (VectorRFactor's
-  // out[i, j] = sum over the lanes of acc[i, j, lane]) -- becomes e over all k as one vector
-  // and a reassociated vector
-  // reduction, which LLVM lowers to a tree of shuffles and adds. Left to the loop, LLVM keeps
-  // the sequential chain of E dependent scalar adds per location (the update may already be
-  // reassociated: a reduction loop innermost is vectorised only where LLVM sees it pays), and
-  // a dense(M=128) register tile of 8 x 3 outputs spent a quarter of its time there.
+  //   for k in E: B[idx] = B[idx] + e(k)     (idx without k; E a power of two, 4 to kMaxLanes)
+  // -- the combination of vector-lane partial sums, VectorRFactor's out[i, j] = sum over the
+  // lanes of acc[i, j, lane] -- becomes e over all k as one vector and a reassociated vector
+  // reduction, which LLVM lowers to a tree of shuffles and adds. Left to the loop, LLVM kept
+  // the sequential chain of E dependent scalar adds per location (the update is reassociable,
+  // but LLVM vectorises such a loop only where its cost model sees a gain), and a dense(M=128)
+  // register tile of 8 x 3 outputs spent a quarter of its time there.
   bool horizontal_sum(const P::StmtNode& s) {
     if (vec_ || (s.for_kind != P::ForKind::Serial && s.for_kind != P::ForKind::Unrolled) ||
         s.extent < 4 || s.extent > static_cast<int64_t>(kMaxLanes) ||
