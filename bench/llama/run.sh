@@ -32,6 +32,7 @@ REPEATS="${REPEATS:-10}"        # timed prefills (median)
 UNTUNED_REPEATS="${UNTUNED_REPEATS:-3}"
 GENERATIONS="${GENERATIONS:-3}" # timed ONNX Runtime generations (median tokens/s)
 TRIALS="${TRIALS:-900}"         # metatune's tuning budget (records in DB) before tuned/best
+TUNE_FLAGS="${TUNE_FLAGS:-}"    # further `metatune model tune` flags (e.g. --cost-model-per-task)
 DB="${DB:-}"                    # the tuning database (default: next to the checkpoint)
 TOL="${TOL:-1e-4}"
 BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best}"
@@ -114,9 +115,9 @@ database() {
     local cap=64
     while ((cap < PROMPT_LEN + NEW_TOKENS)); do cap=$((cap * 2)); done
     "$metatune" model tune --hf "$dir" --seq "$PROMPT_LEN" --decode-capacities "$cap" \
-      --trials "$TRIALS" --db "$db" -q \
+      --trials "$TRIALS" --db "$db" -q $TUNE_FLAGS \
       >"$work/tune.log" 2>&1 || { cat "$work/tune.log" >&2; return 1; }
-    tuned_note="tuning: $TRIALS trials, $(((SECONDS - t0) / 60)) min this run"
+    tuned_note="tuning: $TRIALS trials${TUNE_FLAGS:+ ($TUNE_FLAGS)}, $(((SECONDS - t0) / 60)) min this run"
   fi
 }
 

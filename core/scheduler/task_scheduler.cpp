@@ -13,6 +13,9 @@
 //   (both schedulers): a model with more tasks than the budget has full batches for (31 tasks
 //   of a decoder with its decode step, 400 trials, batches of 16) still gets every task
 //   measured, the largest kernels included, instead of leaving the last ones untouched.
+// - With several tasks a first batch is also at most first_pass_share of the whole budget
+//   divided by the number of tasks (at least one trial), so that the gradient has the rest
+//   to give to the tasks that weigh in the model's latency.
 #include "core/scheduler/task_scheduler.h"
 
 #include <algorithm>
@@ -40,8 +43,15 @@ public:
   SchedulerBase(std::vector<SchedulerTask> tasks, const TaskSchedulerOptions& options)
       : opt_(options) {
     if (opt_.batch_size == 0) throw std::invalid_argument("TaskScheduler: batch_size is 0");
+    if (!(opt_.first_pass_share > 0 && opt_.first_pass_share <= 1))
+      throw std::invalid_argument("TaskScheduler: first_pass_share " +
+                                  std::to_string(opt_.first_pass_share) + " is not in (0, 1]");
     for (auto& t : tasks)
       tasks_.push_back({std::move(t), 0, {}, false});
+    if (!tasks_.empty())
+      first_pass_cap_ = std::max<size_t>(
+          1, static_cast<size_t>(opt_.first_pass_share * static_cast<double>(opt_.total_trials) /
+                                 static_cast<double>(tasks_.size())));
   }
 
   size_t trials_for(int task) const override {
@@ -57,6 +67,7 @@ public:
         waiting += u.best.empty() && can_go_on(u) ? 1 : 0;
       size_t left = opt_.total_trials - std::min(used_, opt_.total_trials);
       if (waiting > 0) n = std::min(n, std::max<size_t>(1, left / waiting));
+      if (tasks_.size() > 1) n = std::min(n, first_pass_cap_);
     }
     return t.exhausted ? 0 : n;
   }
@@ -95,6 +106,7 @@ protected:
   TaskSchedulerOptions opt_;
   std::vector<TaskState> tasks_;
   size_t used_ = 0;
+  size_t first_pass_cap_ = 0; // trials of a first batch at most, with several tasks
 };
 
 class RoundRobinScheduler : public SchedulerBase {

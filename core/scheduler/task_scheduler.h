@@ -22,6 +22,12 @@ struct TaskSchedulerOptions {
   size_t total_trials = 1000; // global budget over all tasks
   size_t per_task_cap = 0;    // 0 = no cap
   size_t batch_size = 64;     // trials given to a task per turn
+  // With several tasks, the first pass (one batch each) uses at most this share of the
+  // budget: a model's 31 tasks with 400 trials would otherwise spend all of it on equal first
+  // batches, as many trials for a 4-microsecond rope table as for the vocabulary head, and the
+  // gradient would never choose. 1 = first batches of the full batch size when the budget
+  // allows.
+  double first_pass_share = 1.0;
   double alpha = 0.2;
   int window = 3;
 };

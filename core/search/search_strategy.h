@@ -33,7 +33,9 @@ struct SearchContext {
   std::vector<std::unique_ptr<PluginPostproc>> postprocs;
   // Mutators with their selection probabilities (normalised by the strategy).
   std::vector<std::pair<std::unique_ptr<PluginMutator>, double>> mutators;
-  std::unique_ptr<PluginCostModel> cost_model; // null: candidates in random order
+  // Null: candidates in random order. Shared: a tuning run gives every task one model
+  // (TaskSetup::run_model), so that what one task measured steers the others.
+  std::shared_ptr<PluginCostModel> cost_model;
   uint64_t seed = 1;
   // Traces (with decisions) of records already measured for this task, best first: the
   // evolutionary search starts from their top part and never proposes them again. A candidate's

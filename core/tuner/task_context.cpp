@@ -128,13 +128,16 @@ void TaskContext::build_search(const TaskSetup& setup) {
     }
     return c;
   };
-  if (!setup.model_name.empty()) {
+  if (setup.run_model) {
+    ctx.cost_model = setup.run_model;
+    model_path = options.cost_model_path;
+  } else if (!setup.model_name.empty()) {
     ctx.cost_model = setup.host.create_cost_model(setup.model_name);
     ctx.cost_model->initialize(target.attrs);
+    if (!options.cost_model_path.empty())
+      model_path = setup.task_count == 1 ? options.cost_model_path
+                                         : options.cost_model_path + "." + std::to_string(index);
   }
-  if (!options.cost_model_path.empty())
-    model_path = setup.task_count == 1 ? options.cost_model_path
-                                       : options.cost_model_path + "." + std::to_string(index);
 
   std::vector<std::string> rule_errors;
   ctx.design_spaces = generate_design_spaces(workload, rules, ctx.seed, &rule_errors);
@@ -166,7 +169,11 @@ void TaskContext::build_search(const TaskSetup& setup) {
                    e.what());
     }
   }
-  if (!load_model()) train_from_records(prior_records_);
+  if (setup.run_model) {
+    if (!setup.run_model_loaded) train_from_records(prior_records_, setup.warm_start);
+  } else if (!load_model()) {
+    train_from_records(prior_records_, nullptr);
+  }
   prior_records_.clear();
 
   strategy = make_search_strategy(setup.host, setup.strategy_name, setup.strategy_config, ctx);
@@ -358,8 +365,9 @@ bool TaskContext::load_model() const {
   }
 }
 
-// The measured schedules behind database records, for training the cost model.
-void TaskContext::train_from_records(const std::vector<TuningRecord>& records) {
+// The measured schedules behind database records, for training the cost model: the task's
+// own now, or the run's once every task has added its records (`into`).
+void TaskContext::train_from_records(const std::vector<TuningRecord>& records, WarmStart* into) {
   if (!ctx.cost_model || records.empty()) return;
   std::vector<std::unique_ptr<PluginPostproc>> no_postprocs; // the trace already has them
   std::vector<std::shared_ptr<Schedule>> schedules;
@@ -382,6 +390,12 @@ void TaskContext::train_from_records(const std::vector<TuningRecord>& records) {
     secs.push_back(records[i].mean_secs());
   }
   if (schedules.empty()) return;
+  if (into) {
+    into->schedules.insert(into->schedules.end(), schedules.begin(), schedules.end());
+    into->seconds.insert(into->seconds.end(), secs.begin(), secs.end());
+    ++into->tasks;
+    return;
+  }
   ctx.cost_model->update(schedules, secs);
   spdlog::info("{}: cost model trained on {} database records", result.spec, schedules.size());
 }

@@ -24,6 +24,14 @@ namespace mt {
 
 class PluginHost;
 
+// The measured schedules of the records a run found in the database, for one training of
+// the run's cost model.
+struct WarmStart {
+  std::vector<std::shared_ptr<Schedule>> schedules;
+  std::vector<double> seconds;
+  size_t tasks = 0; // that contributed
+};
+
 // What every task of a run is built from: the run's resolved components and options.
 struct TaskSetup {
   PluginHost& host;
@@ -33,10 +41,17 @@ struct TaskSetup {
   std::string model_name; // empty = no cost model
   std::string strategy_name;
   std::string strategy_config;
-  size_t task_count = 1; // with several tasks each saves its model to its own file
+  size_t task_count = 1; // with a model per task and several tasks, each has its own file
   // GPU runs: the CPU target ("llvm.cpu", when registered) that computes the reference of a
   // large task instead of the interpreter (ensure_reference); null otherwise.
   const TargetSetup* cpu_reference = nullptr;
+  // The run's one cost model (TuneOptions::cost_model_per_task false), already loaded from
+  // cost_model_path when `run_model_loaded`; null: each task creates its own.
+  std::shared_ptr<PluginCostModel> run_model;
+  bool run_model_loaded = false;
+  // Where the tasks put the records their run model is to be trained on (one training for
+  // the whole run instead of one per task); null with a model per task.
+  WarmStart* warm_start = nullptr;
 };
 
 class TaskContext {
@@ -106,7 +121,7 @@ private:
   std::vector<bool> read_library_records(const Database& db,
                                          const std::vector<LibraryTarget>& libs);
   bool load_model() const;
-  void train_from_records(const std::vector<TuningRecord>& records);
+  void train_from_records(const std::vector<TuningRecord>& records, WarmStart* into);
 
   std::vector<TuningRecord> prior_records_; // until build_search has used them
 };

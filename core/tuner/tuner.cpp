@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -315,7 +316,17 @@ private:
                     strategy_name_,
                     strategy_config_,
                     tasks_.size(),
-                    cpu_reference_.get()};
+                    cpu_reference_.get(),
+                    nullptr,
+                    false,
+                    nullptr};
+    WarmStart warm_start;
+    if (!model_name_.empty() && !options_.cost_model_per_task) {
+      setup.run_model = host_.create_cost_model(model_name_);
+      setup.run_model->initialize(target_.attrs);
+      setup.run_model_loaded = load_run_model(*setup.run_model);
+      setup.warm_start = &warm_start;
+    }
     for (const auto& tp : tasks_) {
       TaskContext& t = *tp;
       Stopwatch watch;
@@ -328,6 +339,30 @@ private:
       t.measure_libraries(*db_, libs_, lib_measurers_, options_, stop_);
       t.result.time.setup += watch.seconds();
     }
+    if (!warm_start.schedules.empty()) {
+      Stopwatch watch;
+      setup.run_model->update(warm_start.schedules, warm_start.seconds);
+      spdlog::info("cost model trained on {} database record(s) of {} task(s) ({:.1f} s)",
+                   warm_start.schedules.size(), warm_start.tasks, watch.seconds());
+    }
+  }
+
+  // The run's one cost model from TuneOptions::cost_model_path, when that file exists; false
+  // when there is none or it cannot be read (the model is then trained from the database).
+  bool load_run_model(PluginCostModel& model) const {
+    const std::string& path = options_.cost_model_path;
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::exists(path, ec)) return false;
+    try {
+      model.load(path);
+      spdlog::info("cost model loaded from '{}'", path);
+      return true;
+    } catch (const std::exception& e) {
+      spdlog::warn("loading the cost model from '{}' failed ({}); training from the database "
+                   "instead",
+                   path, e.what());
+      return false;
+    }
   }
 
   void make_scheduler() {
@@ -337,6 +372,7 @@ private:
     TaskSchedulerOptions sched_opt;
     sched_opt.total_trials = remaining_;
     sched_opt.per_task_cap = 0; // enforced here, where the records already stored count too
+    sched_opt.first_pass_share = options_.first_pass_share;
     sched_opt.batch_size =
         options_.batch_size > 0 ? options_.batch_size : auto_batch_size(remaining_, tasks_.size());
     spdlog::debug("batches of {} candidates", sched_opt.batch_size);

@@ -76,11 +76,20 @@ struct TuneOptions {
   std::string strategy = "search.Evolutionary";
   std::string strategy_config;
   std::string scheduler = "gradient"; // or "round-robin"
+  // Gradient scheduler: the share of this run's trials its first pass (a batch per task) may
+  // use; the rest is spent where the weighted latency is predicted to drop most
+  // (TaskSchedulerOptions::first_pass_share).
+  double first_pass_share = 0.5;
   // Cost model component; "none" = candidates in random order. When the component is absent
   // the run falls back to "cost.Random" (with a warning), then to none.
   std::string cost_model = "cost.XGBoost";
-  // Loaded at the start when the file exists, saved after every batch. With several tasks
-  // each task's model is its own file: "<path>.<task index>".
+  // One model for all the tasks of a run (MetaSchedule's choice): every measurement trains it,
+  // its labels normalised per workload, so that a model's later tasks -- a decoder's dozen
+  // linears, each given a dozen trials -- are ranked by what the earlier ones measured. With
+  // true, each task trains a model of its own on its own records only.
+  bool cost_model_per_task = false;
+  // Loaded at the start when the file exists, saved after every batch. With a model per task
+  // and several tasks each task's model is its own file: "<path>.<task index>".
   std::string cost_model_path;
   std::string db_path; // required
   uint64_t seed = 1;

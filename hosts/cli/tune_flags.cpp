@@ -36,6 +36,15 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
       ->capture_default_str();
   cmd->add_option("--cost-model-file", t.cost_model_path,
                   "Load the cost model from this file if it exists; save it after each batch");
+  cmd->add_flag("--cost-model-per-task", t.cost_model_per_task,
+                "A cost model per task, trained on its own records only (default: one for the "
+                "run, trained on every task's)");
+  cmd->add_option("--first-pass-share", t.first_pass_share,
+                  "Gradient scheduler: the share of the trials the first pass (one batch per "
+                  "task) may use when the budget is short; the rest goes where the weighted "
+                  "latency drops most")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
   cmd->add_option("--per-task-cap", t.per_task_cap, "Records per workload at most (0 = none)")
       ->capture_default_str();
   cmd->add_option("--batch-size", t.batch_size,

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,42 @@ TEST(TaskScheduler, AShortBudgetIsSharedSoThatEveryTaskGetsAFirstBatch) {
                 *s, [](int, int) { return 1e-3; }, &used),
             (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(used[4], 1u);
+}
+
+TEST(TaskScheduler, AShareOfAShortBudgetIsLeftForTheGradientAfterTheFirstPass) {
+  // A model's 31 tasks, 400 trials, batches of 16: with first_pass_share 0.5 the first pass
+  // gives each task 200 / 31 = 6 trials, and the 214 left go by the gradient -- to the three
+  // tasks that weigh in the latency (weight 12, 3 ms), none to the 28 light ones (4 us).
+  TaskSchedulerOptions o;
+  o.total_trials = 400;
+  o.batch_size = 16;
+  o.first_pass_share = 0.5;
+  std::vector<double> weights(31, 12.0);
+  auto heavy = [](int t) { return t == 3 || t == 17 || t == 30; };
+  auto s = make_gradient_scheduler(tasks(weights), o);
+  std::map<int, size_t> used;
+  std::vector<int> order = drive(
+      *s, [&](int t, int b) { return (heavy(t) ? 3e-3 : 4e-6) / (1 + 0.01 * b); }, &used);
+  ASSERT_GE(order.size(), 31u);
+  size_t heavy_trials = 0;
+  for (int t = 0; t < 31; ++t) {
+    EXPECT_EQ(order[static_cast<size_t>(t)], t) << "first pass in order";
+    if (heavy(t))
+      heavy_trials += used[t];
+    else
+      EXPECT_EQ(used[t], 6u) << "light task " << t;
+  }
+  EXPECT_EQ(heavy_trials, 3 * 6 + 214u);
+  for (int t : {3, 17, 30})
+    EXPECT_GE(used[t], 6u + 64u) << "each heavy task gets its part of the rest";
+  EXPECT_EQ(s->trials_used(), 400u);
+
+  // One task has nothing to share with: its first batch stays a full one.
+  auto one = make_gradient_scheduler(tasks({1}), o);
+  EXPECT_EQ(one->trials_for(one->next_task()), 16u);
+  // A share outside (0, 1] is refused.
+  o.first_pass_share = 0;
+  EXPECT_THROW(make_gradient_scheduler(tasks({1, 1}), o), std::invalid_argument);
 }
 
 TEST(TaskScheduler, PerTaskCapIsExactAndSkipsCappedTasks) {

@@ -11,9 +11,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
 #include "core/ir/structural.h"
@@ -415,6 +418,41 @@ TEST(Tuner, PerTaskCapCountsStoredRecords) {
   TuneResult r2 = tune(host(), {{kSpec, {}, 1}, {"matmul(M=32,N=32,K=32)", {}, 2}}, o);
   EXPECT_EQ(r2.tasks[0].trials, 1u);
   EXPECT_EQ(r2.tasks[1].trials, 1u);
+}
+
+// One cost model for the run: trained on the measurements of both tasks (each labelled by its
+// workload), where a model per task has only its own task's.
+TEST(Tuner, OneCostModelLearnsFromEveryTask) {
+  if (!host().find(ComponentKind::CostModel, "cost.XGBoost"))
+    GTEST_SKIP() << "cost.XGBoost not built";
+  auto read_model = [](const std::string& path) {
+    std::ifstream in(path);
+    EXPECT_TRUE(in) << path;
+    return in ? nlohmann::json::parse(in) : nlohmann::json::object();
+  };
+  const std::vector<TuneTask> two{{kSpec, {}, 1}, {"matmul(M=32,N=32,K=32)", {}, 1}};
+  for (bool per_task : {false, true}) {
+    SCOPED_TRACE(per_task ? "a model per task" : "one model");
+    TempDb db;
+    const std::string model = db.path + ".model";
+    TuneOptions o = quick_options(db.path, 24);
+    o.cost_model = "cost.XGBoost";
+    o.cost_model_path = model;
+    o.cost_model_per_task = per_task;
+    TuneResult r = tune(host(), two, o);
+    ASSERT_EQ(r.trials, 24u);
+    std::vector<std::string> files =
+        per_task ? std::vector<std::string>{model + ".0", model + ".1"} : std::vector{model};
+    EXPECT_EQ(std::filesystem::exists(model), !per_task);
+    for (size_t i = 0; i < files.size(); ++i) {
+      nlohmann::json j = read_model(files[i]);
+      EXPECT_EQ(j["groups"].size(), per_task ? 1u : 2u) << files[i];
+      EXPECT_EQ(j["samples"].size(), per_task ? r.tasks[i].trials : 24u) << files[i];
+      // The one model was last trained after the last batch (16, 20, 24: retrain_growth 0.2).
+      if (!per_task) EXPECT_EQ(j["trained_on"].get<size_t>(), 24u);
+      std::filesystem::remove(files[i]);
+    }
+  }
 }
 
 TEST(Tuner, StopFlagEndsCleanlyKeepingRecords) {
