@@ -23,15 +23,17 @@
 // replaces_original).
 //
 // Reused more than that by one spatial loop (a linear on a whole prompt, dense(M=128)'s x
-// rows; loops of extent 1 aside), that loop is tiled too: split as [u0, m], the partial sums are computed under u0 for
-// an m x r register tile of one vector each (m rows of x, r rows of W, both read in vectors
-// along k: no packing), m and r drawn from divisors whose accumulators and operands fit the
-// vector registers (tile_reuse), MultiLevelTiling's spaces kept beside it: its kernels pack W
-// on every call, and which wins depends on the shape (docs/std_rules.md).
+// rows; loops of extent 1 aside), that loop is tiled too: split as [u0, m], the partial sums
+// are computed for an m x r register tile of one vector each (m rows of x, r rows of W, both
+// read in vectors along k: no packing), m and r drawn from divisors whose accumulators and
+// operands fit the vector registers, and the tiles of W grouped in blocks of b that every m
+// rows of x meet in turn (b drawn; tile_rows) -- MultiLevelTiling's spaces kept beside it: its
+// kernels pack W on every call, and which wins depends on the shape (docs/std_rules.md).
 //
-// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": true,
+// Configuration: {"max_reuse": 4, "max_rows": 8, "tile_reuse": true, "max_block_tiles": 32,
 //                 "keep_original": "auto" | "always" | "never"}.
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "annotation_keys.hpp"
@@ -60,17 +62,29 @@ struct StreamedReduction {
   size_t tiled_loop = 0;           // that loop: the one reuse loop longer than 1
 };
 
-// The register tile of a tiled reuse: m rows of x by r rows of W, one vector each.
+// The register tile of a tiled reuse: m rows of x by r rows of W, one vector each; and how
+// many such tiles of W (b) the m rows of x pass before the next m rows come.
 struct TileCandidates {
-  std::vector<int64_t> m, r;
+  std::vector<int64_t> m, r, b;
 };
+
+// A block of W's rows read by every m rows of x in turn (TileCandidates::b): at most this
+// many bytes, within the L2 of any CPU seen (512 KB on Zen, 2 MB on Sapphire Rapids) beside
+// the rows of x.
+constexpr int64_t kPanelBytes = 256 * 1024;
 
 class VectorRFactor : public sdk::ScheduleRule {
 public:
   explicit VectorRFactor(std::string_view text) {
     Config cfg("std.VectorRFactor", text);
-    cfg.allow_only({"max_reuse", "max_rows", "tile_reuse", "keep_original"});
+    cfg.allow_only({"max_reuse", "max_rows", "tile_reuse", "max_block_tiles", "keep_original"});
     max_reuse_ = cfg.get_int("max_reuse", 4);
+    max_block_tiles_ = cfg.get_int("max_block_tiles", 32);
+    if (max_block_tiles_ < 1)
+      throw sdk::Error(
+          MT_ERROR_INVALID_ARGUMENT,
+          "std.VectorRFactor: max_block_tiles must be at least 1 (1: no blocks), not " +
+              std::to_string(max_block_tiles_));
     max_rows_ = cfg.get_int("max_rows", 8);
     tile_reuse_ = cfg.get_bool("tile_reuse", true);
     keep_original_ = cfg.get_string("keep_original", "auto");
@@ -221,7 +235,18 @@ private:
             (m * r > best_m * best_r || (m * r == best_m * best_r && m > best_m)))
           best_m = m, best_r = r;
     if (best_m == 0) return {};
-    return {divisors(reuse_extent, 2, best_m), divisors(row_extent, 1, best_r)};
+    TileCandidates tile{divisors(reuse_extent, 2, best_m), divisors(row_extent, 1, best_r), {}};
+    // b tiles of W per block: powers of two that divide the row extent over every r drawn,
+    // the block's b x r rows of W no larger than kPanelBytes (it is read once per m rows of
+    // x, from L2, while those rows stay in L1). b = 1 is the plain order (u0 inside j0).
+    int64_t rows_lcm = 1;
+    for (int64_t r : tile.r)
+      rows_lcm = std::lcm(rows_lcm, r);
+    const int64_t panel_row_bytes = tile.r.back() * f.reduce_extent * 4;
+    for (int64_t b = 1; b <= max_block_tiles_; b *= 2)
+      if (row_extent % (rows_lcm * b) == 0 && b * panel_row_bytes <= kPanelBytes)
+        tile.b.push_back(b);
+    return tile;
   }
 
   // Row counts dividing the row extent whose accumulators (reuse x rows x at most 2 vectors)
@@ -261,9 +286,12 @@ private:
   }
 
   // The combining block (the original name) has its own nest [spatial..., lane]: its row loop
-  // split as [j0, rows], the reused loops moved inside j0 -- a tiled one split as [u0, m] with
-  // u0 right inside j0 (a tile of W stays in cache while every row of x passes it). Returns the
-  // loop the partial sums are computed under: j0, or u0 where the reuse is tiled.
+  // split as [j0, rows], the reused loops moved inside j0. Where the reuse is tiled, the row
+  // loop is split as [j0, jb, rows] and the reused one as [u0, m], ordered j0, u0, jb, m,
+  // rows: a block of jb x rows rows of W stays in L2 while every m rows of x pass it, and those
+  // m rows stay in L1 while they meet the block's jb register tiles (jb = 1: a tile of W in L1
+  // while every row of x passes it, from L2). Returns the loop the partial sums are computed
+  // under: j0, or jb where the reuse is tiled.
   static LoopRV tile_rows(Schedule& s, BlockRV block, const StreamedReduction& f, size_t n_spatial,
                           const TileCandidates& tile) {
     auto reused = [&](size_t i) {
@@ -273,17 +301,22 @@ private:
     std::optional<sdk::ExprRV> m;
     if (f.tiled) m = s.sample_categorical(tile.m, uniform(tile.m.size()));
     std::vector<LoopRV> wl = s.get_loops(block);
-    std::vector<LoopRV> j = s.split(wl[f.row_loop], {sdk::Factor(int64_t{-1}), sdk::Factor(r)});
+    // Tiled: j as [j0, jb, r] (b tiles a block), else [j0, r].
+    std::vector<sdk::Factor> j_factors{sdk::Factor(int64_t{-1}), sdk::Factor(r)};
+    if (f.tiled)
+      j_factors.insert(j_factors.begin() + 1,
+                       sdk::Factor(s.sample_categorical(tile.b, uniform(tile.b.size()))));
+    std::vector<LoopRV> j = s.split(wl[f.row_loop], j_factors);
     std::vector<LoopRV> u;
     if (f.tiled) {
-      size_t at = f.tiled_loop < f.row_loop ? f.tiled_loop : f.tiled_loop + 1;
+      size_t at = f.tiled_loop < f.row_loop ? f.tiled_loop : f.tiled_loop + j.size() - 1;
       u = s.split(s.get_loops(block)[at], {sdk::Factor(int64_t{-1}), sdk::Factor(*m)});
     }
     wl = s.get_loops(block);
     // wl's index of the original spatial loop i, after the splits before it.
     auto loop_of = [&](size_t i) {
       size_t at = i;
-      if (i > f.row_loop) ++at;
+      if (i > f.row_loop) at += j.size() - 1;
       if (f.tiled && i > f.tiled_loop) ++at;
       return wl[at];
     };
@@ -292,15 +325,15 @@ private:
       if (i == f.row_loop)
         order.push_back(j[0]);
       else if (f.tiled && i == f.tiled_loop)
-        inner.insert(inner.end(), u.begin(), u.end());
+        inner.insert(inner.end(), {u[0], j[1], u[1]}); // u0, jb, m
       else
         (reused(i) ? inner : order).push_back(loop_of(i));
     }
     order.insert(order.end(), inner.begin(), inner.end());
-    order.push_back(j[1]);
+    order.push_back(j.back());
     order.push_back(wl.back());
     s.reorder(order);
-    return f.tiled ? u[0] : j[0];
+    return f.tiled ? j[1] : j[0];
   }
 
   // The partial-sum block's loops under j0 (the local buffer compaction shrinks to the tile):
@@ -339,6 +372,7 @@ private:
 
   int64_t max_reuse_ = 4;
   int64_t max_rows_ = 8;
+  int64_t max_block_tiles_ = 32; // b at most (1: no blocks)
   bool tile_reuse_ = true;
   std::string keep_original_ = "auto";
   TargetInfo target_;

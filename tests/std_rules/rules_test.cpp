@@ -891,6 +891,7 @@ TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
     auto spaces = apply_rule(f, *rule("std.VectorRFactor", attrs));
     ASSERT_EQ(spaces.size(), 2u) << "MultiLevelTiling's space kept beside it";
     std::set<std::pair<int64_t, int64_t>> tiles;
+    std::set<int64_t> blocks;
     for (uint64_t seed = 1; seed <= 12; ++seed) {
       SCOPED_TRACE(seed);
       std::shared_ptr<Schedule> s = resample(f, *spaces.back(), seed);
@@ -919,15 +920,19 @@ TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
       EXPECT_GE(m, 2);
       EXPECT_LE(m * rows + rows + 1, regs) << m << " x " << rows;
       tiles.insert({m, rows});
-      // Outside the tile: a loop over i's tiles (u0) inside one over j's (j0).
-      bool u0_inside_j0 = false;
-      for (size_t a = 0; a + 4 < n; ++a)
-        for (size_t b = a + 1; b + 4 < n; ++b)
-          u0_inside_j0 = u0_inside_j0 || (drives(loops[a]) == std::vector<size_t>{1} &&
-                                          drives(loops[b]) == std::vector<size_t>{0});
-      EXPECT_TRUE(u0_inside_j0);
+      // Outside the tile: j0, u0, jb -- a loop over i's tiles (u0) inside one over blocks of
+      // j's (j0), and inside it the block's tiles (jb), the partial sums computed under jb.
+      ASSERT_GE(n, 7u);
+      EXPECT_EQ(drives(loops[n - 5]), std::vector<size_t>{1}) << "jb";
+      EXPECT_EQ(drives(loops[n - 6]), std::vector<size_t>{0}) << "u0";
+      bool j0_outside = false;
+      for (size_t a = 0; a + 6 < n; ++a)
+        j0_outside = j0_outside || drives(loops[a]) == std::vector<size_t>{1};
+      EXPECT_TRUE(j0_outside);
+      blocks.insert(loops[n - 5]->extent);
     }
     EXPECT_GT(tiles.size(), 1u) << "the tile is drawn, not fixed";
+    EXPECT_GT(blocks.size(), 1u) << "the block of W's tiles is drawn, not fixed";
   }
 }
 
