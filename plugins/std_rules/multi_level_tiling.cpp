@@ -142,6 +142,30 @@ bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
   return false;
 }
 
+// Whether `e` uses `var` only inside floor divisions by constants above 1: the value stays the
+// same over runs of consecutive values of var, so the element is reused along var (a head's
+// probabilities read by each of its 64 channels when the channels are one flat axis:
+// probs[k // 64, j]).
+bool only_divided(const sdk::ExprRef& e, const sdk::ExprRef& var) {
+  if (!e.uses(var)) return true;
+  if (e.kind() == sdk::ExprKind::FloorDiv && e.num_args() == 2 &&
+      e.arg(1).kind() == sdk::ExprKind::IntImm && e.arg(1).int_value() > 1)
+    return true;
+  if (e == var || e.num_args() == 0) return false;
+  for (const sdk::ExprRef& a : e.args())
+    if (!only_divided(a, var)) return false;
+  return true;
+}
+
+// Whether the access reads each element for more than one value of `var`: var is absent from
+// its indices, or only divided.
+bool access_reuses_along(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
+  for (const auto& tuple : a.indices)
+    for (const sdk::ExprRef& e : tuple)
+      if (!only_divided(e, var)) return false;
+  return true;
+}
+
 // A design space in the making: the schedule, the block, and its loops per structure position.
 struct State {
   Schedule sch;
@@ -405,7 +429,7 @@ private:
     for (const sdk::BufferAccess& r : reads) {
       for (const auto& iv : ivs) {
         if (iv.kind != sdk::IterKind::Spatial || iv.extent <= 1) continue;
-        if (!access_uses(r, iv.var)) return true;
+        if (access_reuses_along(r, iv.var)) return true;
       }
     }
     return false;
