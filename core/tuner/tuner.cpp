@@ -576,15 +576,24 @@ private:
 
   // Every sample refused is an error, also when the unscheduled workload was measured: the
   // search itself gave nothing (a failing strategy, a postprocessor refusing all).
+  // Not an error: a small space whose every candidate is in the database already (a resumed
+  // run asking for more records than the space holds); each such task is named.
   void check_something_measured() const {
     size_t baselines = 0;
-    bool all_diagnosed = true;
+    bool all_diagnosed = true, all_measured_before = true;
     for (const auto& t : tasks_) {
       baselines += t->unscheduled_in_run;
       all_diagnosed = all_diagnosed && !t->result.diagnosis.empty();
+      all_measured_before = all_measured_before && measured_before(*t);
     }
+    for (const auto& t : tasks_)
+      if (t->result.trials == 0 && measured_before(*t))
+        spdlog::warn("{}: its design space is exhausted: every candidate the search proposes is "
+                     "in the database already ({} record(s); {})",
+                     t->result.spec, t->result.prior_records, search_summary(t->strategy->stats()));
     const size_t searched = result_.trials > baselines ? result_.trials - baselines : 0;
-    if (!result_.interrupted && (result_.trials == 0 || (searched == 0 && all_diagnosed))) {
+    if (!result_.interrupted && !(result_.trials == 0 && all_measured_before) &&
+        (result_.trials == 0 || (searched == 0 && all_diagnosed))) {
       std::string why;
       for (const auto& t : tasks_)
         why += "\n  " + t->result.spec + ": " +
@@ -600,6 +609,13 @@ private:
       if (t->result.trials <= (t->unscheduled_in_run ? 1u : 0u) && t->result.prior_records == 0 &&
           t->result.exhausted && !result_.interrupted)
         spdlog::warn("{}: nothing measured: {}", t->result.spec, t->result.diagnosis);
+  }
+
+  // An exhausted task whose samples were all valid, only measured before (stored records).
+  static bool measured_before(const TaskContext& t) {
+    if (!t.result.exhausted || t.result.prior_records == 0 || !t.strategy) return false;
+    const SearchStats& st = t.strategy->stats();
+    return st.duplicates > 0 && st.replay_failed == 0 && st.rejected == 0;
   }
 
   // Each task's implementation chosen, the result completed, the observer told.

@@ -449,7 +449,9 @@ TEST(Tuner, OneCostModelLearnsFromEveryTask) {
       EXPECT_EQ(j["groups"].size(), per_task ? 1u : 2u) << files[i];
       EXPECT_EQ(j["samples"].size(), per_task ? r.tasks[i].trials : 24u) << files[i];
       // The one model was last trained after the last batch (16, 20, 24: retrain_growth 0.2).
-      if (!per_task) EXPECT_EQ(j["trained_on"].get<size_t>(), 24u);
+      if (!per_task) {
+        EXPECT_EQ(j["trained_on"].get<size_t>(), 24u);
+      }
       std::filesystem::remove(files[i]);
     }
   }
@@ -471,6 +473,25 @@ TEST(Tuner, StopFlagEndsCleanlyKeepingRecords) {
   EXPECT_EQ(obs.finished, 1u);
   auto d = Database::open(db.path);
   EXPECT_EQ(d->record_count(r.tasks[0].workload_id), r.trials);
+}
+
+// A space smaller than the budget: the first run measures all of it, and a second run asking
+// for more finds nothing new to propose -- every sample valid and already in the database.
+// That ends like a completed run (with a warning naming the task), not with "every sample was
+// refused", which is for a search whose samples all failed.
+TEST(Tuner, AResumedRunOverAnExhaustedSpaceIsNoError) {
+  TempDb db;
+  const std::vector<TuneTask> tiny{{"elementwise(M=8,N=16)", {}, 1}};
+  TuneResult first = tune(host(), tiny, quick_options(db.path, 200));
+  ASSERT_TRUE(first.tasks[0].exhausted);
+  ASSERT_GT(first.trials, 0u);
+  ASSERT_LT(first.trials, 200u);
+  TuneResult again;
+  ASSERT_NO_THROW(again = tune(host(), tiny, quick_options(db.path, 400)));
+  EXPECT_EQ(again.trials, 0u);
+  EXPECT_TRUE(again.tasks[0].exhausted);
+  EXPECT_EQ(again.tasks[0].prior_records, first.trials);
+  EXPECT_EQ(again.tasks[0].best_seconds, first.tasks[0].best_seconds);
 }
 
 TEST(Tuner, EverySampleRefusedEndsWithTheSearchDiagnosis) {
