@@ -20,8 +20,11 @@
 namespace mt {
 
 namespace {
-// Records replayed to train the cost model at the start of a run (the most recent ones).
+// Records replayed to train the cost model at the start of a run (the most recent ones): per
+// task for a model of its own; for the run's one model, a share of 4 x that among the tasks
+// (at least 512 each), so that a model's 31 tasks start with one training of at most 16k.
 constexpr size_t kMaxWarmStartTraining = 4096;
+constexpr size_t kMinWarmStartShare = 512;
 
 bool stopped(const std::atomic<bool>* stop) {
   return stop && stop->load();
@@ -170,9 +173,10 @@ void TaskContext::build_search(const TaskSetup& setup) {
     }
   }
   if (setup.run_model) {
-    if (!setup.run_model_loaded) train_from_records(prior_records_, setup.warm_start);
+    if (!setup.run_model_loaded)
+      train_from_records(prior_records_, setup.warm_start, setup.task_count);
   } else if (!load_model()) {
-    train_from_records(prior_records_, nullptr);
+    train_from_records(prior_records_, nullptr, 1);
   }
   prior_records_.clear();
 
@@ -367,13 +371,16 @@ bool TaskContext::load_model() const {
 
 // The measured schedules behind database records, for training the cost model: the task's
 // own now, or the run's once every task has added its records (`into`).
-void TaskContext::train_from_records(const std::vector<TuningRecord>& records, WarmStart* into) {
+void TaskContext::train_from_records(const std::vector<TuningRecord>& records, WarmStart* into,
+                                     size_t tasks) {
   if (!ctx.cost_model || records.empty()) return;
   std::vector<std::unique_ptr<PluginPostproc>> no_postprocs; // the trace already has them
   std::vector<std::shared_ptr<Schedule>> schedules;
   std::vector<double> secs;
-  size_t first =
-      records.size() > kMaxWarmStartTraining ? records.size() - kMaxWarmStartTraining : 0;
+  const size_t limit =
+      into ? std::max(kMinWarmStartShare, 4 * kMaxWarmStartTraining / std::max<size_t>(tasks, 1))
+           : kMaxWarmStartTraining;
+  size_t first = records.size() > limit ? records.size() - limit : 0;
   for (size_t i = first; i < records.size(); ++i) {
     // Failures say nothing about speed (and +inf is no label); the search trains likewise.
     if (records[i].failed()) continue;

@@ -121,7 +121,9 @@ private:
   std::vector<bool> read_library_records(const Database& db,
                                          const std::vector<LibraryTarget>& libs);
   bool load_model() const;
-  void train_from_records(const std::vector<TuningRecord>& records, WarmStart* into);
+  // Into the task's model, or added to `into` for the run's model (the run has `tasks`).
+  void train_from_records(const std::vector<TuningRecord>& records, WarmStart* into,
+                          size_t tasks);
 
   std::vector<TuningRecord> prior_records_; // until build_search has used them
 };
