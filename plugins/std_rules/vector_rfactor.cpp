@@ -58,8 +58,9 @@ struct StreamedReduction {
   int64_t reuse = 1;               // the product of their extents
   int64_t reduce_extent = 0;       // the innermost reduction loop's
   size_t inputs_along_k = 0;       // a product of two (x and W) or more, or a sum of one
-  bool tiled = false;              // reuse > max_reuse: its one loop split as [u0, m]
-  size_t tiled_loop = 0;           // that loop: the one reuse loop longer than 1
+  // reuse > max_reuse: the one reuse loop longer than 1, split as [u0, m]; none otherwise.
+  std::optional<size_t> tiled_loop;
+  bool tiled() const { return tiled_loop.has_value(); }
 };
 
 // The register tile of a tiled reuse: m rows of x by r rows of W, one vector each; and how
@@ -107,14 +108,14 @@ public:
     std::vector<int64_t> lane_cands;
     for (int64_t m : {1, 2})
       if (found->reduce_extent % (lanes * m) == 0 && found->reduce_extent > lanes * m &&
-          (m == 1 || !found->tiled))
+          (m == 1 || !found->tiled()))
         lane_cands.push_back(lanes * m);
     TileCandidates tile;
-    if (found->tiled)
+    if (found->tiled())
       tile = tile_candidates(sch, block, *found);
     else
       tile.r = row_candidates(sch, block, *found);
-    if (lane_cands.empty() || tile.r.empty() || (found->tiled && tile.m.empty())) return {sch};
+    if (lane_cands.empty() || tile.r.empty() || (found->tiled() && tile.m.empty())) return {sch};
     try {
       Schedule s = sch.copy();
       build(s, block, *found, lane_cands, tile);
@@ -206,7 +207,6 @@ private:
       for (size_t i : found.reuse_loops)
         if (ivs[i].extent > 1) wide.push_back(i);
       if (!tile_reuse_ || wide.size() != 1) return std::nullopt;
-      found.tiled = true;
       found.tiled_loop = wide[0];
     }
     return found;
@@ -219,7 +219,7 @@ private:
   TileCandidates tile_candidates(const Schedule& sch, BlockRV block,
                                  const StreamedReduction& f) const {
     std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-    const int64_t reuse_extent = ivs[f.tiled_loop].extent;
+    const int64_t reuse_extent = ivs[*f.tiled_loop].extent;
     const int64_t row_extent = ivs[f.row_loop].extent;
     auto divisors = [](int64_t extent, int64_t from, int64_t limit) {
       std::vector<int64_t> out;
@@ -238,13 +238,14 @@ private:
     TileCandidates tile{divisors(reuse_extent, 2, best_m), divisors(row_extent, 1, best_r), {}};
     // b tiles of W per block: powers of two that divide the row extent over every r drawn,
     // the block's b x r rows of W no larger than kPanelBytes (it is read once per m rows of
-    // x, from L2, while those rows stay in L1). b = 1 is the plain order (u0 inside j0).
+    // x, from L2, while those rows stay in L1). b = 1, the plain order (u0 inside j0), is
+    // always one (a reduction so long that one tile of W is over the limit).
     int64_t rows_lcm = 1;
     for (int64_t r : tile.r)
       rows_lcm = std::lcm(rows_lcm, r);
     const int64_t panel_row_bytes = tile.r.back() * f.reduce_extent * 4;
     for (int64_t b = 1; b <= max_block_tiles_; b *= 2)
-      if (row_extent % (rows_lcm * b) == 0 && b * panel_row_bytes <= kPanelBytes)
+      if (row_extent % (rows_lcm * b) == 0 && (b == 1 || b * panel_row_bytes <= kPanelBytes))
         tile.b.push_back(b);
     return tile;
   }
@@ -299,17 +300,17 @@ private:
     };
     sdk::ExprRV r = s.sample_categorical(tile.r, uniform(tile.r.size()));
     std::optional<sdk::ExprRV> m;
-    if (f.tiled) m = s.sample_categorical(tile.m, uniform(tile.m.size()));
+    if (f.tiled()) m = s.sample_categorical(tile.m, uniform(tile.m.size()));
     std::vector<LoopRV> wl = s.get_loops(block);
     // Tiled: j as [j0, jb, r] (b tiles a block), else [j0, r].
     std::vector<sdk::Factor> j_factors{sdk::Factor(int64_t{-1}), sdk::Factor(r)};
-    if (f.tiled)
+    if (f.tiled())
       j_factors.insert(j_factors.begin() + 1,
                        sdk::Factor(s.sample_categorical(tile.b, uniform(tile.b.size()))));
     std::vector<LoopRV> j = s.split(wl[f.row_loop], j_factors);
     std::vector<LoopRV> u;
-    if (f.tiled) {
-      size_t at = f.tiled_loop < f.row_loop ? f.tiled_loop : f.tiled_loop + j.size() - 1;
+    if (f.tiled()) {
+      size_t at = *f.tiled_loop < f.row_loop ? *f.tiled_loop : *f.tiled_loop + j.size() - 1;
       u = s.split(s.get_loops(block)[at], {sdk::Factor(int64_t{-1}), sdk::Factor(*m)});
     }
     wl = s.get_loops(block);
@@ -317,14 +318,14 @@ private:
     auto loop_of = [&](size_t i) {
       size_t at = i;
       if (i > f.row_loop) at += j.size() - 1;
-      if (f.tiled && i > f.tiled_loop) ++at;
+      if (f.tiled() && i > *f.tiled_loop) ++at;
       return wl[at];
     };
     std::vector<LoopRV> order, inner;
     for (size_t i = 0; i < n_spatial; ++i) {
       if (i == f.row_loop)
         order.push_back(j[0]);
-      else if (f.tiled && i == f.tiled_loop)
+      else if (f.tiled_loop == i)
         inner.insert(inner.end(), {u[0], j[1], u[1]}); // u0, jb, m
       else
         (reused(i) ? inner : order).push_back(loop_of(i));
@@ -333,7 +334,7 @@ private:
     order.push_back(j.back());
     order.push_back(wl.back());
     s.reorder(order);
-    return f.tiled ? j[1] : j[0];
+    return f.tiled() ? j[1] : j[0];
   }
 
   // The partial-sum block's loops under j0 (the local buffer compaction shrinks to the tile):

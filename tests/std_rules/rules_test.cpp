@@ -483,9 +483,8 @@ TEST(StdRulesMultiLevelTiling, CpuRegisterTilesFitTheVectorRegisters) {
     for (const auto& sp : spaces) {
       if (!draws_tile_shape(*sp)) continue;
       for (uint64_t seed = 1; seed <= 40; ++seed) {
-        std::shared_ptr<Schedule> s = sp;
-        std::string why;
-        ASSERT_EQ(sample(f, sp->trace(), seed, false, {}, &s, &why), SampleOutcome::Ok) << why;
+        std::shared_ptr<Schedule> s = resample(f, *sp, seed);
+        ASSERT_TRUE(s);
         EXPECT_EQ(compare(ref, s->func()), "") << s->trace().to_json();
         std::vector<const ForNode*> l = enclosing_loops(s->func(), block);
         ASSERT_GE(l.size(), 2u);
@@ -977,6 +976,20 @@ TEST(StdRulesVectorRFactor, TilesTheRowsThatReuseTheWeight) {
     EXPECT_GT(tiles.size(), 1u) << "the tile is drawn, not fixed";
     EXPECT_GT(blocks.size(), 1u) << "the block of W's tiles is drawn, not fixed";
   }
+}
+
+// A reduction so long that one tile of W (r rows of k) is over the block limit (256 KB)
+// still gets the tiled space, with blocks of one tile.
+TEST(StdRulesVectorRFactor, ALongReductionKeepsBlocksOfOneTile) {
+  TuneAttributes attrs = kCpu;
+  attrs["vector_registers"] = int64_t{16};
+  Function f = make_workload("dense(M=8,N=6,K=24576,bias=0,act=none)");
+  auto spaces = apply_rule(f, *rule("std.VectorRFactor", attrs));
+  ASSERT_EQ(spaces.size(), 2u);
+  std::vector<NDArray> ref = run(f);
+  std::shared_ptr<Schedule> s = resample(f, *spaces.back(), 1);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(compare(ref, s->func()), "");
 }
 
 // A model's linear carries its batch of one as a loop: [1, seq, features]. That loop reuses
