@@ -354,17 +354,21 @@ void TaskContext::save_model() {
 
 // False if there was no model to load (or it could not be loaded).
 bool TaskContext::load_model() const {
-  if (!ctx.cost_model || model_path.empty()) return false;
+  return ctx.cost_model && load_cost_model(*ctx.cost_model, model_path, result.spec);
+}
+
+bool load_cost_model(PluginCostModel& model, const std::string& path, const std::string& who) {
+  const std::string prefix = who.empty() ? "" : who + ": ";
   std::error_code ec;
-  if (!std::filesystem::exists(model_path, ec)) return false;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return false;
   try {
-    ctx.cost_model->load(model_path);
-    spdlog::info("{}: cost model loaded from '{}'", result.spec, model_path);
+    model.load(path);
+    spdlog::info("{}cost model loaded from '{}'", prefix, path);
     return true;
   } catch (const std::exception& e) {
-    spdlog::warn("{}: loading the cost model from '{}' failed ({}); training from the database "
+    spdlog::warn("{}loading the cost model from '{}' failed ({}); training from the database "
                  "instead",
-                 result.spec, model_path, e.what());
+                 prefix, path, e.what());
     return false;
   }
 }

@@ -128,6 +128,11 @@ private:
   std::vector<TuningRecord> prior_records_; // until build_search has used them
 };
 
+// Loads `model` from `path` when that file exists; false when there is none or it cannot be
+// read (warned about, `who` naming the task or "" for the run's model): the caller then trains
+// it from the database.
+bool load_cost_model(PluginCostModel& model, const std::string& path, const std::string& who);
+
 // The time a measurement is ranked by: the mean of its run times, +inf when it failed (as
 // TuningRecord::mean_secs).
 double measured_seconds(const MeasureResult& r);

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -324,7 +323,7 @@ private:
     if (!model_name_.empty() && !options_.cost_model_per_task) {
       setup.run_model = host_.create_cost_model(model_name_);
       setup.run_model->initialize(target_.attrs);
-      setup.run_model_loaded = load_run_model(*setup.run_model);
+      setup.run_model_loaded = load_cost_model(*setup.run_model, options_.cost_model_path, "");
       setup.warm_start = &warm_start;
     }
     for (const auto& tp : tasks_) {
@@ -344,24 +343,6 @@ private:
       setup.run_model->update(warm_start.schedules, warm_start.seconds);
       spdlog::info("cost model trained on {} database record(s) of {} task(s) ({:.1f} s)",
                    warm_start.schedules.size(), warm_start.tasks, watch.seconds());
-    }
-  }
-
-  // The run's one cost model from TuneOptions::cost_model_path, when that file exists; false
-  // when there is none or it cannot be read (the model is then trained from the database).
-  bool load_run_model(PluginCostModel& model) const {
-    const std::string& path = options_.cost_model_path;
-    std::error_code ec;
-    if (path.empty() || !std::filesystem::exists(path, ec)) return false;
-    try {
-      model.load(path);
-      spdlog::info("cost model loaded from '{}'", path);
-      return true;
-    } catch (const std::exception& e) {
-      spdlog::warn("loading the cost model from '{}' failed ({}); training from the database "
-                   "instead",
-                   path, e.what());
-      return false;
     }
   }
 
@@ -575,22 +556,22 @@ private:
   }
 
   // Every sample refused is an error, also when the unscheduled workload was measured: the
-  // search itself gave nothing (a failing strategy, a postprocessor refusing all).
-  // Not an error: a small space whose every candidate is in the database already (a resumed
-  // run asking for more records than the space holds); each such task is named.
+  // search itself gave nothing (a failing strategy, a postprocessor refusing all). Not an
+  // error: a small space whose every candidate is in the database already (a resumed run
+  // asking for more records than the space holds); each such task is named.
   void check_something_measured() const {
     size_t baselines = 0;
     bool all_diagnosed = true, all_measured_before = true;
     for (const auto& t : tasks_) {
       baselines += t->unscheduled_in_run;
       all_diagnosed = all_diagnosed && !t->result.diagnosis.empty();
-      all_measured_before = all_measured_before && measured_before(*t);
-    }
-    for (const auto& t : tasks_)
-      if (t->result.trials == 0 && measured_before(*t))
+      const bool before = measured_before(*t);
+      all_measured_before = all_measured_before && before;
+      if (before && t->result.trials == 0)
         spdlog::warn("{}: its design space is exhausted: every candidate the search proposes is "
                      "in the database already ({} record(s); {})",
                      t->result.spec, t->result.prior_records, search_summary(t->strategy->stats()));
+    }
     const size_t searched = result_.trials > baselines ? result_.trials - baselines : 0;
     if (!result_.interrupted && !(result_.trials == 0 && all_measured_before) &&
         (result_.trials == 0 || (searched == 0 && all_diagnosed))) {

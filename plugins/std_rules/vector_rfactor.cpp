@@ -58,6 +58,7 @@ struct StreamedReduction {
   int64_t reuse = 1;               // the product of their extents
   int64_t reduce_extent = 0;       // the innermost reduction loop's
   size_t inputs_along_k = 0;       // a product of two (x and W) or more, or a sum of one
+  int64_t streamed_bytes = 4;      // of an element of the streamed input (W)
   // reuse > max_reuse: the one reuse loop longer than 1, split as [u0, m]; none otherwise.
   std::optional<size_t> tiled_loop;
   bool tiled() const { return tiled_loop.has_value(); }
@@ -186,6 +187,7 @@ private:
     StreamedReduction found;
     found.reduce_extent = ivs.back().extent;
     found.inputs_along_k = inputs;
+    found.streamed_bytes = streamed->buffer.dtype().bytes();
     bool has_row = false;
     for (size_t i = 0; i < first_reduce; ++i) {
       bool used = false;
@@ -243,7 +245,7 @@ private:
     int64_t rows_lcm = 1;
     for (int64_t r : tile.r)
       rows_lcm = std::lcm(rows_lcm, r);
-    const int64_t panel_row_bytes = tile.r.back() * f.reduce_extent * 4;
+    const int64_t panel_row_bytes = tile.r.back() * f.reduce_extent * f.streamed_bytes;
     for (int64_t b = 1; b <= max_block_tiles_; b *= 2)
       if (row_extent % (rows_lcm * b) == 0 && (b == 1 || b * panel_row_bytes <= kPanelBytes))
         tile.b.push_back(b);
