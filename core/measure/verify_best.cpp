@@ -1,7 +1,9 @@
 // Re-measuring the fastest records (see verify_best.h).
 #include "core/measure/verify_best.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <set>
 
@@ -83,19 +85,30 @@ void remeasure(Database& db, Measurer& measurer, const Reference& ref, const Fun
 
 } // namespace
 
+size_t records_to_verify(size_t successful, const VerifyOptions& options) {
+  if (options.top == 0 || successful == 0) return 0;
+  const size_t per = std::max<size_t>(1, options.records_per_verified);
+  return std::clamp<size_t>((successful + per - 1) / per, 1, options.top);
+}
+
 VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
                          const Function& workload, int64_t workload_id, const std::string& target,
                          const VerifyOptions& options, const std::atomic<bool>* stop) {
   VerifyResult out;
   if (options.top == 0 || options.rounds <= 0) return out;
   std::function<bool()> stopped = [&] { return stop && stop->load(); };
+  // Counted up to the most that can matter (top records per verified one).
+  const size_t per = std::max<size_t>(1, options.records_per_verified);
+  const size_t cap = options.top > SIZE_MAX / per ? SIZE_MAX : options.top * per;
+  const size_t top = records_to_verify(db.top_k(workload_id, target, cap).size(), options);
+  if (top == 0) return out;
   // Measured again, a lucky record falls back and an unmeasured one may become the fastest
   // by its single lucky time: passes go on until the `top` fastest have all been measured
   // again (at most a few passes; each measures only the newcomers).
   std::set<int64_t> done;
   for (int pass = 0; pass < 4 && !stopped(); ++pass) {
     std::vector<TuningRecord> fresh;
-    for (TuningRecord& r : db.top_k(workload_id, target, options.top))
+    for (TuningRecord& r : db.top_k(workload_id, target, top))
       if (!done.count(r.id)) fresh.push_back(std::move(r));
     if (fresh.empty()) break;
     for (const TuningRecord& r : fresh)

@@ -26,9 +26,17 @@ namespace mt {
 class Database;
 
 struct VerifyOptions {
-  size_t top = 5; // records re-measured (the fastest successful ones); 0 = none
+  size_t top = 5; // records re-measured (the fastest successful ones) at most; 0 = none
   int rounds = 3; // fresh-worker measurements of each
+  // One record re-measured per this many successful records of the task (see above); 1 =
+  // always `top` (when there are that many).
+  size_t records_per_verified = 10;
 };
+
+// The number of fastest records verify_best measures again first for a task with `successful`
+// successful records: ceil(successful / records_per_verified), between 1 and `top` (0 when
+// `top` or `successful` is 0).
+size_t records_to_verify(size_t successful, const VerifyOptions& options);
 
 struct VerifiedRecord {
   int64_t record_id = 0;

@@ -36,6 +36,7 @@ struct ReplayOptions {
   bool json = false;
   int repeats = 3;
   double min_repeat_ms = 100;
+  bool flush_cache = false;
   std::vector<std::string> plugin_paths;
   std::string log_level;
   std::string reference_cache = default_reference_cache_dir(); // 'none' = no cache
@@ -69,6 +70,7 @@ int run_replay(const ReplayOptions& opt) {
   MeasureOptions mo;
   mo.repeats = opt.repeats;
   mo.min_repeat_seconds = opt.min_repeat_ms * 1e-3;
+  mo.flush_cache = opt.flush_cache;
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);
@@ -128,6 +130,7 @@ RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--repeats", opt->repeats, "Timed repeats")->capture_default_str();
   cmd->add_option("--min-repeat-ms", opt->min_repeat_ms, "Minimum time per repeat")
       ->capture_default_str();
+  cmd->add_flag("--flush-cache", opt->flush_cache, "Evict the caches before each repeat");
   cmd->add_option("--reference-cache", opt->reference_cache,
                   "Directory keeping the reference results between runs; 'none' = no cache")
       ->capture_default_str();

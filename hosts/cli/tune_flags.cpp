@@ -90,9 +90,15 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Alternating timed repeats of each implementation in the comparison")
       ->capture_default_str();
   cmd->add_option("--verify-top", t.verify.top,
-                  "At the end, measure this many of the fastest records again (fresh workers) "
-                  "and report the one with the best median; 0 = trust the single measurements")
+                  "At the end, measure at most this many of the fastest records again (fresh "
+                  "workers) and report the one with the best mean; 0 = trust the single "
+                  "measurements")
       ->capture_default_str();
+  cmd->add_option("--verify-per", t.verify.records_per_verified,
+                  "One record measured again per this many successful records of the task (at "
+                  "least 1, at most --verify-top); 1 = always --verify-top")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--verify-rounds", t.verify.rounds,
                   "Fresh-worker measurements of each record in that re-measurement")
       ->capture_default_str()

@@ -277,6 +277,26 @@ TEST(Tuner, LargeTaskBaselineIsItsParallelReferenceRun) {
   EXPECT_EQ(n, 1u);
 }
 
+// How many records are measured again follows the task's successful records: one per ten, at
+// least one, at most --verify-top (a 6-record task of a model is not checked five times over).
+TEST(Tuner, TheRecordsMeasuredAgainFollowTheTasksRecords) {
+  VerifyOptions o; // top 5, one per 10
+  EXPECT_EQ(records_to_verify(0, o), 0u);
+  EXPECT_EQ(records_to_verify(1, o), 1u);
+  EXPECT_EQ(records_to_verify(6, o), 1u);
+  EXPECT_EQ(records_to_verify(10, o), 1u);
+  EXPECT_EQ(records_to_verify(11, o), 2u);
+  EXPECT_EQ(records_to_verify(54, o), 5u);
+  EXPECT_EQ(records_to_verify(1000, o), 5u);
+  o.records_per_verified = 1;
+  EXPECT_EQ(records_to_verify(3, o), 3u);
+  EXPECT_EQ(records_to_verify(6, o), 5u);
+  o.records_per_verified = 0; // read as 1
+  EXPECT_EQ(records_to_verify(6, o), 5u);
+  o.top = 0;
+  EXPECT_EQ(records_to_verify(100, o), 0u);
+}
+
 // At the end the fastest records are measured again in fresh workers: the reported best is
 // one of them at its median, and their new times are in the database next to the old ones.
 TEST(Tuner, FastestRecordsAreMeasuredAgainBeforeOneIsCalledBest) {
@@ -284,6 +304,7 @@ TEST(Tuner, FastestRecordsAreMeasuredAgainBeforeOneIsCalledBest) {
   TuneOptions o = quick_options(db.path, 8);
   o.verify.top = 3;
   o.verify.rounds = 2;
+  o.verify.records_per_verified = 1; // all three, whatever the task's record count
   TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
   const TaskResult& t = r.tasks.at(0);
   ASSERT_TRUE(std::isfinite(t.best_seconds));
