@@ -93,7 +93,8 @@ size_t records_to_verify(size_t successful, const VerifyOptions& options) {
 
 VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
                          const Function& workload, int64_t workload_id, const std::string& target,
-                         const VerifyOptions& options, const std::atomic<bool>* stop) {
+                         const VerifyOptions& options, const std::atomic<bool>* stop,
+                         const std::set<int64_t>* measured_again) {
   VerifyResult out;
   if (options.top == 0 || options.rounds <= 0) return out;
   std::function<bool()> stopped = [&] { return stop && stop->load(); };
@@ -106,6 +107,7 @@ VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
   // by its single lucky time: passes go on until the `top` fastest have all been measured
   // again (at most a few passes; each measures only the newcomers).
   std::set<int64_t> done;
+  if (measured_again) done = *measured_again;
   for (int pass = 0; pass < 4 && !stopped(); ++pass) {
     std::vector<TuningRecord> fresh;
     for (TuningRecord& r : db.top_k(workload_id, target, top))
@@ -135,6 +137,10 @@ VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
       out.best_record_id = v.record_id;
       out.best_seconds = best[0].mean_secs();
     }
+  if (!best.empty() && measured_again && measured_again->count(best[0].id)) {
+    out.best_record_id = best[0].id;
+    out.best_seconds = best[0].mean_secs();
+  }
   return out;
 }
 

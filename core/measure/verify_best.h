@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,9 +61,11 @@ struct VerifyResult {
 
 // Re-measures the fastest records of `workload_id` on `target` (see above). `measurer` must
 // measure on that target, `ref` be the workload's reference. `stop` (optional) ends it between
-// rounds; what was measured until then still counts.
+// rounds; what was measured until then still counts. `measured_again` (optional): records
+// measured again earlier in the same run, which count as confirmed and are not measured again.
 VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
                          const Function& workload, int64_t workload_id, const std::string& target,
-                         const VerifyOptions& options, const std::atomic<bool>* stop = nullptr);
+                         const VerifyOptions& options, const std::atomic<bool>* stop = nullptr,
+                         const std::set<int64_t>* measured_again = nullptr);
 
 } // namespace mt

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,7 @@ public:
   const TargetSetup* cpu_reference = nullptr; // TaskSetup::cpu_reference (build_search)
   std::string model_path;
   std::vector<bool> library_stored; // per library target: the database has a record already
+  std::set<int64_t> verified_ids;   // records measured again in this run (verify_best)
   bool unscheduled_offered = false; // measured before (its record is in the database) or taken
   bool unscheduled_in_run = false;  // this run measures it
   bool reference_by_target = false; // the reference came from the target's build (a large task)
