@@ -52,6 +52,41 @@ std::vector<const Block*> blocks_between(const Stmt& root, const std::string& a,
   return out;
 }
 
+// Inlining copies a value into every read of it, and an expression is a tree once printed,
+// hashed, searched or compiled: a value of a few hundred nodes read a few hundred times (RoPE's
+// sine polynomial of its angle) made a 7.5 MB program that took 9 s to build. Past this many
+// added nodes the primitives refuse; the rules that try them then keep the block.
+constexpr size_t kMaxInlinedNodes = 4096;
+
+// Nodes of `e` as a tree, counted up to `limit` (then `limit`): bounded however large it is.
+size_t tree_size(const Expr& e, size_t limit) {
+  size_t n = 0;
+  std::vector<const ExprNode*> stack{e.get()};
+  while (!stack.empty() && n < limit) {
+    const ExprNode* x = stack.back();
+    stack.pop_back();
+    if (!x) continue;
+    ++n;
+    for (const Expr& a : x->args)
+      stack.push_back(a.get());
+  }
+  return n;
+}
+
+// Refuses an inlining that would add more than kMaxInlinedNodes nodes: `reads` copies of
+// `value`.
+void check_inlined_size(const char* prim, const std::string& subject, const Expr& value,
+                        size_t reads) {
+  if (reads == 0) return;
+  const size_t size = tree_size(value, kMaxInlinedNodes / reads + 1);
+  if (size * reads > kMaxInlinedNodes)
+    schedule_error(prim, subject,
+                   "inlining would copy a value of " +
+                       std::string(size > kMaxInlinedNodes / reads ? "at least " : "") +
+                       std::to_string(size) + " expression nodes into " + std::to_string(reads) +
+                       " reads, more than " + std::to_string(kMaxInlinedNodes) + " nodes in all");
+}
+
 Stmt rewrite_block(const BlockRealizeNode* br, Block nb) {
   return make_block_realize(br->iter_values, br->predicate, std::move(nb));
 }
@@ -87,9 +122,13 @@ void Schedule::compute_inline(BlockRV block) {
       });
     };
     std::vector<std::string> consumers;
+    size_t loads = 0;
     for (auto* br : collect_blocks(func_.body))
-      if (br->block->name != p.name && block_reads_buffer(*br->block, w.get()))
+      if (br->block->name != p.name && block_reads_buffer(*br->block, w.get())) {
         consumers.push_back(br->block->name);
+        loads += block_loads_of(*br->block, w.get()).size();
+      }
+    check_inlined_size(prim, subject, st->value, loads);
     for (auto& cn : consumers)
       for (auto* mid : blocks_between(func_.body, p.name, cn))
         for (auto& r : reads)
@@ -155,6 +194,7 @@ void Schedule::reverse_compute_inline(BlockRV block) {
     auto* pbr = as<BlockRealizeNode>(pp.leaf());
     const Block& p = *pbr->block;
     const StoreNode* pst = single_store(prim, "producer block '" + p.name + "'", p);
+    check_inlined_size(prim, subject, pst->value, loads.size());
     for (auto* mid : blocks_between(func_.body, p.name, c.name)) {
       bool clash = block_reads_buffer(*mid, cst->buffer.get()) ||
                    block_writes_buffer(*mid, cst->buffer.get());

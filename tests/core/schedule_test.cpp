@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/ir/parser.h"
 #include "core/ir/printer.h"
 #include "core/ir/structural.h"
 #include "core/lower/interpreter.h"
@@ -85,6 +86,60 @@ TEST(Schedule, RefusalsNameThePrimitiveAndLeaveTheScheduleUnchanged) {
   EXPECT_THROW(sch.get_block("nope"), ScheduleError);
   EXPECT_EQ(print(sch.func()), before);
   EXPECT_EQ(sch.trace().size(), trace_len);
+}
+
+// A producer whose value (`terms` products) is read `reads` times by its consumer.
+Function copied_value_function(int terms, int reads) {
+  std::string value = "A[vi]";
+  for (int t = 1; t < terms; ++t)
+    value = "(" + value + " * A[vi] + " + std::to_string(t) + "f32)";
+  std::string uses = "t[vi]";
+  for (int r = 1; r < reads; ++r)
+    uses += " + t[vi] * " + std::to_string(r) + "f32";
+  return parse_function("func copied(A: f32[16], B: f32[16]) {\n"
+                        "  buffer t: f32[16]\n"
+                        "  for i in 16 {\n"
+                        "    block t(vi: S[16] = i) {\n"
+                        "      t[vi] = " +
+                            value +
+                            "\n"
+                            "    }\n"
+                            "  }\n"
+                            "  for i in 16 {\n"
+                            "    block B(vi: S[16] = i) {\n"
+                            "      B[vi] = " +
+                            uses +
+                            "\n"
+                            "    }\n"
+                            "  }\n"
+                            "}\n",
+                        "copied.ir");
+}
+
+// Inlining copies the producer's value into each read: refused past 4096 added nodes (the
+// schedule unchanged, the reason named), in either direction; a small copy goes ahead.
+TEST(Schedule, InliningThatWouldCopyAValueTooOftenIsRefused) {
+  Function big = copied_value_function(40, 64); // about 200 nodes, 64 reads
+  for (bool reverse : {false, true}) {
+    Schedule sch(big);
+    std::string before = print(sch.func());
+    try {
+      if (reverse)
+        sch.reverse_compute_inline(sch.get_block("B"));
+      else
+        sch.compute_inline(sch.get_block("t"));
+      FAIL() << "an inlining of 64 copies of a 200-node value must be refused";
+    } catch (const ScheduleError& e) {
+      EXPECT_NE(std::string(e.what()).find("expression nodes into 64 reads"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(print(sch.func()), before);
+  }
+  Function small = copied_value_function(4, 8);
+  Schedule sch(small);
+  sch.compute_inline(sch.get_block("t"));
+  EXPECT_EQ(sch.all_blocks().size(), 1u);
+  expect_same_numbers(small, sch.func());
 }
 
 TEST(Schedule, ComputeAtAndInlineOnDenseGelu) {
