@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include "core/tuner/target_setup.h"
 
@@ -89,6 +90,18 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
   return j;
 }
 
+namespace {
+
+void print_time_split(const std::string& lead, const TaskResult::Time& t) {
+  std::cout.precision(1);
+  std::cout << lead << "setup " << t.setup << " s, search " << t.search << " s, measuring "
+            << t.measuring << " s (builds " << t.builds << " s summed over parallel workers, runs "
+            << t.runs << " s one at a time), model updates " << t.updates << " s, final checks "
+            << t.checks << " s\n";
+}
+
+} // namespace
+
 void print_summary(const TuneResult& r) {
   std::cout << (r.interrupted ? "tuning interrupted" : "tuning done") << " on "
             << short_target_name(r.target) << ": " << r.trials << " trial(s) in " << std::fixed;
@@ -111,14 +124,7 @@ void print_summary(const TuneResult& r) {
     }
     if (t.exhausted && !t.diagnosis.empty()) std::cout << "\n    search exhausted: " << t.diagnosis;
     std::cout << "\n";
-    if (t.trials) {
-      std::cout.precision(1);
-      std::cout << "    time: setup " << t.time.setup << " s, search " << t.time.search
-                << " s, measuring " << t.time.measuring << " s (builds " << t.time.builds
-                << " s summed over parallel workers, runs " << t.time.runs
-                << " s one at a time), model updates " << t.time.updates << " s, final checks "
-                << t.time.checks << " s\n";
-    }
+    if (t.trials) print_time_split("    time: ", t.time);
     if (!t.library_target.empty()) {
       std::cout.precision(4);
       std::cout << "    " << t.library_component << ": " << t.library_seconds * 1e3 << " ms";
@@ -132,6 +138,20 @@ void print_summary(const TuneResult& r) {
     std::cout << "  weighted total: " << r.best_seconds() * 1e3 << " ms";
     std::cout.precision(2);
     std::cout << " = " << r.best_gflops() << " GFLOPS\n";
+  }
+  // With many tasks (a model's), where the run's time went is the sum of theirs.
+  if (r.tasks.size() > 1) {
+    TaskResult::Time all;
+    for (const TaskResult& t : r.tasks)
+      for (auto [sum, part] : {std::pair{&all.setup, t.time.setup},
+                               {&all.search, t.time.search},
+                               {&all.measuring, t.time.measuring},
+                               {&all.builds, t.time.builds},
+                               {&all.runs, t.time.runs},
+                               {&all.updates, t.time.updates},
+                               {&all.checks, t.time.checks}})
+        *sum += part;
+    print_time_split("  time, all " + std::to_string(r.tasks.size()) + " tasks: ", all);
   }
   std::cout.unsetf(std::ios::fixed);
   std::cout.precision(6);

@@ -455,6 +455,8 @@ TEST(TuneCli, ModelTasksShareTheBudgetWithTheirWeights) {
   EXPECT_EQ(j["tasks"][0]["weight"], 4); // 3 from the model + 1 from --workload
   EXPECT_EQ(j["tasks"][1]["weight"], 2);
   EXPECT_EQ(count_records(d.file("t.db")), 8u);
+  // Where the run's time went, summed over its tasks.
+  EXPECT_NE(r.out.find("time, all 2 tasks: setup "), std::string::npos) << r.out;
 
   CliRun list = run_cli(d, {"models"}, "models");
   ASSERT_EQ(list.status, 0) << list.err;
