@@ -85,9 +85,17 @@ void remeasure(Database& db, Measurer& measurer, const Reference& ref, const Fun
 
 } // namespace
 
+namespace {
+
+size_t records_per_verified(const VerifyOptions& options) {
+  return std::max<size_t>(1, options.records_per_verified);
+}
+
+} // namespace
+
 size_t records_to_verify(size_t successful, const VerifyOptions& options) {
   if (options.top == 0 || successful == 0) return 0;
-  const size_t per = std::max<size_t>(1, options.records_per_verified);
+  const size_t per = records_per_verified(options);
   return std::clamp<size_t>((successful + per - 1) / per, 1, options.top);
 }
 
@@ -98,19 +106,23 @@ VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
   VerifyResult out;
   if (options.top == 0 || options.rounds <= 0) return out;
   std::function<bool()> stopped = [&] { return stop && stop->load(); };
-  // Counted up to the most that can matter (top records per verified one).
-  const size_t per = std::max<size_t>(1, options.records_per_verified);
-  const size_t cap = options.top > SIZE_MAX / per ? SIZE_MAX : options.top * per;
-  const size_t top = records_to_verify(db.top_k(workload_id, target, cap).size(), options);
-  if (top == 0) return out;
+  // Counted up to the most that can matter (top records per verified one); the first pass
+  // takes its records from the same read.
+  const size_t per = records_per_verified(options);
+  std::vector<TuningRecord> fastest =
+      db.top_k(workload_id, target, options.top > SIZE_MAX / per ? SIZE_MAX : options.top * per);
+  const size_t count = records_to_verify(fastest.size(), options);
+  if (count == 0) return out;
+  fastest.resize(count);
   // Measured again, a lucky record falls back and an unmeasured one may become the fastest
-  // by its single lucky time: passes go on until the `top` fastest have all been measured
+  // by its single lucky time: passes go on until the `count` fastest have all been measured
   // again (at most a few passes; each measures only the newcomers).
   std::set<int64_t> done;
   if (measured_again) done = *measured_again;
   for (int pass = 0; pass < 4 && !stopped(); ++pass) {
+    if (pass > 0) fastest = db.top_k(workload_id, target, count);
     std::vector<TuningRecord> fresh;
-    for (TuningRecord& r : db.top_k(workload_id, target, top))
+    for (TuningRecord& r : fastest)
       if (!done.count(r.id)) fresh.push_back(std::move(r));
     if (fresh.empty()) break;
     for (const TuningRecord& r : fresh)
@@ -132,12 +144,11 @@ VerifyResult verify_best(Database& db, Measurer& measurer, const Reference& ref,
   // The best: the database's fastest, if it was measured again (it is, unless stopped or every
   // re-measurement of it failed).
   std::vector<TuningRecord> best = db.top_k(workload_id, target, 1);
+  if (best.empty()) return out;
+  bool confirmed = measured_again && measured_again->count(best[0].id);
   for (const VerifiedRecord& v : out.records)
-    if (!best.empty() && v.record_id == best[0].id && std::isfinite(v.mean_seconds)) {
-      out.best_record_id = v.record_id;
-      out.best_seconds = best[0].mean_secs();
-    }
-  if (!best.empty() && measured_again && measured_again->count(best[0].id)) {
+    confirmed = confirmed || (v.record_id == best[0].id && std::isfinite(v.mean_seconds));
+  if (confirmed) {
     out.best_record_id = best[0].id;
     out.best_seconds = best[0].mean_secs();
   }

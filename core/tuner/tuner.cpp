@@ -612,21 +612,18 @@ private:
 
   // Each task's implementation chosen, the result completed, the observer told.
   TuneResult finish() {
-    for (const auto& t : tasks_) {
-      Stopwatch watch;
-      t->choose(*db_, libs_, target_, options_, stop_);
-      t->result.time.checks += watch.seconds();
+    for (const auto& t : tasks_)
       // The comparison's times join the best record's; when they make it slower than a record
       // never measured again, that one is the database's best now (what a model's tuned
       // kernels use): it is measured again in turn, and compared again, so that the best named
       // is never a single lucky time (a few times at most).
-      for (int again = 0; again < 5 && reverify_needed(*t); ++again) {
-        verify_task(*t);
-        Stopwatch w;
+      for (int again = 0;; ++again) {
+        Stopwatch watch;
         t->choose(*db_, libs_, target_, options_, stop_);
-        t->result.time.checks += w.seconds();
+        t->result.time.checks += watch.seconds();
+        if (again == 5 || !reverify_needed(*t)) break;
+        verify_task(*t);
       }
-    }
     for (const auto& t : tasks_)
       result_.tasks.push_back(t->result);
     result_.records_total = 0;

@@ -164,6 +164,11 @@ struct TaskResult {
   // workers; runs (upload, warm-up, check, timed repeats) take the device in turn.
   struct Time {
     double setup = 0, search = 0, measuring = 0, builds = 0, runs = 0, updates = 0, checks = 0;
+    Time& operator+=(const Time& o) {
+      setup += o.setup, search += o.search, measuring += o.measuring, builds += o.builds;
+      runs += o.runs, updates += o.updates, checks += o.checks;
+      return *this;
+    }
   } time;
   bool exhausted = false;     // its search could propose nothing more
   std::string diagnosis;      // why the search refused candidates (when exhausted)

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
-#include <utility>
 
 #include "core/tuner/target_setup.h"
 
@@ -143,14 +142,7 @@ void print_summary(const TuneResult& r) {
   if (r.tasks.size() > 1) {
     TaskResult::Time all;
     for (const TaskResult& t : r.tasks)
-      for (auto [sum, part] : {std::pair{&all.setup, t.time.setup},
-                               {&all.search, t.time.search},
-                               {&all.measuring, t.time.measuring},
-                               {&all.builds, t.time.builds},
-                               {&all.runs, t.time.runs},
-                               {&all.updates, t.time.updates},
-                               {&all.checks, t.time.checks}})
-        *sum += part;
+      all += t.time;
     print_time_split("  time, all " + std::to_string(r.tasks.size()) + " tasks: ", all);
   }
   std::cout.unsetf(std::ios::fixed);
