@@ -9,6 +9,9 @@
 // Built with -O3 so that the accumulator arrays are unrolled into registers (at -O2 GCC keeps
 // them in memory and every shape measures the stack instead).
 //
+// On a CPU with AVX-512 the shapes are measured again with 16-float vectors (32 registers:
+// tiles up to R x V + V + 1 = 32), the tiles MultiLevelTiling offers on such targets.
+//
 // Usage: bench_register_tile [--seconds S]   (prints one line per shape, best of 5 rounds)
 #include <immintrin.h>
 
@@ -52,26 +55,61 @@ __attribute__((noinline)) void tile(const float* a, const float* b, float* c) {
       _mm256_store_ps(c + (r * V + v) * 8, acc[r][v]);
 }
 
+// The same tile with 16-float vectors; compiled for AVX-512 only here, called only where the
+// CPU has it.
+template <int R, int V>
+__attribute__((noinline, target("avx512f"))) void tile512(const float* a, const float* b,
+                                                          float* c) {
+  __m512 acc[R][V];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = _mm512_setzero_ps();
+  for (int k = 0; k < kSteps; ++k) {
+    __m512 bv[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+      bv[v] = _mm512_load_ps(b + (k * V + v) * 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      __m512 av = _mm512_set1_ps(a[k * R + r]);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+      _mm512_store_ps(c + (r * V + v) * 16, acc[r][v]);
+}
+
 // One shape: GFLOPS, the best of 5 rounds of about `seconds` / 5 each; checks one output
 // against a double-precision sum so that the compiler cannot drop the work.
-template <int R, int V> void measure(double seconds) {
-  alignas(64) static float a[kSteps * 8], b[kSteps * 4 * 8], c[8 * 4 * 8];
+template <int R, int V, int W> void measure(double seconds) {
+  alignas(64) static float a[kSteps * 16], b[kSteps * 4 * 16], c[16 * 4 * 16];
   for (int i = 0; i < kSteps * R; ++i)
     a[i] = static_cast<float>((i % 7) + 1) / 64.0f;
-  for (int i = 0; i < kSteps * V * 8; ++i)
+  for (int i = 0; i < kSteps * V * W; ++i)
     b[i] = static_cast<float>((i % 5) + 1) / 64.0f;
   double expect = 0;
   for (int k = 0; k < kSteps; ++k)
-    expect += static_cast<double>(a[k * R]) * b[k * V * 8];
-  const double flops_per_call = 2.0 * R * V * 8 * kSteps;
+    expect += static_cast<double>(a[k * R]) * b[k * V * W];
+  const double flops_per_call = 2.0 * R * V * W * kSteps;
   double best = 0;
   for (int round = 0; round < 5; ++round) {
     int64_t calls = 0;
     auto t0 = std::chrono::steady_clock::now();
     double elapsed = 0;
     while (elapsed < seconds / 5) {
-      for (int i = 0; i < 1000; ++i)
-        tile<R, V>(a, b, c);
+      for (int i = 0; i < 1000; ++i) {
+        if constexpr (W == 16)
+          tile512<R, V>(a, b, c);
+        else
+          tile<R, V>(a, b, c);
+      }
       calls += 1000;
       elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -82,9 +120,10 @@ template <int R, int V> void measure(double seconds) {
               V, R * V, 1.0 / V, 1.0 / R, best, ok ? "" : "  WRONG RESULT");
 }
 
-template <int R, int V> struct Shape {
-  static void run(double seconds) { measure<R, V>(seconds); }
+template <int R, int V, int W = 8> struct Shape {
+  static void run(double seconds) { measure<R, V, W>(seconds); }
 };
+template <int R, int V> using Shape512 = Shape<R, V, 16>;
 
 // Each shape in turn, in the order given.
 template <class... Shapes> void measure_all(double seconds) {
@@ -111,5 +150,10 @@ int main(int argc, char** argv) {
   measure_all<Shape<8, 1>, Shape<7, 1>, Shape<4, 1>, Shape<2, 2>, Shape<3, 2>, Shape<4, 2>,
               Shape<5, 2>, Shape<6, 2>, Shape<7, 2>, Shape<2, 4>, Shape<3, 4>, Shape<4, 3>>(
       seconds);
+  if (!__builtin_cpu_supports("avx512f")) return 0;
+  std::printf("\nR x V register tiles with AVX-512 (V vectors of 16 floats), one core, L1:\n");
+  measure_all<Shape512<4, 1>, Shape512<8, 1>, Shape512<4, 2>, Shape512<6, 2>, Shape512<8, 2>,
+              Shape512<12, 2>, Shape512<14, 2>, Shape512<4, 3>, Shape512<6, 3>, Shape512<8, 3>,
+              Shape512<4, 4>, Shape512<6, 4>>(seconds);
   return 0;
 }
