@@ -665,6 +665,23 @@ size_t Database::record_count() const {
   return static_cast<size_t>(st.int64(0));
 }
 
+std::optional<std::string> Database::setting(const std::string& key) const {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  Statement st(*impl_, "SELECT value FROM metatune_schema WHERE key = ?1");
+  st.bind(1, key);
+  if (!st.step("reading a setting")) return std::nullopt;
+  return st.text(0);
+}
+
+void Database::set_setting(const std::string& key, const std::string& value) {
+  if (key == "application" || key == "version")
+    throw DatabaseError(path() + ": the setting '" + key + "' is the schema's own");
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  Statement st(*impl_, "INSERT OR REPLACE INTO metatune_schema (key, value) VALUES (?1, ?2)");
+  st.bind(1, key).bind(2, value);
+  st.step("storing a setting");
+}
+
 TuningRecord Database::record(int64_t id) const {
   std::lock_guard<std::recursive_mutex> lock(impl_->mu);
   Statement st(*impl_, std::string("SELECT ") + kRecordColumns + " FROM records WHERE id = ?1");

@@ -162,6 +162,12 @@ public:
   // One record by id; throws DatabaseError naming the file and id if absent or undecodable.
   TuningRecord record(int64_t id) const;
 
+  // ---- settings: facts about the whole database, in its metatune_schema table ----
+  // The value stored under `key`, if any.
+  std::optional<std::string> setting(const std::string& key) const;
+  // Stores `value` under `key` (replacing one there). Not for 'application' or 'version'.
+  void set_setting(const std::string& key, const std::string& value);
+
   // Messages about rows skipped by reads since the last call (each names file and row).
   std::vector<std::string> take_problems() const;
   // Full check: SQLite's integrity check plus decoding every workload and record (traces

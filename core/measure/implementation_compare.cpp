@@ -4,6 +4,8 @@
 // and leaves with _exit, so that no destructor of the parent's objects runs in it.
 #include "core/measure/implementation_compare.h"
 
+#include "core/measure/cold_inputs.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -49,7 +51,7 @@ std::vector<NDArray> make_args(const Function& f, uint64_t seed) {
 // In the worker: builds one implementation, runs it once (warm-up: code paths, caches, thread
 // pools) and times it. Answers "ok N s1 ... sN" or an error text.
 std::string time_one(const PluginTarget& target, const Function& f, int repeats,
-                     const CompareOptions& o) {
+                     const CompareOptions& o, ColdInputs* cold) {
   std::unique_ptr<PluginModule> m;
   try {
     m = target.build(f.lowered ? f : lower(f));
@@ -62,7 +64,8 @@ std::string time_one(const PluginTarget& target, const Function& f, int repeats,
   try {
     m->run(p);
     for (int i = 0; i < repeats; ++i)
-      secs.push_back(m->time(p, 1, o.min_repeat_seconds).at(0));
+      secs.push_back(cold ? cold->time(*m, args, 1, o.min_repeat_seconds).at(0)
+                          : m->time(p, 1, o.min_repeat_seconds).at(0));
   } catch (const std::exception& e) {
     return std::string("error running: ") + e.what();
   }
@@ -192,6 +195,11 @@ CompareResult compare_interleaved(const PluginTarget& target_a, const Function& 
   CompareResult r;
   const Clock::time_point start = Clock::now();
   const int rounds = std::max(1, options.repeats);
+  // Made here, before the workers fork: each inherits the copies instead of making them.
+  std::unique_ptr<ColdInputs> cold;
+  if (options.cold_inputs)
+    cold = std::make_unique<ColdInputs>(make_args(a, options.seed), a.output_mask(),
+                                        options.cold_inputs_bytes);
   for (int i = 0; i < rounds; ++i) {
     // A B, then B A: a slow drift of the machine's state favours neither side.
     for (int k = 0; k < 2; ++k) {
@@ -204,7 +212,8 @@ CompareResult compare_interleaved(const PluginTarget& target_a, const Function& 
       std::string error;
       std::string text = run_in_worker(
           [&] {
-            return do_a ? time_one(target_a, a, 1, options) : time_one(target_b, b, 1, options);
+            return do_a ? time_one(target_a, a, 1, options, cold.get())
+                        : time_one(target_b, b, 1, options, cold.get());
           },
           left, &error);
       if (!error.empty() || !parse_times(text, do_a ? &r.a_secs : &r.b_secs, &error)) {

@@ -28,6 +28,8 @@ struct CompareOptions {
   double min_repeat_seconds = 0.1; // each repeat calls the kernel at least this long
   double timeout_s = 300;          // the whole comparison (builds included)
   uint64_t seed = 1;               // of the random inputs
+  bool cold_inputs = false;        // each call on the next copy of the inputs (cold_inputs.h)
+  size_t cold_inputs_bytes = 0;    // their span; 0 = twice the last-level cache
 };
 
 struct CompareResult {

@@ -85,7 +85,7 @@ bool send_all(int fd, const std::string& bytes) {
 // the parent's objects runs twice.
 [[noreturn]] void worker_main(int fd, pid_t parent, const PluginTarget& target,
                               const Function& candidate, const Reference& ref,
-                              const MeasureOptions& options) {
+                              const MeasureOptions& options, ColdInputs* cold) {
   try {
     // Die with the parent rather than linger as an orphan holding a core busy.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -115,7 +115,7 @@ bool send_all(int fd, const std::string& bytes) {
       n = ::read(fd, &c, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1 || c != kGo) ::_exit(0); // the parent gave up on this candidate
-    MeasureResult r = run_candidate(*b.module, ref, options);
+    MeasureResult r = run_candidate(*b.module, ref, options, cold);
     r.build_seconds = b.seconds;
     send_all(fd, encode_result(r));
     ::_exit(0);
@@ -141,9 +141,9 @@ struct Worker {
 class IsolatedRun {
 public:
   IsolatedRun(const PluginTarget& target, const MeasureOptions& options, const Reference& ref,
-              const std::vector<Function>& candidates,
+              ColdInputs* cold, const std::vector<Function>& candidates,
               const std::function<void(size_t, const MeasureResult&)>& on_result)
-      : target_(target), options_(options), ref_(ref), candidates_(candidates),
+      : target_(target), options_(options), ref_(ref), cold_(cold), candidates_(candidates),
         on_result_(on_result), results_(candidates.size()), done_(candidates.size(), false) {
     parallel_ = options.parallel_builds > 0
                     ? options.parallel_builds
@@ -226,7 +226,7 @@ private:
       // Another worker's socket held open here would hide that worker's death from the parent.
       for (const auto& w : live_)
         ::close(w.fd);
-      worker_main(sv[1], parent, target_, candidates_[index], ref_, options_);
+      worker_main(sv[1], parent, target_, candidates_[index], ref_, options_, cold_);
     }
     ::close(sv[1]);
     ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
@@ -385,6 +385,7 @@ private:
   const PluginTarget& target_;
   const MeasureOptions& options_;
   const Reference& ref_;
+  ColdInputs* cold_; // made before the workers fork; they inherit it
   const std::vector<Function>& candidates_;
   const std::function<void(size_t, const MeasureResult&)>& on_result_;
   int parallel_ = 1;
@@ -411,6 +412,10 @@ const MeasureOptions& Measurer::options() const {
   return impl_->options;
 }
 
+void Measurer::set_cold_inputs(bool cold) {
+  impl_->options.cold_inputs = cold;
+}
+
 std::vector<MeasureResult>
 Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
                   const std::function<void(size_t, const MeasureResult&)>& on_result) {
@@ -418,8 +423,10 @@ Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
     throw std::invalid_argument("Measurer::measure: the reference has " +
                                 std::to_string(ref.args.size()) + " arguments but " +
                                 std::to_string(ref.is_output.size()) + " output flags");
+  std::shared_ptr<ColdInputs> cold;
+  if (impl_->options.cold_inputs) cold = cold_inputs_for(ref, impl_->options.cold_inputs_bytes);
   if (impl_->options.isolate)
-    return IsolatedRun(impl_->target, impl_->options, ref, candidates, on_result).run();
+    return IsolatedRun(impl_->target, impl_->options, ref, cold.get(), candidates, on_result).run();
 
   std::vector<MeasureResult> results;
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -429,7 +436,7 @@ Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
       r = build_failure(b);
     } else {
       auto started = Clock::now();
-      r = run_candidate(*b.module, ref, impl_->options);
+      r = run_candidate(*b.module, ref, impl_->options, cold.get());
       r.run_wall_seconds = seconds_between(started, Clock::now());
     }
     r.build_seconds = b.seconds;

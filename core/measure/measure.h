@@ -26,6 +26,11 @@ struct MeasureOptions {
   int repeats = 3;                 // timed repeats, one entry each in run_secs
   double min_repeat_seconds = 0.1; // each repeat calls the kernel until this much time passed
   bool flush_cache = false;        // evict the caches (write a large buffer) before each repeat
+  // Each timed call on the next of many copies of the read-only arguments, spread over more
+  // memory than the caches hold (cold_inputs.h): the inputs come from memory, as a model's
+  // weights do. Outputs stay one set. CPU targets (the copies are host memory).
+  bool cold_inputs = false;
+  size_t cold_inputs_bytes = 0; // how much memory the copies span; 0 = twice the last-level cache
   bool check = true;               // compare the warm-up output with the reference
   double rtol = 1e-3;
   double atol = 1e-4;
@@ -92,6 +97,8 @@ public:
   Measurer(const PluginTarget& target, MeasureOptions options = {});
   ~Measurer();
   const MeasureOptions& options() const;
+  // MeasureOptions::cold_inputs for the measurements from here on (a run decides it per task).
+  void set_cold_inputs(bool cold);
 
   // One result per candidate (scheduled functions of the workload `ref` was computed for),
   // in order. `on_result(i, result)` is called as each result becomes known (for progress).

@@ -65,7 +65,7 @@ MeasureResult build_failure(const Built& b) {
 }
 
 MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
-                            const MeasureOptions& options) {
+                            const MeasureOptions& options, ColdInputs* cold) {
   MeasureResult r;
   std::vector<NDArray> args = ref.fresh_args();
   std::vector<NDArray*> ptrs = pointers(args);
@@ -84,7 +84,9 @@ MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
         }
       }
     }
-    if (options.flush_cache) {
+    if (cold) {
+      r.run_secs = cold->time(module, args, options.repeats, options.min_repeat_seconds);
+    } else if (options.flush_cache) {
       for (int k = 0; k < options.repeats; ++k) {
         flush_caches();
         std::vector<double> t = module.time(ptrs, 1, options.min_repeat_seconds);

@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/plugin/plugin_components.h"
+#include "core/measure/cold_inputs.h"
 #include "core/measure/measure.h"
+#include "core/plugin/plugin_components.h"
 
 namespace mt::measure_detail {
 
@@ -31,8 +32,9 @@ Built build_candidate(const PluginTarget& target, const Function& candidate);
 
 // Warm-up run(s) on fresh arguments, comparison of the outputs with the reference, then the
 // timed repeats. Never throws: a failing run is RunError, a mismatch WrongResult.
+// With options.cold_inputs, `cold` holds the copies of the inputs the timed calls take.
 MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
-                            const MeasureOptions& options);
+                            const MeasureOptions& options, ColdInputs* cold = nullptr);
 
 // "SIGSEGV", "SIGFPE", ... ("signal 42" for one without a name here).
 std::string signal_name(int sig);

@@ -240,6 +240,7 @@ void TaskContext::measure_libraries(Database& db, const std::vector<LibraryTarge
     if (std::string note = ensure_reference(options); !note.empty())
       spdlog::info("{}: {}", result.spec, note);
     if (!measurers[l]) measurers[l] = std::make_unique<Measurer>(*lib.target, options.measure);
+    measurers[l]->set_cold_inputs(result.cold_inputs);
     MeasureResult r = measurers[l]->measure(reference, {workload}).at(0);
     if (is_unsupported(r)) {
       spdlog::debug("{}: not offered by {}: {}", result.spec, lib.component, r.error);
@@ -284,6 +285,8 @@ void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
       co.repeats = options.compare_repeats;
       co.min_repeat_seconds = options.measure.min_repeat_seconds;
       co.seed = options.seed;
+      co.cold_inputs = result.cold_inputs;
+      co.cold_inputs_bytes = options.measure.cold_inputs_bytes;
       co.timeout_s = 2 * (options.measure.build_timeout_s + options.measure.run_timeout_s) +
                      4.0 * co.repeats * co.min_repeat_seconds;
       CompareResult c = compare_interleaved(*target.target, tuned, *lib->target, workload, co);

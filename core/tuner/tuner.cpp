@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/database/database.h"
+#include "core/measure/cold_inputs.h"
 #include "core/measure/library_candidate.h"
 #include "core/plugin/plugin_host.h"
 #include "core/scheduler/task_scheduler.h"
@@ -290,8 +291,46 @@ private:
       }
     }
     db_ = Database::open(options_.db_path);
+    resolve_cold_inputs(gpu);
     result_.target = target_.target_string;
     result_.target_component = target_.component;
+  }
+
+  // TuneOptions::cold_inputs as the policy of this run, checked against the database's:
+  // cold-input times are slower than hot ones for the same kernel, and a best chosen across
+  // both would be a hot record for no reason of its own.
+  void resolve_cold_inputs(bool gpu) {
+    const std::string& mode = options_.cold_inputs;
+    if (mode != "auto" && mode != "on" && mode != "off" && mode != "memory-bound")
+      throw std::invalid_argument("tune: cold inputs '" + mode +
+                                  "': expected auto, on, off or memory-bound");
+    cold_policy_ = mode != "auto" ? mode : options_.model_tasks && !gpu ? "memory-bound" : "off";
+    if (cold_policy_ != "off" && gpu)
+      throw TuneError("cold inputs are host memory; target '" + target_.component +
+                      "' runs on a GPU (use --cold-inputs off)");
+    std::optional<std::string> stored = db_->setting(kMeasuredInputs);
+    // A database written before the setting existed holds hot times.
+    if (!stored && db_->record_count() > 0) stored = "off";
+    if (!stored) {
+      db_->set_setting(kMeasuredInputs, cold_policy_);
+    } else if (*stored != cold_policy_) {
+      throw TuneError(fmt::format(
+          "{}: its records were timed with cold inputs '{}', this run would time them '{}' "
+          "({}); the times would not compare. Tune into another --db, or pass --cold-inputs {}",
+          options_.db_path, *stored, cold_policy_,
+          mode == "auto" ? (options_.model_tasks ? "auto: a model's tasks on a CPU target"
+                                                 : "auto: workloads, not a model's tasks")
+                         : "--cold-inputs " + mode,
+          *stored));
+    }
+    if (cold_policy_ != "off")
+      spdlog::info("cold inputs ({}): each call on the next of {} MB of input copies",
+                   cold_policy_ == "on" ? std::string("every task")
+                                        : fmt::format("tasks under {:g} flops per input byte",
+                                                      kColdInputsFlopsPerByte),
+                   (options_.measure.cold_inputs_bytes ? options_.measure.cold_inputs_bytes
+                                                       : default_cold_span_bytes()) >>
+                       20);
   }
 
   // Phase 1: the workloads and what the database already holds for them.
@@ -299,6 +338,7 @@ private:
     for (size_t i = 0; i < task_list_.size(); ++i) {
       auto t = std::make_unique<TaskContext>(i);
       t->file_in_database(*db_, task_list_[i], target_.target_string, libs_);
+      t->result.cold_inputs = cold_inputs_under(cold_policy_, t->workload, t->result.flops);
       prior_total_ += t->result.prior_records;
       tasks_.push_back(std::move(t));
     }
@@ -332,9 +372,10 @@ private:
       t.build_search(setup);
       std::string reference_note = t.ensure_reference(options_);
       spdlog::info("{}: {} design space(s), {} record(s) in the database, {:.3g} GFLOP per call, "
-                   "{}",
+                   "{}{}",
                    t.result.spec, t.ctx.design_spaces.size(), t.result.prior_records,
-                   t.result.flops * 1e-9, reference_note);
+                   t.result.flops * 1e-9, reference_note,
+                   t.result.cold_inputs ? "; timed on cold inputs" : "");
       t.measure_libraries(*db_, libs_, lib_measurers_, options_, stop_);
       t.result.time.setup += watch.seconds();
     }
@@ -503,6 +544,7 @@ private:
       std::vector<Function> funcs;
       for (size_t i = begin; i < end; ++i)
         funcs.push_back(batch[i]->func());
+      measurer_->set_cold_inputs(t.result.cold_inputs);
       measurer_->measure(t.reference, funcs, [&](size_t i, const MeasureResult& r) {
         std::lock_guard<std::mutex> lock(trial_mutex);
         // After a stop request a failure may be the interrupt's doing (a worker that got the
@@ -530,6 +572,7 @@ private:
   void verify_task(TaskContext& t) {
     if (!std::isfinite(t.result.best_seconds)) return;
     Stopwatch watch;
+    measurer_->set_cold_inputs(t.result.cold_inputs);
     VerifyResult v = verify_best(*db_, *measurer_, t.reference, t.workload, t.result.workload_id,
                                  target_.target_string, options_.verify, stop_, &t.verified_ids);
     t.result.time.checks += watch.seconds();
@@ -636,12 +679,13 @@ private:
 
   PluginHost& host_;
   const std::vector<TuneTask>& task_list_;
-  const TuneOptions& options_;
+  TuneOptions options_; // a copy: measure.cold_inputs is resolved in it
   TuneObserver* observer_;
   const std::atomic<bool>* stop_;
   const Clock::time_point start_;
 
   std::string strategy_name_, strategy_config_;
+  std::string cold_policy_ = "off"; // TuneOptions::cold_inputs resolved: off, on, memory-bound
   TargetSetup target_;
   std::unique_ptr<TargetSetup> cpu_reference_; // GPU runs: large references (task_context.h)
   SearchSpace space_;

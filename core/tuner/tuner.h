@@ -94,6 +94,18 @@ struct TuneOptions {
   std::string db_path; // required
   uint64_t seed = 1;
   MeasureOptions measure;
+  // How candidates, library implementations and the side-by-side comparison are timed:
+  // "off", on one set of arguments, hot in the caches; "on", each call on the next of many
+  // copies of the inputs, which come from memory as a model's weights do
+  // (MeasureOptions::cold_inputs); "memory-bound", on for the tasks of fewer than
+  // kColdInputsFlopsPerByte flops per byte of input (a decode step's matrix-vector products,
+  // whose time is the memory's), off for the others (a prompt's matrix products, whose weights
+  // a model's run finds in the cache as often as not: their hot times match it); "auto",
+  // "memory-bound" for a model's tasks (`model_tasks`) on a CPU target, else "off". Overrides
+  // measure.cold_inputs. A database keeps one policy ('measured_inputs' setting): a run under
+  // another fails before it measures (the times would not compare).
+  std::string cold_inputs = "auto";
+  bool model_tasks = false; // the tasks are a model's kernels (for "auto" above)
   EvolutionaryOptions evolutionary;
   // Threads the search generates candidates on (0: one per core); the candidates are the same
   // for any number (core/search/parallel_sampler.h).
@@ -145,6 +157,7 @@ struct TaskResult {
   int64_t workload_id = 0;
   double weight = 1;
   double flops = 0;         // per call (count_flops)
+  bool cold_inputs = false; // its times measured on cold inputs (TuneOptions::cold_inputs)
   size_t prior_records = 0; // in the database for this target when the run started
   size_t trials = 0;        // measured in this run
   size_t failed = 0;        // of those, failed

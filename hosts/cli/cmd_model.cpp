@@ -150,6 +150,7 @@ int tune_model(ModelTuneOptions& o) {
   LoadedModel m = load_model(o.source);
   std::cerr << m.describe() << "\n";
   finish_tune_options(o, *m.host);
+  o.tune.model_tasks = true;
   std::vector<TuneTask> tasks = tune_tasks(m.tasks);
   if (!o.source.buckets.empty()) { // every bucket's tasks under the one budget
     // Shapes differ between buckets, so their workloads do too: named by bucket.

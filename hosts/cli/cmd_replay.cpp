@@ -15,6 +15,7 @@
 
 #include "core/database/database.h"
 #include "core/ir/printer.h"
+#include "core/measure/cold_inputs.h"
 #include "core/measure/measure.h"
 #include "core/measure/reference_cache.h"
 #include "core/plugin/plugin_host.h"
@@ -37,6 +38,7 @@ struct ReplayOptions {
   int repeats = 3;
   double min_repeat_ms = 100;
   bool flush_cache = false;
+  std::string cold_inputs = "auto"; // auto = as the database's records were measured
   std::vector<std::string> plugin_paths;
   std::string log_level;
   std::string reference_cache = default_reference_cache_dir(); // 'none' = no cache
@@ -71,6 +73,11 @@ int run_replay(const ReplayOptions& opt) {
   mo.repeats = opt.repeats;
   mo.min_repeat_seconds = opt.min_repeat_ms * 1e-3;
   mo.flush_cache = opt.flush_cache;
+  // Compared with the recorded time, the new one must be measured the same way.
+  mo.cold_inputs =
+      opt.cold_inputs == "on" ||
+      (opt.cold_inputs == "auto" && cold_inputs_under(db->setting(kMeasuredInputs).value_or("off"),
+                                                      workload, count_flops(workload)));
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);
@@ -131,6 +138,11 @@ RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--min-repeat-ms", opt->min_repeat_ms, "Minimum time per repeat")
       ->capture_default_str();
   cmd->add_flag("--flush-cache", opt->flush_cache, "Evict the caches before each repeat");
+  cmd->add_option("--cold-inputs", opt->cold_inputs,
+                  "Each call on the next of many copies of the inputs (on, off; auto = as the "
+                  "database's records were timed)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--reference-cache", opt->reference_cache,
                   "Directory keeping the reference results between runs; 'none' = no cache")
       ->capture_default_str();

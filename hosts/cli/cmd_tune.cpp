@@ -96,6 +96,7 @@ int run_tune(TuneCliOptions& opt) {
   for (const auto& t : all.tasks)
     tasks.push_back({t.workload, {}, t.weight});
   finish_tune_options(opt, host);
+  opt.tune.model_tasks = !opt.model.empty();
 
   const std::atomic<bool>* stop = install_stop_handlers();
   std::unique_ptr<ProgressPrinter> progress;

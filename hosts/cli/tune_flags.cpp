@@ -57,6 +57,14 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Each repeat calls the kernel for at least this long")
       ->capture_default_str();
   cmd->add_flag("--flush-cache", t.measure.flush_cache, "Evict the caches before each repeat");
+  cmd->add_option("--cold-inputs", t.cold_inputs,
+                  "Time each call on the next of many copies of the inputs, spread over twice "
+                  "the last-level cache, so that they come from memory as a model's weights do "
+                  "in a decode step: on, off, memory-bound (the tasks under 4 flops per input "
+                  "byte), or auto = memory-bound for a model's tasks on a CPU target, else off. "
+                  "A database keeps one policy (docs/tuning.md)")
+      ->check(CLI::IsMember({"auto", "on", "off", "memory-bound"}))
+      ->capture_default_str();
   // The f32 rounding of a sum grows with its length and the partial sums' size: a 4096-long
   // dot product of [-1, 1) inputs is off by a few 1e-5 in any order, so a matmul of K = 4096
   // needs a larger atol than the default.

@@ -44,6 +44,7 @@ nlohmann::json to_json(const TuneResult& r, const TuneOptions& o) {
     tj["workload_id"] = t.workload_id;
     tj["weight"] = t.weight;
     tj["flops"] = t.flops;
+    tj["cold_inputs"] = t.cold_inputs;
     tj["prior_records"] = t.prior_records;
     tj["trials"] = t.trials;
     tj["failed"] = t.failed;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,11 @@
 #include "core/ir/parser.h"
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
+#include "core/measure/cold_inputs.h"
 #include "core/measure/measure.h"
 #include "core/plugin/plugin_host.h"
 #include "core/search/design_space.h"
+#include "core/workload/flop_count.h"
 #include "core/workload/library.h"
 
 #if defined(METATUNE_LLVM_CPU_PLUGIN) && defined(METATUNE_STD_RULES_PLUGIN)
@@ -141,6 +144,86 @@ TEST(MeasureReference, ThreadedComputeIsBitIdenticalToSerial) {
           << "param " << i;
     }
   }
+}
+
+// Cold inputs (core/measure/cold_inputs.h): copies of the inputs, each call's apart from the
+// next call's, as many as span the bytes asked for; the outputs are the caller's one set.
+TEST(MeasureColdInputs, CopiesHoldTheInputsAndSpanTheBytesAskedFor) {
+  Reference ref = Reference::compute(parse(kWorkload));
+  ColdInputs cold(ref.args, ref.is_output, 64 * 1024);
+  EXPECT_EQ(cold.input_bytes(), 256u); // A: 64 x i32
+  EXPECT_EQ(cold.copies(), 256u);      // 64 KiB / 256 bytes
+  EXPECT_TRUE(cold.holds(ref.args, ref.is_output));
+  std::vector<NDArray> outputs = ref.fresh_args();
+  std::set<const void*> inputs;
+  for (size_t i = 0; i < cold.copies(); ++i) {
+    std::vector<NDArray*> a = cold.arguments(i, outputs);
+    ASSERT_EQ(a.size(), 2u);
+    EXPECT_EQ(a[1], &outputs[1]);
+    EXPECT_TRUE(allclose(*a[0], ref.args[0], 0, 0)) << "copy " << i;
+    inputs.insert(a[0]->data());
+  }
+  EXPECT_EQ(inputs.size(), cold.copies());
+  EXPECT_EQ(cold.arguments(cold.copies(), outputs)[0]->data(),
+            cold.arguments(0, outputs)[0]->data());
+  std::vector<NDArray> other = ref.args;
+  other[0].set_int(5, other[0].get_int(5) + 1);
+  EXPECT_FALSE(cold.holds(other, ref.is_output));
+  // At least two copies, at most 4096.
+  EXPECT_EQ(ColdInputs(ref.args, ref.is_output, 1).copies(), 2u);
+  EXPECT_EQ(ColdInputs(ref.args, ref.is_output, size_t{1} << 30).copies(), 4096u);
+}
+
+// The timing loop takes the next copy for every call: with each copy's input set to its own
+// index, the output of the last call says which copy it read.
+TEST(MeasureColdInputs, EachTimedCallTakesTheNextCopy) {
+  auto target = make_target();
+  Reference ref = Reference::compute(parse(kWorkload));
+  std::unique_ptr<PluginModule> m = target->build(parse(kGoodLowered));
+  ColdInputs cold(ref.args, ref.is_output, 8 * 256);
+  ASSERT_EQ(cold.copies(), 8u);
+  std::vector<NDArray> out = ref.fresh_args();
+  for (size_t c = 0; c < cold.copies(); ++c)
+    cold.arguments(c, out)[0]->fill(static_cast<double>(c) * 10);
+  std::vector<double> secs = cold.time(*m, out, 3, 0); // one call per repeat: copies 0, 1, 2
+  ASSERT_EQ(secs.size(), 3u);
+  for (double t : secs)
+    EXPECT_GT(t, 0);
+  EXPECT_EQ(out[1].get_int(0), 21);
+  EXPECT_EQ(out[1].get_int(63), 21);
+  cold.time(*m, out, 6, 0); // copies 3..7, then 0 again
+  EXPECT_EQ(out[1].get_int(0), 1);
+}
+
+// The measurer with cold inputs, isolated and in process: the check still sees the kernel's
+// result on the reference inputs, a wrong kernel still gets no time.
+TEST(MeasureColdInputs, TheMeasurerChecksAndTimesOnColdInputs) {
+  auto target = make_target();
+  Reference ref = Reference::compute(parse(kWorkload));
+  MeasureOptions o = quick_options();
+  o.cold_inputs = true;
+  o.cold_inputs_bytes = 1 << 20;
+  for (bool isolate : {true, false}) {
+    SCOPED_TRACE(isolate ? "isolated" : "in process");
+    o.isolate = isolate;
+    auto results = Measurer(*target, o).measure(ref, {parse(kGoodLowered), parse(kWrong)});
+    ASSERT_EQ(results.size(), 2u);
+    expect_measured_ok(results[0], o.repeats);
+    EXPECT_EQ(results[1].status, MeasureStatus::WrongResult);
+    EXPECT_TRUE(results[1].run_secs.empty());
+  }
+}
+
+// Which workloads the "memory-bound" policy times cold: under 4 flops per byte of input.
+TEST(MeasureColdInputs, MemoryBoundIsUnderFourFlopsPerInputByte) {
+  Function gemv = make_workload("dense(M=1,N=256,K=256,bias=0,act=none)");
+  Function gemm = make_workload("matmul(M=128,N=256,K=256)");
+  EXPECT_TRUE(memory_bound(gemv, count_flops(gemv)));  // 0.5 flops per byte
+  EXPECT_FALSE(memory_bound(gemm, count_flops(gemm))); // about 43
+  EXPECT_TRUE(cold_inputs_under("on", gemm, count_flops(gemm)));
+  EXPECT_FALSE(cold_inputs_under("off", gemv, count_flops(gemv)));
+  EXPECT_TRUE(cold_inputs_under("memory-bound", gemv, count_flops(gemv)));
+  EXPECT_FALSE(cold_inputs_under("memory-bound", gemm, count_flops(gemm)));
 }
 
 TEST(MeasureIsolated, CrashesAndEndlessLoopsCostOneTrialEach) {

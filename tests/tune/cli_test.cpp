@@ -454,6 +454,9 @@ TEST(TuneCli, ModelTasksShareTheBudgetWithTheirWeights) {
   ASSERT_EQ(j["tasks"].size(), 2u);
   EXPECT_EQ(j["tasks"][0]["weight"], 4); // 3 from the model + 1 from --workload
   EXPECT_EQ(j["tasks"][1]["weight"], 2);
+  // A model's tasks, but neither memory-bound (8 and 5 flops per input byte): timed hot.
+  EXPECT_EQ(j["tasks"][0]["cold_inputs"], false);
+  EXPECT_EQ(j["tasks"][1]["cold_inputs"], false);
   EXPECT_EQ(count_records(d.file("t.db")), 8u);
   // Where the run's time went, summed over its tasks.
   EXPECT_NE(r.out.find("time, all 2 tasks: setup "), std::string::npos) << r.out;

@@ -26,10 +26,10 @@ inline PluginHost& host() {
 // A fresh database path, removed (with its WAL files) at the end of the test.
 struct TempDb {
   std::string path;
-  TempDb() {
+  explicit TempDb(const std::string& suffix = "") {
     path = (std::filesystem::temp_directory_path() /
             ("mt_tuner_test_" + std::to_string(getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db"))
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix + ".db"))
                .string();
     remove();
   }

@@ -20,6 +20,7 @@
 
 #include "core/database/database.h"
 #include "core/ir/structural.h"
+#include "core/measure/cold_inputs.h"
 #include "core/plugin/plugin_host.h"
 #include "core/schedule/trace.h"
 #include "core/tuner/measure_callback.h"
@@ -569,6 +570,61 @@ TEST(Tuner, BatchSizeZeroMeasuresTheAutomaticBatches) {
   EXPECT_EQ(obs.batches, 2u) << "32 trials in batches of auto_batch_size(32, 1) = 16";
 }
 
+// A model's memory-bound task (a matrix-vector product, 0.5 flops per input byte) is timed on
+// cold inputs, its matrix product (16) hot; the database keeps the run's policy.
+TEST(Tuner, AModelsMemoryBoundTasksAreTimedOnColdInputs) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 8);
+  o.model_tasks = true; // cold_inputs "auto"
+  o.measure.cold_inputs_bytes = 4 << 20;
+  const std::string gemv = "dense(M=1,N=256,K=256,bias=0,act=none)";
+  TuneResult r = tune(host(), {{gemv, {}, 1}, {kSpec, {}, 1}}, o);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_TRUE(r.tasks[0].cold_inputs);
+  EXPECT_FALSE(r.tasks[1].cold_inputs);
+  for (const TaskResult& t : r.tasks)
+    EXPECT_TRUE(std::isfinite(t.best_seconds)) << t.spec;
+  EXPECT_EQ(Database::open(db.path)->setting(kMeasuredInputs), "memory-bound");
+}
+
+// Hot and cold times of one kernel do not compare: a run whose policy is not the database's
+// fails before it measures anything, naming the way out; the database's own policy goes on.
+// A database from before the setting (records, no setting) holds hot times.
+TEST(Tuner, ADatabaseKeepsOnePolicyOfColdInputs) {
+  TempDb db;
+  TuneOptions o = quick_options(db.path, 4);
+  tune(host(), {{kSpec, {}, 1}}, o); // workloads alone: "off"
+  EXPECT_EQ(Database::open(db.path)->setting(kMeasuredInputs), "off");
+  const size_t before = Database::open(db.path)->record_count();
+  o.trials = 8;
+  o.model_tasks = true; // auto: "memory-bound"
+  try {
+    tune(host(), {{kSpec, {}, 1}}, o);
+    ADD_FAILURE() << "tuned into a database of another policy";
+  } catch (const TuneError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("'off'"), std::string::npos) << what;
+    EXPECT_NE(what.find("'memory-bound'"), std::string::npos) << what;
+    EXPECT_NE(what.find("--cold-inputs off"), std::string::npos) << what;
+  }
+  EXPECT_EQ(Database::open(db.path)->record_count(), before);
+  o.cold_inputs = "off";
+  EXPECT_EQ(tune(host(), {{kSpec, {}, 1}}, o).records_total, 8u);
+
+  // Without the setting (written before it existed; records imported from JSON lines), the
+  // records are hot times.
+  TempDb imported("_imported");
+  std::stringstream lines;
+  Database::open(db.path)->export_jsonl(lines);
+  Database::open(imported.path)->import_jsonl(lines);
+  EXPECT_FALSE(Database::open(imported.path)->setting(kMeasuredInputs));
+  o.db_path = imported.path;
+  o.cold_inputs = "on";
+  EXPECT_THROW(tune(host(), {{kSpec, {}, 1}}, o), TuneError);
+  o.cold_inputs = "off";
+  EXPECT_NO_THROW(tune(host(), {{kSpec, {}, 1}}, o));
+}
+
 TEST(Tuner, RejectsBadOptions) {
   TempDb db;
   TuneOptions o = quick_options(db.path, 4);
@@ -578,6 +634,8 @@ TEST(Tuner, RejectsBadOptions) {
   EXPECT_THROW(tune(host(), {{kSpec, {}, 1}}, o), std::invalid_argument);
   o = quick_options(db.path, 4);
   EXPECT_THROW(tune(host(), {{"matmul(Q=1)", {}, 1}}, o), std::invalid_argument);
+  o.cold_inputs = "lukewarm";
+  EXPECT_THROW(tune(host(), {{kSpec, {}, 1}}, o), std::invalid_argument);
 }
 
 } // namespace
