@@ -477,6 +477,32 @@ TEST(TuneCli, ModelTasksShareTheBudgetWithTheirWeights) {
   EXPECT_NE(typo.err.find("did you mean 'resnet-50'"), std::string::npos) << typo.err;
 }
 
+// A model's matrix-vector product is timed on cold inputs: the tune JSON and `best` say so, and
+// workloads tuned hot into the same database are refused with the way out.
+TEST(TuneCli, AModelsMemoryBoundTaskIsTimedOnColdInputs) {
+  TempDir d;
+  std::string model = d.file("gemv.json");
+  std::ofstream(model) << R"JSON({"name": "gemv", "tasks": [
+      {"workload": "dense(M=1,N=256,K=256,bias=0,act=none)"}]})JSON";
+  std::vector<std::string> args =
+      tune_args(d.file("t.db"), "dense(M=1,N=256,K=256,bias=0,act=none)", 4);
+  args.push_back("--model");
+  args.push_back(model);
+  CliRun r = run_cli(d, args, "tune");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["cold_inputs"], true);
+  CliRun best = run_cli(d, {"best", "--db", d.file("t.db")}, "best");
+  ASSERT_EQ(best.status, 0) << best.err;
+  EXPECT_NE(best.out.find("timed on cold inputs"), std::string::npos) << best.out;
+
+  CliRun hot = run_cli(d, tune_args(d.file("t.db"), "matmul(M=32,N=32,K=32)", 8), "hot");
+  EXPECT_EQ(hot.status, 1) << hot.out;
+  EXPECT_NE(hot.err.find("--cold-inputs memory-bound"), std::string::npos) << hot.err;
+  EXPECT_EQ(count_records(d.file("t.db")), 4u);
+}
+
 TEST(TuneCli, UnknownWorkloadIsAnError) {
   TempDir d;
   CliRun r = run_cli(d, tune_args(d.file("t.db"), "matmull(M=4)", 4), "bad");
