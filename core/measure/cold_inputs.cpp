@@ -14,6 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "core/measure/measure.h"
 #include "core/plugin/plugin_components.h"
 
@@ -165,17 +167,34 @@ std::vector<double> ColdInputs::time(const PluginModule& module, std::vector<NDA
   return secs;
 }
 
+namespace {
+std::mutex g_cold_mutex;
+std::shared_ptr<ColdInputs> g_cold;
+size_t g_cold_span = 0;
+} // namespace
+
 std::shared_ptr<ColdInputs> cold_inputs_for(const Reference& ref, size_t span_bytes) {
-  static std::mutex m;
-  static std::shared_ptr<ColdInputs> current;
-  static size_t current_span = 0;
-  std::lock_guard<std::mutex> lk(m);
-  if (current && current_span == span_bytes && current->holds(ref.args, ref.is_output))
-    return current;
-  current.reset(); // one set at a time: free the last before making the next
-  current = std::make_shared<ColdInputs>(ref.args, ref.is_output, span_bytes);
-  current_span = span_bytes;
-  return current;
+  std::lock_guard<std::mutex> lk(g_cold_mutex);
+  if (g_cold && g_cold_span == span_bytes && g_cold->holds(ref.args, ref.is_output))
+    return g_cold;
+  g_cold.reset(); // one set at a time: free the last before making the next
+  size_t input_bytes = 0;
+  for (size_t i = 0; i < ref.args.size(); ++i)
+    if (!ref.is_output[i]) input_bytes += round_up(ref.args[i].nbytes());
+  if (size_t memory = physical_memory_bytes(); memory > 0 && 2 * input_bytes > memory / 4) {
+    spdlog::warn("cold inputs: two copies of this workload's inputs ({} MB) would take more "
+                 "than a quarter of the memory; timed on one set",
+                 2 * input_bytes >> 20);
+    return nullptr;
+  }
+  g_cold = std::make_shared<ColdInputs>(ref.args, ref.is_output, span_bytes);
+  g_cold_span = span_bytes;
+  return g_cold;
+}
+
+void release_cold_inputs() {
+  std::lock_guard<std::mutex> lk(g_cold_mutex);
+  g_cold.reset();
 }
 
 } // namespace mt

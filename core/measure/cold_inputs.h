@@ -78,7 +78,11 @@ private:
 
 // The cold copies of `ref`'s inputs for a measurement, made once and kept until a measurement
 // of another workload asks (one set at a time: they are large). Made by the parent before it
-// forks the workers, which inherit them and only read them.
+// forks the workers, which inherit them and only read them. Null -- the workload is timed
+// hot, with a warning -- when two copies of its inputs would take more than a quarter of the
+// machine's memory.
 std::shared_ptr<ColdInputs> cold_inputs_for(const Reference& ref, size_t span_bytes);
+// Frees the copies kept by cold_inputs_for (a tuning run calls it at its end).
+void release_cold_inputs();
 
 } // namespace mt

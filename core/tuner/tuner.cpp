@@ -667,6 +667,7 @@ private:
         if (again == 5 || !reverify_needed(*t)) break;
         verify_task(*t);
       }
+    release_cold_inputs(); // hundreds of MB an embedding application should get back
     for (const auto& t : tasks_)
       result_.tasks.push_back(t->result);
     result_.records_total = 0;
