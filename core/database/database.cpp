@@ -385,6 +385,19 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_speed ON records (workload_id, target, mean_secs);
 )sql";
 
+// Added after version 1 without a version change: created on every writable open, absent
+// (no choices) in an older file opened read-only.
+constexpr const char* kModelChoicesSchema = R"sql(
+CREATE TABLE IF NOT EXISTS model_choices (
+  workload_id INTEGER NOT NULL REFERENCES workloads (id),
+  target TEXT NOT NULL,
+  implementation TEXT NOT NULL,
+  tuned_secs REAL NOT NULL,
+  library_secs REAL NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (workload_id, target));
+)sql";
+
 constexpr const char* kSchemaTables[] = {"metatune_schema", "workloads", "records"};
 
 // Looks at the first bytes without SQLite, so that a foreign file is never touched.
@@ -479,6 +492,8 @@ std::unique_ptr<Database> Database::open(const std::string& path, const Database
                                          : "PRAGMA synchronous = NORMAL",
                "setting the synchronous mode");
   }
+  if (!options.read_only) impl->exec(kModelChoicesSchema, "creating the model choices table");
+  impl->has_model_choices = table_names(*impl).count("model_choices") > 0;
   impl->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
   return std::unique_ptr<Database>(new Database(std::move(impl)));
 }
@@ -680,6 +695,29 @@ void Database::set_setting(const std::string& key, const std::string& value) {
   Statement st(*impl_, "INSERT OR REPLACE INTO metatune_schema (key, value) VALUES (?1, ?2)");
   st.bind(1, key).bind(2, value);
   st.step("storing a setting");
+}
+
+void Database::set_model_choice(const ModelChoice& c) {
+  if (!(std::isfinite(c.tuned_seconds) && std::isfinite(c.library_seconds)))
+    throw DatabaseError(path() + ": a model choice needs both in-model times");
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  Statement st(*impl_, "INSERT OR REPLACE INTO model_choices (workload_id, target, "
+                       "implementation, tuned_secs, library_secs, created_at) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6)");
+  st.bind(1, c.workload_id).bind(2, c.target).bind(3, c.implementation);
+  st.bind(4, c.tuned_seconds).bind(5, c.library_seconds).bind(6, now_ms());
+  st.step("storing a model choice");
+}
+
+std::optional<ModelChoice> Database::model_choice(int64_t workload_id,
+                                                  const std::string& target) const {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  if (!impl_->has_model_choices) return std::nullopt;
+  Statement st(*impl_, "SELECT implementation, tuned_secs, library_secs FROM model_choices "
+                       "WHERE workload_id = ?1 AND target = ?2");
+  st.bind(1, workload_id).bind(2, target);
+  if (!st.step("reading a model choice")) return std::nullopt;
+  return ModelChoice{workload_id, target, st.text(0), st.real(1), st.real(2)};
 }
 
 TuningRecord Database::record(int64_t id) const {

@@ -80,6 +80,17 @@ struct WorkloadEntry {
 };
 
 // 16 lowercase hex digits, as stored in the workloads table.
+// A task's tuned kernel and its library implementation timed where a model runs them
+// (`metatune model tune`, at its end): per call, the medians of alternating profiled runs of
+// the model. A tuned kernel can be faster alone in the tuner and slower in the model, whose
+// weights come from memory; the model's `best` kernels follow this choice where there is one.
+struct ModelChoice {
+  int64_t workload_id = 0;
+  std::string target;         // the tuning target's record key
+  std::string implementation; // "tuned", or the library's record key ("onednn.cpu")
+  double tuned_seconds = 0, library_seconds = 0;
+};
+
 std::string hash_to_hex(uint64_t hash);
 std::optional<uint64_t> hash_from_hex(const std::string& hex);
 
@@ -161,6 +172,11 @@ public:
   size_t record_count() const;
   // One record by id; throws DatabaseError naming the file and id if absent or undecodable.
   TuningRecord record(int64_t id) const;
+
+  // ---- model choices: which implementation of a task is faster inside a model ----
+  // Stores (replacing) the choice for (workload, tuning target).
+  void set_model_choice(const ModelChoice& choice);
+  std::optional<ModelChoice> model_choice(int64_t workload_id, const std::string& target) const;
 
   // ---- settings: facts about the whole database, in its metatune_schema table ----
   // The value stored under `key`, if any.

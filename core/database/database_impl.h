@@ -31,6 +31,7 @@ struct Database::Impl {
   mutable std::vector<std::string> problems;
   // Canonical print of stored workloads by id (parsing the IR text is the costly part).
   mutable std::unordered_map<int64_t, std::string> canonical_cache;
+  bool has_model_choices = false; // the table exists (a file of before it, read-only: not)
 
   ~Impl();
   // Throws DatabaseError "<path>: <what>: <sqlite message> (<hint>)".

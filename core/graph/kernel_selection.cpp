@@ -1,6 +1,7 @@
 // Choosing and building each task's implementation (see kernel_selection.h).
 #include "core/graph/kernel_selection.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include <metatune/plugin_api/types.h>
@@ -84,10 +85,21 @@ std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
                              " record " + std::to_string(rec->id) + ": " + e.what());
   }
   k.component = target_.component;
+  k.key = target_.target_string;
   k.tuned = true;
   k.record_id = rec->id;
   k.recorded_seconds = rec->mean_secs();
   return k;
+}
+
+std::optional<ModelChoice> KernelSelector::model_choice(const GraphTask& task) const {
+  std::optional<WorkloadEntry> w = options_.db->find_workload(task.workload);
+  if (!w) return std::nullopt;
+  std::optional<ModelChoice> c = options_.db->model_choice(w->id, target_.target_string);
+  if (!c || c->implementation == "tuned") return c;
+  for (const LibraryTarget& lib : libraries_)
+    if (lib.key == c->implementation) return c;
+  return std::nullopt; // a library not in use here
 }
 
 std::optional<TaskKernel> KernelSelector::library_from_record(const GraphTask& task) const {
@@ -105,6 +117,7 @@ std::optional<TaskKernel> KernelSelector::library_from_record(const GraphTask& t
                                std::to_string(rec->id) + "): " + e.what());
     }
     k.component = lib.component;
+    k.key = lib.key;
     k.library = true;
     k.record_id = rec->id;
     k.recorded_seconds = rec->mean_secs();
@@ -127,6 +140,7 @@ std::optional<TaskKernel> KernelSelector::library_build(const GraphTask& task,
       continue;
     }
     k.component = lib.component;
+    k.key = lib.key;
     k.library = true;
     return k;
   }
@@ -152,6 +166,17 @@ TaskKernel KernelSelector::select(const GraphTask& task) const {
   }
   case KernelPolicy::Best: {
     std::optional<TaskKernel> t = tuned(task), l = library_from_record(task);
+    // Timed inside the model (`model tune` at its end): that choice over the records' means.
+    if (std::optional<ModelChoice> c = t && l ? model_choice(task) : std::nullopt) {
+      bool take_tuned = c->implementation == "tuned";
+      TaskKernel& k = take_tuned ? *t : *l;
+      char why[160];
+      std::snprintf(why, sizeof why, "faster in the model: %.4g against %.4g ms",
+                    1e3 * (take_tuned ? c->tuned_seconds : c->library_seconds),
+                    1e3 * (take_tuned ? c->library_seconds : c->tuned_seconds));
+      k.note = why;
+      return std::move(k);
+    }
     if (t && (!l || t->recorded_seconds <= l->recorded_seconds)) return std::move(*t);
     if (l) return std::move(*l);
     return untuned(task, "no record in the database");

@@ -3,7 +3,8 @@
 // database (tuned), or a library target's implementation (oneDNN), which builds only the
 // workloads it recognises. With the `best` policy each task runs whichever of the tuned
 // record and the library record is faster in the database -- the same records, the same
-// means, `metatune tune` and `metatune best` decide on -- so a model runs what tuning found.
+// means, `metatune tune` and `metatune best` decide on -- so a model runs what tuning found;
+// where `model tune` timed both inside the model (Database::model_choice), that decides.
 #pragma once
 
 #include <functional>
@@ -20,6 +21,7 @@
 namespace mt {
 
 class Database;
+struct ModelChoice;
 class PluginHost;
 class PluginModule;
 
@@ -39,6 +41,7 @@ struct TaskKernel {
   // stored workload (what an ahead-of-time export compiles again).
   Function function;
   std::string component; // the target component that built it
+  std::string key;       // its records' target key in a database (tuned and library kernels)
   bool library = false;
   bool tuned = false;
   int64_t record_id = 0; // the record it was chosen from (0: none)
@@ -69,6 +72,9 @@ private:
   TaskKernel untuned(const GraphTask& task, std::string note) const;
   std::optional<TaskKernel> tuned(const GraphTask& task) const;
   std::optional<TaskKernel> library_from_record(const GraphTask& task) const;
+  // The database's in-model choice for the task (Database::model_choice), if it names the
+  // tuned kernel or a library in use.
+  std::optional<ModelChoice> model_choice(const GraphTask& task) const;
   std::optional<TaskKernel> library_build(const GraphTask& task, std::string* why) const;
 
   KernelSelectionOptions options_;

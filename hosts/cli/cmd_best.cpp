@@ -154,6 +154,23 @@ int run_best(const BestOptions& opt) {
           std::cout << buf;
         }
       }
+      // `model tune`'s comparison inside the model, which a model's `best` kernels follow.
+      if (std::optional<ModelChoice> c =
+              lib_target ? std::nullopt : db->model_choice(w.id, target)) {
+        j["model_choice"] = {{"implementation", c->implementation},
+                             {"tuned_seconds", c->tuned_seconds},
+                             {"library_seconds", c->library_seconds}};
+        if (text) {
+          char buf[300];
+          std::snprintf(buf, sizeof buf,
+                        "  in the model: tuned %.4f ms, library %.4f ms per call -> %s (what a "
+                        "model's best runs)\n",
+                        c->tuned_seconds * 1e3, c->library_seconds * 1e3,
+                        c->implementation == "tuned" ? first_word(target).c_str()
+                                                     : c->implementation.c_str());
+          std::cout << buf;
+        }
+      }
       out.push_back(std::move(j));
       ++shown;
     }

@@ -33,6 +33,7 @@
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
+#include "hosts/cli/model_choice.h"
 #include "hosts/cli/model_compile.h"
 #include "hosts/cli/model_execution.h"
 #include "hosts/cli/model_generate.h"
@@ -120,6 +121,7 @@ struct ModelTuneOptions : TuneFlags {
   ModelSourceOptions source;
   std::vector<int64_t> decode_capacities; // also the decode steps of `model generate`
   std::string only_tasks;                 // --tasks: a regular expression on the task names
+  int choice_rounds = 5; // --model-choice-rounds: the in-model comparison (model_choice.h)
 };
 
 // The tasks whose names --tasks matches (all without it); none matching is an error that lists
@@ -187,6 +189,21 @@ int tune_model(ModelTuneOptions& o) {
   TuneResult r = tune(*m.host, tasks, o.tune, progress.get(), stop);
   print_summary(r);
   if (!r.interrupted) print_comparison(r);
+  if (!r.interrupted && o.choice_rounds > 0 && !o.no_library) {
+    std::vector<std::string> libraries =
+        o.libraries.empty() ? std::vector<std::string>{"onednn.cpu"} : o.libraries;
+    std::cerr << "timing the tuned and the library kernels inside the model (" << o.choice_rounds
+              << " alternating profiled runs of each)\n";
+    std::unique_ptr<Database> db = Database::open(o.tune.db_path);
+    ModelChoiceSummary c =
+        choose_in_model(m, *db, o.tune.target, libraries, o.choice_rounds, o.quiet);
+    if (c.compared > 0)
+      std::printf("in the model: library kernels %.2f ms, tuned %.2f ms, each task's faster "
+                  "%.2f ms (kernel calls, per-task medians); %zu tasks compared, tuned chosen "
+                  "for %zu\n",
+                  c.library_seconds * 1e3, c.tuned_seconds * 1e3, c.best_seconds * 1e3, c.compared,
+                  c.tuned);
+  }
   if (o.json) std::cout << to_json(r, o.tune).dump() << "\n";
   std::cout << std::flush;
   return r.interrupted ? 130 : 0;
@@ -304,6 +321,12 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
                    "Also tune the decode steps of `model generate` at these cache capacities "
                    "(e.g. 64,128,256; with --seq the prompt's length)")
       ->delimiter(',');
+  tune_cmd
+      ->add_option("--model-choice-rounds", tune_opt->choice_rounds,
+                   "At the end, the model run this many times with the library's and with "
+                   "the tuned kernels, alternating, profiled: each task's faster one in the "
+                   "model is what `best` runs (0 = none; docs/tuning.md)")
+      ->capture_default_str();
   tune_cmd->add_option("--tasks", tune_opt->only_tasks,
                        "Tune only the tasks whose names this regular expression matches (e.g. "
                        "'@decode' for the decode steps' kernels); the budget is theirs");

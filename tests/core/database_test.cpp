@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSpec = "matmul(M=32,N=24,K=16)";
+constexpr const char* kMeasuredInputsKey = "measured_inputs";
 
 // A fresh directory per test, removed afterwards.
 class DatabaseTest : public ::testing::Test {
@@ -223,6 +224,34 @@ TEST_F(DatabaseTest, AppendedRunTimesKeepTheOldOnesAndReRank) {
   EXPECT_THROW(db->append_run_secs(steady, {std::nan("")}), DatabaseError);
   EXPECT_THROW(db->append_run_secs(steady, {-1.0}), DatabaseError);
   EXPECT_EQ(db->record(steady).run_secs, (std::vector<double>{1.5e-3}));
+}
+
+// Settings (the cold-inputs policy) and model choices (a task's faster implementation inside
+// a model): stored, replaced, read back after reopening; read-only opens see them.
+TEST_F(DatabaseTest, SettingsAndModelChoicesAreKeptAndReplaced) {
+  {
+    auto db = Database::open(path());
+    EXPECT_FALSE(db->setting(kMeasuredInputsKey));
+    db->set_setting(kMeasuredInputsKey, "off");
+    db->set_setting(kMeasuredInputsKey, "memory-bound");
+    EXPECT_THROW(db->set_setting("version", "2"), DatabaseError);
+    Function f = make_workload(kSpec);
+    int64_t wid = db->commit_workload(f);
+    EXPECT_FALSE(db->model_choice(wid, "llvm"));
+    db->set_model_choice({wid, "llvm", "tuned", 1e-3, 2e-3});
+    db->set_model_choice({wid, "llvm", "onednn.cpu", 3e-3, 2e-3});
+    EXPECT_THROW(db->set_model_choice({wid, "llvm", "tuned", std::nan(""), 1e-3}), DatabaseError);
+  }
+  DatabaseOptions ro;
+  ro.read_only = true;
+  auto db = Database::open(path(), ro);
+  EXPECT_EQ(db->setting(kMeasuredInputsKey), "memory-bound");
+  std::optional<ModelChoice> c = db->model_choice(1, "llvm");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->implementation, "onednn.cpu");
+  EXPECT_DOUBLE_EQ(c->tuned_seconds, 3e-3);
+  EXPECT_DOUBLE_EQ(c->library_seconds, 2e-3);
+  EXPECT_FALSE(db->model_choice(1, "llvm -mcpu=other"));
 }
 
 TEST_F(DatabaseTest, RejectsRecordsThatCannotBeUsed) {

@@ -6,6 +6,9 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "cli_run.h"
@@ -98,6 +101,45 @@ TEST(ModelCli, TuneTakesTheSearchSpaceFlags) {
   EXPECT_NE(typo.output.find("--rules flag: schedule rule 'std.NoSuchRule' is not registered"),
             std::string::npos)
       << typo.output;
+  std::remove(db.c_str());
+}
+
+// `model tune` ends by timing the library's and the tuned kernels inside the model; each task
+// both implement gets the faster one as the database's model choice, which `best` follows
+// (said in the profile's notes).
+TEST(ModelCli, TuneChoosesEachTasksKernelInsideTheModel) {
+  if (metatune("plugins").output.find("onednn.cpu") == std::string::npos)
+    GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
+  const std::string db = ::testing::TempDir() + "/model_tune_choice.db";
+  std::remove(db.c_str());
+  Result r = metatune("model tune --config " + kData +
+                      "tiny-gpt.json --seq 4 --trials 12 --no-compare --verify-top 0 "
+                      "--reference-cache none --repeats 1 --min-repeat-ms 1 --cost-model none "
+                      "--model-choice-rounds 3 -q --db " +
+                      db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("in the model: library kernels"), std::string::npos) << r.output;
+  mt::DatabaseOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
+  std::set<int64_t> choices;
+  for (const mt::WorkloadEntry& w : d->workloads())
+    for (const mt::TuningRecord& rec : d->records(w.id)) {
+      std::optional<mt::ModelChoice> c = d->model_choice(w.id, rec.target);
+      if (!c) continue;
+      choices.insert(w.id);
+      EXPECT_TRUE(c->implementation == "tuned" || c->implementation == "onednn.cpu")
+          << c->implementation;
+      EXPECT_GT(c->tuned_seconds, 0);
+      EXPECT_GT(c->library_seconds, 0);
+      EXPECT_EQ(c->implementation == "tuned", c->tuned_seconds <= c->library_seconds);
+    }
+  EXPECT_FALSE(choices.empty()) << r.output;
+  Result bench =
+      metatune("model bench --config " + kData +
+               "tiny-gpt.json --seq 4 --policies best --repeats 1 --profile -q --db " + db);
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("faster in the model: "), std::string::npos) << bench.output;
   std::remove(db.c_str());
 }
 
