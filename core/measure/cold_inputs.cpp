@@ -60,6 +60,14 @@ size_t last_level_cache_bytes() {
   return largest;
 }
 
+// One copy's bytes: the inputs, each from a 64-byte boundary.
+size_t padded_input_bytes(const std::vector<NDArray>& args, const std::vector<bool>& is_output) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!is_output[i]) bytes += round_up(args[i].nbytes());
+  return bytes;
+}
+
 size_t physical_memory_bytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
@@ -95,8 +103,7 @@ ColdInputs::ColdInputs(const std::vector<NDArray>& args, const std::vector<bool>
                        size_t span_bytes)
     : is_output_(is_output) {
   if (span_bytes == 0) span_bytes = default_cold_span_bytes();
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!is_output_[i]) input_bytes_ += round_up(args[i].nbytes());
+  input_bytes_ = padded_input_bytes(args, is_output_);
   size_t n = input_bytes_ == 0 ? 1 : (span_bytes + input_bytes_ - 1) / input_bytes_;
   n = std::clamp<size_t>(n, 2, kMaxCopies);
   if (size_t memory = physical_memory_bytes(); memory > 0 && input_bytes_ > 0)
@@ -178,9 +185,7 @@ std::shared_ptr<ColdInputs> cold_inputs_for(const Reference& ref, size_t span_by
   if (g_cold && g_cold_span == span_bytes && g_cold->holds(ref.args, ref.is_output))
     return g_cold;
   g_cold.reset(); // one set at a time: free the last before making the next
-  size_t input_bytes = 0;
-  for (size_t i = 0; i < ref.args.size(); ++i)
-    if (!ref.is_output[i]) input_bytes += round_up(ref.args[i].nbytes());
+  const size_t input_bytes = padded_input_bytes(ref.args, ref.is_output);
   if (size_t memory = physical_memory_bytes(); memory > 0 && 2 * input_bytes > memory / 4) {
     spdlog::warn("cold inputs: two copies of this workload's inputs ({} MB) would take more "
                  "than a quarter of the memory; timed on one set",
