@@ -60,10 +60,11 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
   if (!lib_sel.has_library()) return out;
   KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db));
   CompiledModel lib = compile_model(m, lib_sel, quiet), tuned = compile_model(m, tuned_sel, quiet);
-  std::vector<size_t> both;
+  // The tasks both implement: the ones compared.
+  std::vector<bool> both(m.tasks.size());
   for (size_t t = 0; t < m.tasks.size(); ++t)
-    if (lib.kernels[t].library && tuned.kernels[t].tuned) both.push_back(t);
-  if (both.empty()) return out;
+    both[t] = lib.kernels[t].library && tuned.kernels[t].tuned;
+  if (std::find(both.begin(), both.end(), true) == both.end()) return out;
   lib.executor->execute(m.inputs); // warm-up
   tuned.executor->execute(m.inputs);
   TaskTimes lib_times(m), tuned_times(m);
@@ -81,9 +82,8 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
     double l = lib_times.per_call(t), u = tuned_times.per_call(t);
     out.library_seconds += l * lib_times.calls(t);
     out.tuned_seconds += u * tuned_times.calls(t);
-    bool is_both = std::find(both.begin(), both.end(), t) != both.end();
-    out.best_seconds += (is_both ? std::min(l, u) : u) * tuned_times.calls(t);
-    if (!is_both) continue;
+    out.best_seconds += (both[t] ? std::min(l, u) : u) * tuned_times.calls(t);
+    if (!both[t]) continue;
     std::optional<WorkloadEntry> w = db.find_workload(m.tasks[t].workload);
     if (!w) continue;
     ModelChoice c;
