@@ -133,6 +133,14 @@ Transaction::~Transaction() {
   if (!done_) sqlite3_exec(impl_.db, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
+void validate_model_choice(const ModelChoice& c) {
+  if (!(std::isfinite(c.tuned_seconds) && std::isfinite(c.library_seconds) &&
+        c.tuned_seconds >= 0 && c.library_seconds >= 0))
+    throw std::invalid_argument("a model choice needs both in-model times");
+  if (c.implementation.empty() || c.target.empty())
+    throw std::invalid_argument("a model choice needs a target and an implementation");
+}
+
 json args_to_json(const std::vector<ArgInfo>& args) {
   json a = json::array();
   for (const ArgInfo& x : args)
@@ -697,15 +705,32 @@ void Database::set_setting(const std::string& key, const std::string& value) {
   st.step("storing a setting");
 }
 
-void Database::set_model_choice(const ModelChoice& c) {
-  if (!(std::isfinite(c.tuned_seconds) && std::isfinite(c.library_seconds)))
-    throw DatabaseError(path() + ": a model choice needs both in-model times");
+std::optional<std::string> Database::record_setting(const std::string& key) const {
   std::lock_guard<std::recursive_mutex> lock(impl_->mu);
-  Statement st(*impl_, "INSERT OR REPLACE INTO model_choices (workload_id, target, "
-                       "implementation, tuned_secs, library_secs, created_at) VALUES "
-                       "(?1, ?2, ?3, ?4, ?5, ?6)");
+  if (std::optional<std::string> stored = setting(key)) return stored;
+  for (const RecordSetting& s : kRecordSettings)
+    if (key == s.key)
+      return record_count() > 0 ? std::optional<std::string>(s.before) : std::nullopt;
+  throw DatabaseError(path() + ": '" + key + "' is not a setting of how records were measured");
+}
+
+void Database::set_model_choice(const ModelChoice& c) {
+  try {
+    validate_model_choice(c);
+  } catch (const std::invalid_argument& e) {
+    throw DatabaseError(path() + ": " + e.what());
+  }
+  std::lock_guard<std::recursive_mutex> lock(impl_->mu);
+  impl_->store_model_choice(c);
+}
+
+void Database::Impl::store_model_choice(const ModelChoice& c) const {
+  Statement st(*this, "INSERT OR REPLACE INTO model_choices (workload_id, target, "
+                      "implementation, tuned_secs, library_secs, created_at) VALUES "
+                      "(?1, ?2, ?3, ?4, ?5, ?6)");
   st.bind(1, c.workload_id).bind(2, c.target).bind(3, c.implementation);
-  st.bind(4, c.tuned_seconds).bind(5, c.library_seconds).bind(6, now_ms());
+  st.bind(4, c.tuned_seconds).bind(5, c.library_seconds);
+  st.bind(6, c.created_at_ms ? c.created_at_ms : now_ms());
   st.step("storing a model choice");
 }
 
@@ -713,11 +738,11 @@ std::optional<ModelChoice> Database::model_choice(int64_t workload_id,
                                                   const std::string& target) const {
   std::lock_guard<std::recursive_mutex> lock(impl_->mu);
   if (!impl_->has_model_choices) return std::nullopt;
-  Statement st(*impl_, "SELECT implementation, tuned_secs, library_secs FROM model_choices "
-                       "WHERE workload_id = ?1 AND target = ?2");
+  Statement st(*impl_, "SELECT implementation, tuned_secs, library_secs, created_at FROM "
+                       "model_choices WHERE workload_id = ?1 AND target = ?2");
   st.bind(1, workload_id).bind(2, target);
   if (!st.step("reading a model choice")) return std::nullopt;
-  return ModelChoice{workload_id, target, st.text(0), st.real(1), st.real(2)};
+  return ModelChoice{workload_id, target, st.text(0), st.real(1), st.real(2), st.int64(3)};
 }
 
 TuningRecord Database::record(int64_t id) const {

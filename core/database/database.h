@@ -89,7 +89,21 @@ struct ModelChoice {
   std::string target;         // the tuning target's record key
   std::string implementation; // "tuned", or the library's record key ("onednn.cpu")
   double tuned_seconds = 0, library_seconds = 0;
+  int64_t created_at_ms = 0; // Unix time in milliseconds; 0 = set to now by set_model_choice
 };
+
+// Settings that say how every record of a database was measured: times measured one way do
+// not compare with times measured another, so a database keeps one value, and an import of
+// records measured otherwise is refused. A database with records and no value stored for
+// such a setting was written before the setting existed; its records have `before`.
+struct RecordSetting {
+  const char* key;
+  const char* before;
+};
+// Hot or cold inputs: the tuner's cold-inputs policy (core/measure/cold_inputs.h), "off" for
+// the records of before.
+inline constexpr const char* kMeasuredInputs = "measured_inputs";
+inline constexpr RecordSetting kRecordSettings[] = {{kMeasuredInputs, "off"}};
 
 std::string hash_to_hex(uint64_t hash);
 std::optional<uint64_t> hash_from_hex(const std::string& hex);
@@ -109,6 +123,9 @@ struct ImportStats {
   size_t workloads_existing = 0;
   size_t records_added = 0;
   size_t records_duplicate = 0; // already present (same workload, target, trace, times, time)
+  size_t model_choices_added = 0; // new, or newer than the one here (which they replace)
+  size_t model_choices_kept = 0;  // the one here is as new or newer: kept
+  size_t settings_added = 0;      // settings this database had no value for
   // One message per line that could not be imported ("file:line: why"); the others are.
   std::vector<std::string> errors;
 };
@@ -116,6 +133,8 @@ struct ImportStats {
 struct ExportStats {
   size_t workloads = 0;
   size_t records = 0;
+  size_t model_choices = 0;
+  size_t settings = 0;
   // Rows that could not be decoded and were left out (their messages name the row).
   std::vector<std::string> errors;
 };
@@ -183,6 +202,9 @@ public:
   std::optional<std::string> setting(const std::string& key) const;
   // Stores `value` under `key` (replacing one there). Not for 'application' or 'version'.
   void set_setting(const std::string& key, const std::string& value);
+  // A record setting's value (kRecordSettings): the stored one; else its `before` when the
+  // database has records; else none (an empty database takes the first run's).
+  std::optional<std::string> record_setting(const std::string& key) const;
 
   // Messages about rows skipped by reads since the last call (each names file and row).
   std::vector<std::string> take_problems() const;
@@ -191,11 +213,14 @@ public:
   std::vector<std::string> check() const;
 
   // ---- exchange ----
-  // JSON lines: one object per workload, each followed by the objects of its records.
+  // JSON lines: the settings, then one object per workload, each followed by the objects of
+  // its records and model choices.
   ExportStats export_jsonl(std::ostream& out) const;
   ExportStats export_jsonl(const std::string& path) const;
-  // Adds the workloads and records of a JSON-lines file (as written by export_jsonl), in one
-  // transaction; bad lines are skipped and reported, records already present are not doubled.
+  // Adds the workloads, records and model choices of a JSON-lines file (as written by
+  // export_jsonl), in one transaction; bad lines are skipped and reported, records already
+  // present are not doubled, of two model choices the newer is kept. Throws DatabaseError,
+  // importing nothing, when the file's records were measured otherwise (kRecordSettings).
   ImportStats import_jsonl(std::istream& in, const std::string& source_name = "<input>");
   ImportStats import_jsonl(const std::string& path);
 

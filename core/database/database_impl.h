@@ -52,6 +52,8 @@ struct Database::Impl {
   // The following run inside a transaction the caller holds.
   int64_t commit_workload_in_txn(const Function& f, const std::string& spec, bool* added);
   int64_t insert_record(const TuningRecord& r, const std::string& normalized_trace);
+  // Stores (replacing) a choice that validate_model_choice accepted.
+  void store_model_choice(const ModelChoice& c) const;
 };
 
 namespace db_detail {
@@ -68,6 +70,8 @@ std::vector<double> secs_from_json(const nlohmann::json& a);
 std::string normalized_trace(const std::string& text);
 // Rejects records that must not be stored (bad run times, no target); std::invalid_argument.
 void validate_for_commit(const TuningRecord& r);
+// Rejects model choices without finite in-model times, target or implementation.
+void validate_model_choice(const ModelChoice& c);
 
 // Column lists in the order read_workload / read_record expect.
 inline constexpr const char* kWorkloadColumns = "id, hash, spec, ir, created_at";

@@ -18,6 +18,82 @@ namespace {
 constexpr const char* kFormatName = "metatune-tuning-records";
 constexpr int kFormatVersion = 1;
 
+bool is_schema_key(const std::string& key) {
+  return key == "application" || key == "version";
+}
+
+const RecordSetting* record_setting_of(const std::string& key) {
+  for (const RecordSetting& s : kRecordSettings)
+    if (key == s.key) return &s;
+  return nullptr;
+}
+
+json model_choice_to_json(const ModelChoice& c) {
+  return {{"type", "model_choice"},
+          {"workload", c.workload_id},
+          {"target", c.target},
+          {"implementation", c.implementation},
+          {"tuned_secs", c.tuned_seconds},
+          {"library_secs", c.library_seconds},
+          {"created_at_ms", c.created_at_ms}};
+}
+
+// The settings of a file being imported, checked against the database's once every line is
+// read: a file of before the settings has none, and what its records were measured with
+// follows from whether it has records at all.
+class ImportedSettings {
+public:
+  explicit ImportedSettings(const Database& db) : db_(db) {
+    for (const RecordSetting& s : kRecordSettings)
+      here_[s.key] = db.record_setting(s.key);
+  }
+
+  void add(const std::string& key, const std::string& value) {
+    if (is_schema_key(key)) throw std::runtime_error("'" + key + "' is the schema's own");
+    if (!file_.emplace(key, value).second && file_[key] != value)
+      throw std::runtime_error("setting '" + key + "' given twice, with different values");
+  }
+  void saw_record() { has_records_ = true; }
+
+  // Throws DatabaseError (the caller's transaction then keeps nothing) when the file's records
+  // were measured otherwise than this database's; stores the values it lacks.
+  void apply(Database& db, const std::string& source, ImportStats& stats) const {
+    for (const RecordSetting& s : kRecordSettings) {
+      std::optional<std::string> file;
+      if (auto it = file_.find(s.key); it != file_.end())
+        file = it->second;
+      else if (has_records_)
+        file = s.before;
+      const std::optional<std::string>& here = here_.at(s.key);
+      if (file && here && *file != *here)
+        throw DatabaseError(source + ": its records were measured with " + s.key + " = '" + *file +
+                            "', those of " + db_.path() + " with '" + *here +
+                            "'; nothing imported (the times would not compare)");
+      if (file && !db.setting(s.key)) {
+        db.set_setting(s.key, *file);
+        ++stats.settings_added;
+      }
+    }
+    for (const auto& [key, value] : file_) {
+      if (record_setting_of(key)) continue;
+      std::optional<std::string> here = db.setting(key);
+      if (!here) {
+        db.set_setting(key, value);
+        ++stats.settings_added;
+      } else if (*here != value) {
+        stats.errors.push_back(source + ": setting '" + key + "' is '" + value + "' there and '" +
+                               *here + "' here; kept '" + *here + "'");
+      }
+    }
+  }
+
+private:
+  const Database& db_;
+  std::map<std::string, std::optional<std::string>> here_; // before the import
+  std::map<std::string, std::string> file_;
+  bool has_records_ = false;
+};
+
 } // namespace
 
 ExportStats Database::export_jsonl(std::ostream& out) const {
@@ -26,6 +102,21 @@ ExportStats Database::export_jsonl(std::ostream& out) const {
   // One read transaction: the export is a consistent snapshot while others keep writing.
   Transaction txn(*impl_, false);
   out << json{{"type", kFormatName}, {"version", kFormatVersion}}.dump() << '\n';
+  // Settings first, so that a reader knows how the records that follow were measured; a
+  // record setting this database has only implicitly (a file of before it) is written out.
+  std::map<std::string, std::string> settings;
+  {
+    Statement ss(*impl_, "SELECT key, value FROM metatune_schema ORDER BY key");
+    while (ss.step("reading settings"))
+      if (!is_schema_key(ss.text(0))) settings[ss.text(0)] = ss.text(1);
+  }
+  for (const RecordSetting& s : kRecordSettings)
+    if (!settings.count(s.key))
+      if (std::optional<std::string> v = record_setting(s.key)) settings[s.key] = *v;
+  for (const auto& [key, value] : settings) {
+    out << json{{"type", "setting"}, {"key", key}, {"value", value}}.dump() << '\n';
+    ++stats.settings;
+  }
   Statement ws(*impl_, std::string("SELECT ") + kWorkloadColumns + " FROM workloads ORDER BY id");
   while (ws.step("reading workloads")) {
     WorkloadEntry w;
@@ -63,6 +154,15 @@ ExportStats Database::export_jsonl(std::ostream& out) const {
         stats.errors.push_back(e.what());
       }
     }
+    if (!impl_->has_model_choices) continue;
+    Statement cs(*impl_, "SELECT target, implementation, tuned_secs, library_secs, created_at "
+                         "FROM model_choices WHERE workload_id = ?1 ORDER BY target");
+    cs.bind(1, w.id);
+    while (cs.step("reading model choices")) {
+      ModelChoice c{w.id, cs.text(0), cs.text(1), cs.real(2), cs.real(3), cs.int64(4)};
+      out << model_choice_to_json(c).dump() << '\n';
+      ++stats.model_choices;
+    }
   }
   txn.commit();
   out.flush();
@@ -84,6 +184,15 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
   ImportStats stats;
   std::map<int64_t, int64_t> workload_ids; // id in the file -> id here
   Transaction txn(*impl_, true);
+  ImportedSettings settings(*this);
+  auto workload_here = [&](const json& j, const char* what) {
+    int64_t file_wid = j.at("workload").get<int64_t>();
+    auto it = workload_ids.find(file_wid);
+    if (it == workload_ids.end())
+      throw std::runtime_error(std::string(what) + " of workload " + std::to_string(file_wid) +
+                               ", which no earlier line defines (or its line was rejected)");
+    return it->second;
+  };
   std::string line;
   for (size_t line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -110,14 +219,12 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
         int64_t id = impl_->commit_workload_in_txn(f, j.value("spec", std::string()), &added);
         workload_ids[file_id] = id;
         ++(added ? stats.workloads_added : stats.workloads_existing);
+      } else if (type == "setting") {
+        settings.add(j.at("key").get<std::string>(), j.at("value").get<std::string>());
       } else if (type == "record") {
-        int64_t file_wid = j.at("workload").get<int64_t>();
-        auto it = workload_ids.find(file_wid);
-        if (it == workload_ids.end())
-          throw std::runtime_error("record of workload " + std::to_string(file_wid) +
-                                   ", which no earlier line defines (or its line was rejected)");
+        settings.saw_record();
         TuningRecord r;
-        r.workload_id = it->second;
+        r.workload_id = workload_here(j, "record");
         r.target = j.at("target").get<std::string>();
         r.trace_json = j.at("trace").dump();
         r.run_secs = secs_from_json(j.at("run_secs"));
@@ -144,6 +251,19 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
         }
         impl_->insert_record(r, trace);
         ++stats.records_added;
+      } else if (type == "model_choice") {
+        ModelChoice c{
+            workload_here(j, "model choice"),          j.at("target").get<std::string>(),
+            j.at("implementation").get<std::string>(), j.at("tuned_secs").get<double>(),
+            j.at("library_secs").get<double>(),        j.at("created_at_ms").get<int64_t>()};
+        std::optional<ModelChoice> here = model_choice(c.workload_id, c.target);
+        if (here && here->created_at_ms >= c.created_at_ms) {
+          ++stats.model_choices_kept;
+          continue;
+        }
+        validate_model_choice(c);
+        impl_->store_model_choice(c);
+        ++stats.model_choices_added;
       } else {
         throw std::runtime_error("unknown line type '" + type + "'");
       }
@@ -154,6 +274,7 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
     }
   }
   if (in.bad()) throw DatabaseError(source_name + ": reading failed");
+  settings.apply(*this, source_name, stats);
   txn.commit();
   return stats;
 }

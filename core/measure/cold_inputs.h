@@ -25,9 +25,6 @@ namespace mt {
 class PluginModule;
 struct Reference;
 
-// The database setting ("hot" or "cold") saying how the times of its records were measured.
-inline constexpr const char* kMeasuredInputs = "measured_inputs";
-
 // The cold-inputs policy "memory-bound" (TuneOptions::cold_inputs): the workloads of fewer
 // than this many flops per byte of input -- a decode step's matrix-vector products (0.5),
 // not a 128-token prompt's matrix products (about 60).

@@ -308,9 +308,7 @@ private:
     if (cold_policy_ != "off" && gpu)
       throw TuneError("cold inputs are host memory; target '" + target_.component +
                       "' runs on a GPU (use --cold-inputs off)");
-    std::optional<std::string> stored = db_->setting(kMeasuredInputs);
-    // A database written before the setting existed holds hot times.
-    if (!stored && db_->record_count() > 0) stored = "off";
+    std::optional<std::string> stored = db_->record_setting(kMeasuredInputs);
     if (!stored) {
       db_->set_setting(kMeasuredInputs, cold_policy_);
     } else if (*stored != cold_policy_) {

@@ -74,10 +74,10 @@ int run_replay(const ReplayOptions& opt) {
   mo.min_repeat_seconds = opt.min_repeat_ms * 1e-3;
   mo.flush_cache = opt.flush_cache;
   // Compared with the recorded time, the new one must be measured the same way.
-  mo.cold_inputs =
-      opt.cold_inputs == "on" ||
-      (opt.cold_inputs == "auto" && cold_inputs_under(db->setting(kMeasuredInputs).value_or("off"),
-                                                      workload, count_flops(workload)));
+  mo.cold_inputs = opt.cold_inputs == "on" ||
+                   (opt.cold_inputs == "auto" &&
+                    cold_inputs_under(db->record_setting(kMeasuredInputs).value_or("off"), workload,
+                                      count_flops(workload)));
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);

@@ -348,10 +348,12 @@ TEST_F(DatabaseTest, JsonLinesRoundTrip) {
   std::vector<std::string> v;
   for (std::string l; std::getline(lines, l);)
     v.push_back(l);
-  ASSERT_EQ(v.size(), 8u); // header, workload f, 4 records, workload g, 1 record
-  v[2] = "{not json";
+  // header, the setting (records of before it: hot), workload f, 4 records, workload g, 1 record
+  ASSERT_EQ(v.size(), 9u);
+  EXPECT_EQ(v[1], R"({"key":"measured_inputs","type":"setting","value":"off"})");
+  v[3] = "{not json";
   // Valid JSON, but an instruction without its four parts.
-  v[3].replace(v[3].find("\"trace\":[[["), 11, "\"trace\":[[[\"bogus\"],[");
+  v[4].replace(v[4].find("\"trace\":[[["), 11, "\"trace\":[[[\"bogus\"],[");
   std::string damaged;
   for (auto& l : v)
     damaged += l + "\n";
@@ -360,13 +362,114 @@ TEST_F(DatabaseTest, JsonLinesRoundTrip) {
   ImportStats d = db2->import_jsonl(in3, "damaged.jsonl");
   EXPECT_EQ(d.records_added, 3u);
   ASSERT_EQ(d.errors.size(), 2u);
-  EXPECT_NE(d.errors[0].find("damaged.jsonl:3:"), std::string::npos) << d.errors[0];
-  EXPECT_NE(d.errors[1].find("damaged.jsonl:4:"), std::string::npos) << d.errors[1];
+  EXPECT_NE(d.errors[0].find("damaged.jsonl:4:"), std::string::npos) << d.errors[0];
+  EXPECT_NE(d.errors[1].find("damaged.jsonl:5:"), std::string::npos) << d.errors[1];
 
   // Through files as well.
   db->export_jsonl(path("out.jsonl"));
   auto db3 = Database::open(path("d.db"));
   EXPECT_EQ(db3->import_jsonl(path("out.jsonl")).records_added, 5u);
+}
+
+// How the records were measured (the cold-inputs policy) and the choices made inside a model
+// travel with the records: an import of records measured otherwise is refused whole, an empty
+// database takes the file's setting, of two choices for a task the newer is kept.
+TEST_F(DatabaseTest, JsonLinesCarrySettingsAndModelChoices) {
+  Function f = make_workload(kSpec);
+  auto a = Database::open(path("a.db"));
+  EXPECT_FALSE(a->record_setting(kMeasuredInputsKey)); // empty: takes the first run's
+  EXPECT_THROW(a->record_setting("colour"), DatabaseError);
+  a->set_setting(kMeasuredInputsKey, "memory-bound");
+  const int64_t wid = a->commit_workload(f, canonical_workload_spec(kSpec));
+  a->commit_record(make_record(f, wid, "llvm", {1e-3}, 4));
+  a->commit_record(make_record(f, wid, "llvm", {2e-3}, 2));
+  a->set_model_choice({wid, "llvm", "onednn.cpu", 3e-3, 2e-3, 1000});
+  std::stringstream first;
+  ExportStats es = a->export_jsonl(first);
+  EXPECT_EQ(es.settings, 1u);
+  EXPECT_EQ(es.model_choices, 1u);
+  const std::string first_text = first.str();
+
+  auto b = Database::open(path("b.db"));
+  std::istringstream in1(first_text);
+  ImportStats is = b->import_jsonl(in1, "a.jsonl");
+  EXPECT_TRUE(is.errors.empty()) << is.errors.front();
+  EXPECT_EQ(is.records_added, 2u);
+  EXPECT_EQ(is.settings_added, 1u);
+  EXPECT_EQ(is.model_choices_added, 1u);
+  EXPECT_EQ(b->setting(kMeasuredInputsKey), "memory-bound");
+  const int64_t bid = b->find_workload(f)->id;
+  std::optional<ModelChoice> c = b->model_choice(bid, "llvm");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->implementation, "onednn.cpu");
+  EXPECT_DOUBLE_EQ(c->tuned_seconds, 3e-3);
+  EXPECT_DOUBLE_EQ(c->library_seconds, 2e-3);
+  EXPECT_EQ(c->created_at_ms, 1000);
+
+  // Again: nothing new. Then a newer choice replaces the one there, an older one does not.
+  std::istringstream in2(first_text);
+  ImportStats again = b->import_jsonl(in2, "a.jsonl");
+  EXPECT_EQ(again.records_duplicate, 2u);
+  EXPECT_EQ(again.model_choices_kept, 1u);
+  EXPECT_EQ(again.settings_added, 0u);
+  a->set_model_choice({wid, "llvm", "tuned", 1e-3, 2e-3, 2000});
+  std::stringstream second;
+  a->export_jsonl(second);
+  ImportStats newer = b->import_jsonl(second, "a2.jsonl");
+  EXPECT_EQ(newer.model_choices_added, 1u);
+  EXPECT_EQ(b->model_choice(bid, "llvm")->implementation, "tuned");
+  b->set_model_choice({bid, "llvm", "onednn.cpu", 3e-3, 2e-3, 3000});
+  std::istringstream in3(second.str());
+  EXPECT_EQ(b->import_jsonl(in3, "a2.jsonl").model_choices_kept, 1u);
+  EXPECT_EQ(b->model_choice(bid, "llvm")->implementation, "onednn.cpu");
+
+  // A database of hot records (none stored: of before the setting) refuses the cold ones,
+  // whole; and a file of before the setting (hot records) is refused by a cold database.
+  auto hot = Database::open(path("hot.db"));
+  const int64_t hid = hot->commit_workload(f);
+  hot->commit_record(make_record(f, hid, "llvm", {5e-3}, 8));
+  EXPECT_EQ(hot->record_setting(kMeasuredInputsKey), "off");
+  std::istringstream in4(first_text);
+  try {
+    hot->import_jsonl(in4, "a.jsonl");
+    ADD_FAILURE() << "imported cold records into a hot database";
+  } catch (const DatabaseError& e) {
+    const std::string what = e.what();
+    for (const char* part :
+         {"a.jsonl", "measured_inputs", "'memory-bound'", "'off'", "hot.db", "nothing imported"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+  }
+  EXPECT_EQ(hot->record_count(), 1u);
+  EXPECT_FALSE(hot->model_choice(hid, "llvm"));
+  EXPECT_FALSE(hot->setting(kMeasuredInputsKey));
+  std::string old_format;
+  std::istringstream lines(first_text);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find(R"("type":"setting")") == std::string::npos) old_format += l + "\n";
+  std::istringstream in5(old_format);
+  EXPECT_THROW(b->import_jsonl(in5, "old.jsonl"), DatabaseError);
+  std::istringstream in6(old_format);
+  EXPECT_EQ(hot->import_jsonl(in6, "old.jsonl").records_added, 2u);
+
+  // Bad lines are reported and skipped: a choice of an undefined workload, one without times,
+  // a setting of the schema's own.
+  std::string bad = first_text;
+  bad +=
+      R"({"type":"model_choice","workload":99,"target":"llvm","implementation":"tuned","tuned_secs":1,"library_secs":1,"created_at_ms":5})"
+      "\n";
+  bad +=
+      R"({"type":"model_choice","workload":1,"target":"llvm","implementation":"tuned","tuned_secs":null,"library_secs":1,"created_at_ms":5})"
+      "\n";
+  bad += R"({"type":"setting","key":"version","value":"7"})"
+         "\n";
+  auto d = Database::open(path("d.db"));
+  std::istringstream in7(bad);
+  ImportStats di = d->import_jsonl(in7, "bad.jsonl");
+  EXPECT_EQ(di.records_added, 2u);
+  EXPECT_EQ(di.model_choices_added, 1u);
+  ASSERT_EQ(di.errors.size(), 3u);
+  EXPECT_NE(di.errors[0].find("workload 99"), std::string::npos) << di.errors[0];
+  EXPECT_NE(di.errors[2].find("'version'"), std::string::npos) << di.errors[2];
 }
 
 TEST_F(DatabaseTest, TwoThreadsWriteAtOnce) {

@@ -503,6 +503,63 @@ TEST(TuneCli, AModelsMemoryBoundTaskIsTimedOnColdInputs) {
   EXPECT_EQ(count_records(d.file("t.db")), 4u);
 }
 
+// `metatune db`: a database exported and imported on another machine keeps its records and
+// how they were measured; records measured otherwise are refused, whole; bad lines are skipped
+// with their place named; check finds a damaged file.
+TEST(TuneCli, DatabasesTravelAsJsonLines) {
+  TempDir d;
+  const std::string spec = "matmul(M=32,N=32,K=32)";
+  ASSERT_EQ(run_cli(d, tune_args(d.file("a.db"), spec, 4), "tune").status, 0);
+  CliRun ex = run_cli(d, {"db", "export", "--db", d.file("a.db"), "-o", d.file("a.jsonl")}, "ex");
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  EXPECT_NE(ex.err.find("4 record(s)"), std::string::npos) << ex.err;
+
+  CliRun im =
+      run_cli(d, {"db", "import", "--db", d.file("b.db"), d.file("a.jsonl"), "--json"}, "im");
+  ASSERT_EQ(im.status, 0) << im.err;
+  nlohmann::json j = nlohmann::json::parse(last_line(im.out));
+  EXPECT_EQ(j[0]["records_added"], 4);
+  EXPECT_EQ(j[0]["settings_added"], 1);
+  EXPECT_EQ(count_records(d.file("b.db")), 4u);
+  CliRun best_a = run_cli(d, {"best", "--db", d.file("a.db"), "--json"}, "best_a");
+  CliRun best_b = run_cli(d, {"best", "--db", d.file("b.db"), "--json"}, "best_b");
+  ASSERT_EQ(best_b.status, 0) << best_b.err;
+  const auto ja = nlohmann::json::parse(last_line(best_a.out)),
+             jb = nlohmann::json::parse(last_line(best_b.out));
+  ASSERT_EQ(jb.size(), 1u);
+  EXPECT_EQ(jb[0]["records"], ja[0]["records"]); // same times, same record ids
+
+  // A database of a model's cold-timed tasks refuses the hot records, and keeps its own.
+  std::ofstream(d.file("gemv.json")) << R"JSON({"name": "gemv", "tasks": [
+      {"workload": "dense(M=1,N=64,K=64,bias=0,act=none)"}]})JSON";
+  std::vector<std::string> cold =
+      tune_args(d.file("c.db"), "dense(M=1,N=64,K=64,bias=0,act=none)", 2);
+  cold.insert(cold.end(), {"--model", d.file("gemv.json")});
+  ASSERT_EQ(run_cli(d, cold, "cold").status, 0);
+  CliRun refused = run_cli(d, {"db", "import", "--db", d.file("c.db"), d.file("a.jsonl")}, "ref");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("'off'"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("'memory-bound'"), std::string::npos) << refused.err;
+  EXPECT_EQ(count_records(d.file("c.db")), 2u);
+
+  // A line that is not JSON is skipped, named by file and line; the rest is imported.
+  std::ifstream in(d.file("a.jsonl"));
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(d.file("bad.jsonl")) << text << "{oops\n";
+  CliRun bad = run_cli(d, {"db", "import", "--db", d.file("e.db"), d.file("bad.jsonl")}, "bad");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("bad.jsonl:"), std::string::npos) << bad.err;
+  EXPECT_EQ(count_records(d.file("e.db")), 4u);
+
+  CliRun ok = run_cli(d, {"db", "check", "--db", d.file("b.db")}, "check");
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("sound"), std::string::npos) << ok.out;
+  std::ofstream(d.file("junk.db")) << "not a database at all, just some text";
+  CliRun junk = run_cli(d, {"db", "check", "--db", d.file("junk.db")}, "junk");
+  EXPECT_EQ(junk.status, 1);
+  EXPECT_NE(junk.err.find("junk.db"), std::string::npos) << junk.err;
+}
+
 TEST(TuneCli, UnknownWorkloadIsAnError) {
   TempDir d;
   CliRun r = run_cli(d, tune_args(d.file("t.db"), "matmull(M=4)", 4), "bad");
