@@ -88,14 +88,13 @@ std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
   k.key = target_.target_string;
   k.tuned = true;
   k.record_id = rec->id;
+  k.workload_id = rec->workload_id;
   k.recorded_seconds = rec->mean_secs();
   return k;
 }
 
-std::optional<ModelChoice> KernelSelector::model_choice(const GraphTask& task) const {
-  std::optional<WorkloadEntry> w = options_.db->find_workload(task.workload);
-  if (!w) return std::nullopt;
-  std::optional<ModelChoice> c = options_.db->model_choice(w->id, target_.target_string);
+std::optional<ModelChoice> KernelSelector::model_choice(int64_t workload_id) const {
+  std::optional<ModelChoice> c = options_.db->model_choice(workload_id, target_.target_string);
   if (!c || c->implementation == "tuned") return c;
   for (const LibraryTarget& lib : libraries_)
     if (lib.key == c->implementation) return c;
@@ -120,6 +119,7 @@ std::optional<TaskKernel> KernelSelector::library_from_record(const GraphTask& t
     k.key = lib.key;
     k.library = true;
     k.record_id = rec->id;
+    k.workload_id = rec->workload_id;
     k.recorded_seconds = rec->mean_secs();
     best = std::move(k);
   }
@@ -167,7 +167,7 @@ TaskKernel KernelSelector::select(const GraphTask& task) const {
   case KernelPolicy::Best: {
     std::optional<TaskKernel> t = tuned(task), l = library_from_record(task);
     // Timed inside the model (`model tune` at its end): that choice over the records' means.
-    if (std::optional<ModelChoice> c = t && l ? model_choice(task) : std::nullopt) {
+    if (std::optional<ModelChoice> c = t && l ? model_choice(t->workload_id) : std::nullopt) {
       bool take_tuned = c->implementation == "tuned";
       TaskKernel& k = take_tuned ? *t : *l;
       char why[160];

@@ -44,7 +44,8 @@ struct TaskKernel {
   std::string key;       // its records' target key in a database (tuned and library kernels)
   bool library = false;
   bool tuned = false;
-  int64_t record_id = 0; // the record it was chosen from (0: none)
+  int64_t record_id = 0;   // the record it was chosen from (0: none)
+  int64_t workload_id = 0; // that record's workload in the database (0: none)
   // The record's mean time in the database (+inf without a record).
   double recorded_seconds = std::numeric_limits<double>::infinity();
   std::string note;          // why it is not what the policy asked for, when it is not
@@ -72,9 +73,9 @@ private:
   TaskKernel untuned(const GraphTask& task, std::string note) const;
   std::optional<TaskKernel> tuned(const GraphTask& task) const;
   std::optional<TaskKernel> library_from_record(const GraphTask& task) const;
-  // The database's in-model choice for the task (Database::model_choice), if it names the
-  // tuned kernel or a library in use.
-  std::optional<ModelChoice> model_choice(const GraphTask& task) const;
+  // The database's in-model choice for a task's workload there (Database::model_choice), if
+  // it names the tuned kernel or a library in use.
+  std::optional<ModelChoice> model_choice(int64_t workload_id) const;
   std::optional<TaskKernel> library_build(const GraphTask& task, std::string* why) const;
 
   KernelSelectionOptions options_;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include <sys/mman.h>
@@ -85,8 +86,35 @@ bool memory_bound(const Function& workload, double flops) {
   return bytes > 0 && flops < kColdInputsFlopsPerByte * bytes;
 }
 
-bool cold_inputs_under(const std::string& policy, const Function& workload, double flops) {
-  return policy == "on" || (policy == "memory-bound" && memory_bound(workload, flops));
+const char* to_string(ColdPolicy p) {
+  switch (p) {
+  case ColdPolicy::off:
+    return "off";
+  case ColdPolicy::on:
+    return "on";
+  case ColdPolicy::memory_bound:
+    return "memory-bound";
+  }
+  return "?";
+}
+
+std::optional<ColdPolicy> parse_cold_policy(const std::string& s) {
+  for (ColdPolicy p : {ColdPolicy::off, ColdPolicy::on, ColdPolicy::memory_bound})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+ColdPolicy cold_policy_of(const std::optional<std::string>& setting, const std::string& db_path) {
+  if (!setting) return ColdPolicy::off;
+  if (std::optional<ColdPolicy> p = parse_cold_policy(*setting)) return *p;
+  throw std::runtime_error(db_path + ": its records were timed with cold inputs '" + *setting +
+                           "', which this metatune does not know (off, on, memory-bound); "
+                           "written by a newer metatune?");
+}
+
+bool cold_inputs_under(ColdPolicy policy, const Function& workload, double flops) {
+  return policy == ColdPolicy::on ||
+         (policy == ColdPolicy::memory_bound && memory_bound(workload, flops));
 }
 
 size_t default_cold_span_bytes() {

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,18 @@ struct Reference;
 inline constexpr double kColdInputsFlopsPerByte = 4;
 // Whether `workload`, of `flops` per call, is one of those.
 bool memory_bound(const Function& workload, double flops);
-// Whether a workload is timed on cold inputs under `policy` ("on", "off", "memory-bound").
-bool cold_inputs_under(const std::string& policy, const Function& workload, double flops);
+
+// Which tasks a run times on cold inputs (TuneOptions::cold_inputs, "auto" resolved). Kept in
+// a database as its measured_inputs setting, in to_string's words.
+enum class ColdPolicy { off, on, memory_bound };
+const char* to_string(ColdPolicy p); // "off", "on", "memory-bound"
+std::optional<ColdPolicy> parse_cold_policy(const std::string& s);
+// The policy of a database whose measured_inputs setting is `setting` (none: an empty
+// database, off). Throws std::runtime_error naming `db_path` for a value this metatune does not
+// know (a database of a newer one): its times would be taken for hot ones.
+ColdPolicy cold_policy_of(const std::optional<std::string>& setting, const std::string& db_path);
+// Whether a workload is timed on cold inputs under `policy`.
+bool cold_inputs_under(ColdPolicy policy, const Function& workload, double flops);
 
 // Twice the last-level cache of this machine (sysfs), at least 64 MiB; 256 MiB when the
 // cache size is unknown.

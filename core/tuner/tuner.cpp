@@ -301,34 +301,38 @@ private:
   // both would be a hot record for no reason of its own.
   void resolve_cold_inputs(bool gpu) {
     const std::string& mode = options_.cold_inputs;
-    if (mode != "auto" && mode != "on" && mode != "off" && mode != "memory-bound")
+    std::optional<ColdPolicy> given = parse_cold_policy(mode);
+    if (mode != "auto" && !given)
       throw std::invalid_argument("tune: cold inputs '" + mode +
                                   "': expected auto, on, off or memory-bound");
-    cold_policy_ = mode != "auto" ? mode : options_.model_tasks && !gpu ? "memory-bound" : "off";
-    if (cold_policy_ != "off" && gpu)
+    cold_policy_ = given                          ? *given
+                   : options_.model_tasks && !gpu ? ColdPolicy::memory_bound
+                                                  : ColdPolicy::off;
+    if (cold_policy_ != ColdPolicy::off && gpu)
       throw TuneError("cold inputs are host memory; target '" + target_.component +
                       "' runs on a GPU (use --cold-inputs off)");
     std::optional<std::string> stored = db_->record_setting(kMeasuredInputs);
     if (!stored) {
-      db_->set_setting(kMeasuredInputs, cold_policy_);
-    } else if (*stored != cold_policy_) {
+      db_->set_setting(kMeasuredInputs, to_string(cold_policy_));
+    } else if (cold_policy_of(stored, options_.db_path) != cold_policy_) {
       throw TuneError(fmt::format(
           "{}: its records were timed with cold inputs '{}', this run would time them '{}' "
           "({}); the times would not compare. Tune into another --db, or pass --cold-inputs {}",
-          options_.db_path, *stored, cold_policy_,
+          options_.db_path, *stored, to_string(cold_policy_),
           mode == "auto" ? (options_.model_tasks ? "auto: a model's tasks on a CPU target"
                                                  : "auto: workloads, not a model's tasks")
                          : "--cold-inputs " + mode,
           *stored));
     }
-    if (cold_policy_ != "off")
-      spdlog::info("cold inputs ({}): each call on the next of {} MB of input copies",
-                   cold_policy_ == "on" ? std::string("every task")
-                                        : fmt::format("tasks under {:g} flops per input byte",
-                                                      kColdInputsFlopsPerByte),
-                   (options_.measure.cold_inputs_bytes ? options_.measure.cold_inputs_bytes
-                                                       : default_cold_span_bytes()) >>
-                       20);
+    if (cold_policy_ != ColdPolicy::off)
+      spdlog::info(
+          "cold inputs ({}): each call on the next of {} MB of input copies",
+          cold_policy_ == ColdPolicy::on
+              ? std::string("every task")
+              : fmt::format("tasks under {:g} flops per input byte", kColdInputsFlopsPerByte),
+          (options_.measure.cold_inputs_bytes ? options_.measure.cold_inputs_bytes
+                                              : default_cold_span_bytes()) >>
+              20);
   }
 
   // Phase 1: the workloads and what the database already holds for them.
@@ -684,7 +688,7 @@ private:
   const Clock::time_point start_;
 
   std::string strategy_name_, strategy_config_;
-  std::string cold_policy_ = "off"; // TuneOptions::cold_inputs resolved: off, on, memory-bound
+  ColdPolicy cold_policy_ = ColdPolicy::off; // TuneOptions::cold_inputs, "auto" resolved
   TargetSetup target_;
   std::unique_ptr<TargetSetup> cpu_reference_; // GPU runs: large references (task_context.h)
   SearchSpace space_;

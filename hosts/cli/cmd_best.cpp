@@ -61,7 +61,7 @@ int run_best(const BestOptions& opt) {
     entries = db->workloads();
   }
 
-  const std::string policy = db->record_setting(kMeasuredInputs).value_or("off");
+  const ColdPolicy policy = cold_policy_of(db->record_setting(kMeasuredInputs), opt.db);
   nlohmann::json out = nlohmann::json::array();
   size_t shown = 0;
   for (const WorkloadEntry& w : entries) {

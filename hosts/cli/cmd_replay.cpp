@@ -76,8 +76,8 @@ int run_replay(const ReplayOptions& opt) {
   // Compared with the recorded time, the new one must be measured the same way.
   mo.cold_inputs = opt.cold_inputs == "on" ||
                    (opt.cold_inputs == "auto" &&
-                    cold_inputs_under(db->record_setting(kMeasuredInputs).value_or("off"), workload,
-                                      count_flops(workload)));
+                    cold_inputs_under(cold_policy_of(db->record_setting(kMeasuredInputs), opt.db),
+                                      workload, count_flops(workload)));
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);

@@ -84,10 +84,9 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
     out.tuned_seconds += u * tuned_times.calls(t);
     out.best_seconds += (both[t] ? std::min(l, u) : u) * tuned_times.calls(t);
     if (!both[t]) continue;
-    std::optional<WorkloadEntry> w = db.find_workload(m.tasks[t].workload);
-    if (!w) continue;
+    if (tuned.kernels[t].workload_id == 0) continue;
     ModelChoice c;
-    c.workload_id = w->id;
+    c.workload_id = tuned.kernels[t].workload_id;
     c.target = tuned.kernels[t].key;
     c.implementation = u <= l ? "tuned" : lib.kernels[t].key;
     c.tuned_seconds = u;

@@ -220,10 +220,28 @@ TEST(MeasureColdInputs, MemoryBoundIsUnderFourFlopsPerInputByte) {
   Function gemm = make_workload("matmul(M=128,N=256,K=256)");
   EXPECT_TRUE(memory_bound(gemv, count_flops(gemv)));  // 0.5 flops per byte
   EXPECT_FALSE(memory_bound(gemm, count_flops(gemm))); // about 43
-  EXPECT_TRUE(cold_inputs_under("on", gemm, count_flops(gemm)));
-  EXPECT_FALSE(cold_inputs_under("off", gemv, count_flops(gemv)));
-  EXPECT_TRUE(cold_inputs_under("memory-bound", gemv, count_flops(gemv)));
-  EXPECT_FALSE(cold_inputs_under("memory-bound", gemm, count_flops(gemm)));
+  EXPECT_TRUE(cold_inputs_under(ColdPolicy::on, gemm, count_flops(gemm)));
+  EXPECT_FALSE(cold_inputs_under(ColdPolicy::off, gemv, count_flops(gemv)));
+  EXPECT_TRUE(cold_inputs_under(ColdPolicy::memory_bound, gemv, count_flops(gemv)));
+  EXPECT_FALSE(cold_inputs_under(ColdPolicy::memory_bound, gemm, count_flops(gemm)));
+}
+
+// A database's setting read back: its words, none = off (an empty database), and a value of a
+// newer metatune is an error naming the database rather than times taken for hot ones.
+TEST(MeasureColdInputs, PoliciesReadFromADatabaseSetting) {
+  for (ColdPolicy p : {ColdPolicy::off, ColdPolicy::on, ColdPolicy::memory_bound})
+    EXPECT_EQ(cold_policy_of(std::string(to_string(p)), "t.db"), p);
+  EXPECT_EQ(to_string(ColdPolicy::memory_bound), std::string("memory-bound"));
+  EXPECT_EQ(cold_policy_of(std::nullopt, "t.db"), ColdPolicy::off);
+  EXPECT_FALSE(parse_cold_policy("auto"));
+  try {
+    cold_policy_of(std::string("weights-only"), "t.db");
+    ADD_FAILURE() << "an unknown policy was accepted";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("t.db"), std::string::npos) << what;
+    EXPECT_NE(what.find("'weights-only'"), std::string::npos) << what;
+  }
 }
 
 TEST(MeasureIsolated, CrashesAndEndlessLoopsCostOneTrialEach) {
