@@ -305,24 +305,29 @@ private:
     if (mode != "auto" && !given)
       throw std::invalid_argument("tune: cold inputs '" + mode +
                                   "': expected auto, on, off or memory-bound");
+    std::optional<std::string> stored = db_->record_setting(kMeasuredInputs);
+    // "auto" continues a database the way its records were timed (the same command resumes
+    // it, and a model tuned into a database of workloads adds to it); a new one takes the
+    // default for its tasks.
     cold_policy_ = given                          ? *given
+                   : stored                       ? cold_policy_of(stored, options_.db_path)
                    : options_.model_tasks && !gpu ? ColdPolicy::memory_bound
                                                   : ColdPolicy::off;
+    if (!given && stored)
+      spdlog::info("cold inputs '{}': as {}'s records were timed (--cold-inputs auto)",
+                   to_string(cold_policy_), options_.db_path);
     if (cold_policy_ != ColdPolicy::off && gpu)
       throw TuneError("cold inputs are host memory; target '" + target_.component +
-                      "' runs on a GPU (use --cold-inputs off)");
-    std::optional<std::string> stored = db_->record_setting(kMeasuredInputs);
+                      "' runs on a GPU (use --cold-inputs off" +
+                      (stored ? ", and a database of hot records" : std::string()) + ")");
     if (!stored) {
       db_->set_setting(kMeasuredInputs, to_string(cold_policy_));
     } else if (cold_policy_of(stored, options_.db_path) != cold_policy_) {
       throw TuneError(fmt::format(
           "{}: its records were timed with cold inputs '{}', this run would time them '{}' "
-          "({}); the times would not compare. Tune into another --db, or pass --cold-inputs {}",
-          options_.db_path, *stored, to_string(cold_policy_),
-          mode == "auto" ? (options_.model_tasks ? "auto: a model's tasks on a CPU target"
-                                                 : "auto: workloads, not a model's tasks")
-                         : "--cold-inputs " + mode,
-          *stored));
+          "({}); the times would not compare. Tune into another --db, or pass --cold-inputs {} "
+          "(or auto)",
+          options_.db_path, *stored, to_string(cold_policy_), "--cold-inputs " + mode, *stored));
     }
     if (cold_policy_ != ColdPolicy::off)
       spdlog::info(

@@ -100,10 +100,11 @@ struct TuneOptions {
   // (MeasureOptions::cold_inputs); "memory-bound", on for the tasks of fewer than
   // kColdInputsFlopsPerByte flops per byte of input (a decode step's matrix-vector products,
   // whose time is the memory's), off for the others (a prompt's matrix products, whose weights
-  // a model's run finds in the cache as often as not: their hot times match it); "auto",
-  // "memory-bound" for a model's tasks (`model_tasks`) on a CPU target, else "off". Overrides
-  // measure.cold_inputs. A database keeps one policy ('measured_inputs' setting): a run under
-  // another fails before it measures (the times would not compare).
+  // a model's run finds in the cache as often as not: their hot times match it); "auto", the
+  // database's policy when it has records or a policy, else "memory-bound" for a model's tasks
+  // (`model_tasks`) on a CPU target and "off" for the others. Overrides measure.cold_inputs. A
+  // database keeps one policy ('measured_inputs' setting): a run given another fails before
+  // it measures (the times would not compare).
   std::string cold_inputs = "auto";
   bool model_tasks = false; // the tasks are a model's kernels (for "auto" above)
   EvolutionaryOptions evolutionary;

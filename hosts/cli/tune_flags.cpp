@@ -61,8 +61,9 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
                   "Time each call on the next of many copies of the inputs, spread over twice "
                   "the last-level cache, so that they come from memory as a model's weights do "
                   "in a decode step: on, off, memory-bound (the tasks under 4 flops per input "
-                  "byte), or auto = memory-bound for a model's tasks on a CPU target, else off. "
-                  "A database keeps one policy (docs/tuning.md)")
+                  "byte), or auto = the database's policy, and for a new database memory-bound "
+                  "for a model's tasks on a CPU target, else off. A database keeps one policy "
+                  "(docs/tuning.md)")
       ->check(CLI::IsMember({"auto", "on", "off", "memory-bound"}))
       ->capture_default_str();
   // The f32 rounding of a sum grows with its length and the partial sums' size: a 4096-long

@@ -497,10 +497,16 @@ TEST(TuneCli, AModelsMemoryBoundTaskIsTimedOnColdInputs) {
   ASSERT_EQ(best.status, 0) << best.err;
   EXPECT_NE(best.out.find("timed on cold inputs"), std::string::npos) << best.out;
 
-  CliRun hot = run_cli(d, tune_args(d.file("t.db"), "matmul(M=32,N=32,K=32)", 8), "hot");
+  std::vector<std::string> hot_args = tune_args(d.file("t.db"), "matmul(M=32,N=32,K=32)", 8);
+  hot_args.insert(hot_args.end(), {"--cold-inputs", "off"});
+  CliRun hot = run_cli(d, hot_args, "hot");
   EXPECT_EQ(hot.status, 1) << hot.out;
   EXPECT_NE(hot.err.find("--cold-inputs memory-bound"), std::string::npos) << hot.err;
   EXPECT_EQ(count_records(d.file("t.db")), 4u);
+  // Without the flag (auto) workloads join the database under its policy.
+  CliRun joined = run_cli(d, tune_args(d.file("t.db"), "matmul(M=32,N=32,K=32)", 8), "joined");
+  EXPECT_EQ(joined.status, 0) << joined.err;
+  EXPECT_GT(count_records(d.file("t.db")), 4u);
 }
 
 // `metatune db`: a database exported and imported on another machine keeps its records and

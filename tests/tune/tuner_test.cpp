@@ -597,7 +597,8 @@ TEST(Tuner, ADatabaseKeepsOnePolicyOfColdInputs) {
   EXPECT_EQ(Database::open(db.path)->setting(kMeasuredInputs), "off");
   const size_t before = Database::open(db.path)->record_count();
   o.trials = 8;
-  o.model_tasks = true; // auto: "memory-bound"
+  o.model_tasks = true; // auto: "memory-bound" for a new database
+  o.cold_inputs = "memory-bound";
   try {
     tune(host(), {{kSpec, {}, 1}}, o);
     ADD_FAILURE() << "tuned into a database of another policy";
@@ -608,8 +609,13 @@ TEST(Tuner, ADatabaseKeepsOnePolicyOfColdInputs) {
     EXPECT_NE(what.find("--cold-inputs off"), std::string::npos) << what;
   }
   EXPECT_EQ(Database::open(db.path)->record_count(), before);
-  o.cold_inputs = "off";
-  EXPECT_EQ(tune(host(), {{kSpec, {}, 1}}, o).records_total, 8u);
+  // auto continues the database the way it was timed: a model's tasks into a database of
+  // workloads, hot.
+  o.cold_inputs = "auto";
+  TuneResult r = tune(host(), {{kSpec, {}, 1}}, o);
+  EXPECT_EQ(r.records_total, 8u);
+  EXPECT_FALSE(r.tasks.at(0).cold_inputs);
+  EXPECT_EQ(Database::open(db.path)->setting(kMeasuredInputs), "off");
 
   // Without the setting (a database or JSON-lines file of before it existed), the records are
   // hot times.
