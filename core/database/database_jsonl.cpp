@@ -1,4 +1,5 @@
 // JSON-lines export and import of a tuning database (format: docs/database.md).
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <map>
@@ -280,6 +281,9 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
 }
 
 ImportStats Database::import_jsonl(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw DatabaseError(file + ": is a directory, not a JSON-lines file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw DatabaseError(file + ": cannot open for reading");
   return import_jsonl(in, file);

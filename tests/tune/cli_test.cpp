@@ -557,6 +557,10 @@ TEST(TuneCli, DatabasesTravelAsJsonLines) {
   EXPECT_NE(bad.err.find("bad.jsonl:"), std::string::npos) << bad.err;
   EXPECT_EQ(count_records(d.file("e.db")), 4u);
 
+  CliRun dir = run_cli(d, {"db", "import", "--db", d.file("e.db"), d.dir.string()}, "dir");
+  EXPECT_EQ(dir.status, 1);
+  EXPECT_NE(dir.err.find("is a directory"), std::string::npos) << dir.err;
+
   CliRun ok = run_cli(d, {"db", "check", "--db", d.file("b.db")}, "check");
   EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("sound"), std::string::npos) << ok.out;
