@@ -29,7 +29,7 @@ enum class KernelPolicy {
   Untuned, // the tuning target, unscheduled
   Tuned,   // the best tuned record; untuned where there is none
   Library, // the library where it implements the task; else as Tuned
-  Best,    // the faster of the tuned and the library record; untuned where neither exists
+  Best,    // the faster of the tuned and the library record; where neither exists, as Library
 };
 // "untuned", "tuned", "library", "best"; anything else throws std::invalid_argument.
 KernelPolicy parse_kernel_policy(const std::string& name);

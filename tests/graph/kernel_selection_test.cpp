@@ -1,0 +1,86 @@
+// Kernel selection's `best` policy for the tasks a database has no record of (a prompt bucket
+// or cache capacity that was not tuned): the library's kernel where it implements the task,
+// the unscheduled function only where it does not -- and the model computes what it computes
+// with unscheduled kernels everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/database/database.h"
+#include "core/graph/fusion.h"
+#include "core/graph/graph_tasks.h"
+#include "core/graph/kernel_selection.h"
+#include "core/graph/layer_registry.h"
+#include "core/graph/model_executor.h"
+#include "core/model/config_json.h"
+#include "graph_test_util.h"
+
+namespace mt {
+namespace {
+
+using graph_test::host;
+
+TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
+  if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
+    GTEST_SKIP() << "no onednn.cpu in this build";
+  const std::string config = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
+  Config c = load_config_file(layer_config_registry(host()), config);
+  ModelGraph graph = instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
+  std::vector<FusedGroup> groups = fuse(graph.outputs);
+  std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("mt_kernel_selection_" + std::to_string(getpid()) + ".db");
+  std::filesystem::remove(path);
+  Database::open(path.string()); // an empty database: tuned for other shapes, or not at all
+  DatabaseOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<Database> db = Database::open(path.string(), ro);
+  KernelSelectionOptions so;
+  so.policy = KernelPolicy::Best;
+  so.db = db.get();
+  std::vector<TaskKernel> best = select_kernels(KernelSelector(host(), so), tasks);
+  std::vector<TaskKernel> untuned = select_kernels(KernelSelector(host(), {}), tasks);
+  std::filesystem::remove(path);
+
+  size_t library = 0;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const TaskKernel& k = best[t];
+    EXPECT_FALSE(k.tuned) << tasks[t].name;
+    EXPECT_NE(k.note.find("no record in the database"), std::string::npos) << k.note;
+    if (k.library) {
+      ++library;
+      EXPECT_EQ(k.component, "onednn.cpu") << tasks[t].name;
+    } else {
+      EXPECT_NE(k.note.find("does not implement it"), std::string::npos)
+          << tasks[t].name << ": " << k.note;
+    }
+  }
+  EXPECT_GT(library, 0u) << "oneDNN implements the model's matrix products";
+  EXPECT_LT(library, tasks.size()) << "and not its embedding gather";
+
+  // The same outputs as the unscheduled kernels' (those are checked against double-precision
+  // references layer by layer in the other graph tests).
+  std::map<std::string, NDArray> params = init_params(graph.params, 1);
+  auto run = [&](const std::vector<TaskKernel>& kernels) {
+    ModelExecutor exec(graph, groups, group_kernels(tasks, kernels, groups.size()));
+    exec.set_params(params);
+    return graph_test::run_on_ids(exec, {3, 14, 15, 9, 26});
+  };
+  graph_test::Matrix want = run(untuned), got = run(best);
+  ASSERT_EQ(got.size(), want.size());
+  double scale = 0;
+  for (double v : want)
+    scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0, scale)) << "logit " << i;
+}
+
+} // namespace
+} // namespace mt
