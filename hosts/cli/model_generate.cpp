@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -223,10 +224,20 @@ int generate_text(const ModelGenerateOptions& o) {
   std::string graphs;
   for (const std::string& g : gen.compiled())
     graphs += (graphs.empty() ? "" : ", ") + g;
-  size_t tuned = 0, library = 0;
+  size_t tuned = 0, library = 0, unrecorded = 0;
+  // Graphs with such kernels, by kind and length: ("prefill", 10), ("decode", 128).
+  std::set<std::pair<std::string, long long>> untuned_graphs;
   for (const auto& [task, kernel] : gen.kernels()) {
     tuned += kernel.tuned;
     library += kernel.library;
+    if (kernel.record_id != 0) continue;
+    ++unrecorded;
+    const size_t at = task.name.find('@'), slash = task.name.find('/', at);
+    if (at == std::string::npos || slash == std::string::npos) continue;
+    const std::string graph = task.name.substr(at + 1, slash - at - 1);
+    const size_t digits = graph.find_first_of("0123456789");
+    if (digits != std::string::npos)
+      untuned_graphs.emplace(graph.substr(0, digits), std::stoll(graph.substr(digits)));
   }
   std::printf("prompt %lld tokens: prefill %.2f ms; %lld decode steps: %.2f tokens/s (%.2f ms "
               "per token); %s kernels (%zu distinct: %zu tuned, %zu library); compiled %s in "
@@ -234,6 +245,28 @@ int generate_text(const ModelGenerateOptions& o) {
               static_cast<long long>(n), 1e3 * prefill_s, static_cast<long long>(steps), tps,
               steps ? 1e3 * decode_s / static_cast<double>(steps) : 0.0, to_string(policy),
               gen.kernels().size(), tuned, library, graphs.c_str(), compile_s);
+  // A database that was tuned for other shapes: say which graphs ran without records, and how
+  // to tune them (their kernels are oneDNN's where it implements them, else unscheduled).
+  if (!o.db.empty() && policy != KernelPolicy::Untuned && policy != KernelPolicy::Library &&
+      unrecorded > 0) {
+    std::string seqs, caps, names;
+    size_t prefills = 0;
+    for (const auto& [kind, length] : untuned_graphs) {
+      names += (names.empty() ? "" : ", ") + kind + "@" + std::to_string(length);
+      if (kind == "prefill") {
+        seqs += (seqs.empty() ? "" : ",") + std::to_string(length);
+        ++prefills;
+      }
+      if (kind == "decode") caps += (caps.empty() ? "" : ",") + std::to_string(length);
+    }
+    std::string flags;
+    if (prefills) flags += (prefills == 1 ? " --seq " : " --buckets ") + seqs;
+    if (!caps.empty()) flags += " --decode-capacities " + caps;
+    std::printf("%zu of %zu kernels have no record in %s (%s); to tune them: metatune model "
+                "tune ... --db %s%s\n",
+                unrecorded, gen.kernels().size(), o.db.c_str(), names.c_str(), o.db.c_str(),
+                flags.c_str());
+  }
   if (profiled) {
     std::string what = "decode steps at capacity " +
                        std::to_string(profiled->graph.inputs.back().shape()[1]) + ", median of " +

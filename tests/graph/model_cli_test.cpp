@@ -171,6 +171,28 @@ TEST(ModelCli, GeneratesWithTheCacheWhatTheWholeModelPredicts) {
   EXPECT_EQ(new_tokens(a), new_tokens(b));
 }
 
+// A database tuned for other shapes (here: none): generation runs, names the graphs whose
+// kernels have no record, and gives the flags that tune them; the tokens are the untuned ones.
+TEST(ModelCli, GenerateNamesTheGraphsADatabaseHasNoRecordsFor) {
+  const std::string db = ::testing::TempDir() + "/generate_empty.db";
+  std::remove(db.c_str());
+  mt::Database::open(db);
+  const std::string gen =
+      "model generate --config " + kData +
+      "tiny-gpt.json --prompt-ids 5,60,17 --max-new-tokens 6 --capacities 8,16 ";
+  const std::string with_db = ::testing::TempDir() + "/generate_with_db.json",
+                    without = ::testing::TempDir() + "/generate_without_db.json";
+  Result g = metatune(gen + "--db " + db + " --report-json " + with_db);
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_NE(g.output.find("have no record in " + db + " (decode@8, decode@16, prefill@3)"),
+            std::string::npos)
+      << g.output;
+  EXPECT_NE(g.output.find("--seq 3 --decode-capacities 8,16"), std::string::npos) << g.output;
+  ASSERT_EQ(metatune(gen + "--report-json " + without).status, 0);
+  EXPECT_EQ(new_tokens(with_db), new_tokens(without));
+  std::remove(db.c_str());
+}
+
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
   Result e = metatune("model generate --config " + kData +
                       "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");
