@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -126,6 +127,7 @@ struct ImportStats {
   size_t model_choices_added = 0; // new, or newer than the one here (which they replace)
   size_t model_choices_kept = 0;  // the one here is as new or newer: kept
   size_t settings_added = 0;      // settings this database had no value for
+  std::map<std::string, size_t> records_by_target; // of records_added
   // One message per line that could not be imported ("file:line: why"); the others are.
   std::vector<std::string> errors;
 };

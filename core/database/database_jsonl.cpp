@@ -252,6 +252,7 @@ ImportStats Database::import_jsonl(std::istream& in, const std::string& source_n
         }
         impl_->insert_record(r, trace);
         ++stats.records_added;
+        ++stats.records_by_target[r.target];
       } else if (type == "model_choice") {
         ModelChoice c{
             workload_here(j, "model choice"),          j.at("target").get<std::string>(),

@@ -3,8 +3,10 @@
 // workload with its records and the choices made inside a model. Import merges such files
 // into a database, refusing whole a file whose records were measured otherwise.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
+#include "core/plugin/plugin_host.h"
+#include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/command.h"
 
@@ -23,6 +27,7 @@ struct DbOptions {
   std::string db;
   std::string out = "-";
   std::vector<std::string> files;
+  std::vector<std::string> plugin_paths;
   bool json = false;
   std::string log_level;
 };
@@ -65,16 +70,55 @@ int export_db(const DbOptions& opt) {
   return s.errors.empty() ? 0 : 1;
 }
 
+// "llvm -mcpu=znver3" of "llvm -mtriple=... -mcpu=znver3 -mattr=...": what tells two CPU
+// targets apart for a reader.
+std::string short_target(const std::string& target) {
+  const size_t cpu = target.find(" -mcpu=");
+  if (cpu == std::string::npos) return target;
+  return target.substr(0, target.find(' ')) + target.substr(cpu, target.find(' ', cpu + 1) - cpu);
+}
+
+// Records of a CPU target other than this machine's are kept, but tuning, `best` and models
+// here look up this machine's target string: said, so that an import from another machine
+// does not look like it did nothing.
+void warn_other_targets(const std::map<std::string, size_t>& by_target,
+                        const std::vector<std::string>& plugin_paths) {
+  bool any_llvm = false;
+  for (const auto& [target, n] : by_target)
+    any_llvm |= target.rfind("llvm", 0) == 0;
+  if (!any_llvm) return;
+  std::vector<std::filesystem::path> search(plugin_paths.begin(), plugin_paths.end());
+  for (const auto& p : PluginHost::default_search_path())
+    search.push_back(p);
+  PluginHost host;
+  host.discover(search);
+  std::string here;
+  try {
+    here = setup_target(host, "llvm").target_string;
+  } catch (const std::exception&) {
+    return; // no CPU target here to compare with
+  }
+  for (const auto& [target, n] : by_target)
+    if (target.rfind("llvm", 0) == 0 && target != here)
+      std::cerr << "note: " << n << " record(s) are for '" << short_target(target)
+                << "', not this machine's '" << short_target(here)
+                << "': tuning, best and models here use this machine's target and will not "
+                   "find them (`metatune best --target` shows them)\n";
+}
+
 int import_db(const DbOptions& opt) {
   std::unique_ptr<Database> db = Database::open(opt.db);
   nlohmann::json out = nlohmann::json::array();
   size_t skipped = 0;
+  std::map<std::string, size_t> by_target;
   for (const std::string& file : opt.files) {
     // Each file in one transaction: a refused file leaves the database as it was, and the
     // files before it stay imported.
     ImportStats s = file == "-" ? db->import_jsonl(std::cin, "<stdin>") : db->import_jsonl(file);
     print_skipped(s.errors);
     skipped += s.errors.size();
+    for (const auto& [target, n] : s.records_by_target)
+      by_target[target] += n;
     if (opt.json) {
       out.push_back({{"file", file},
                      {"workloads_added", s.workloads_added},
@@ -96,6 +140,7 @@ int import_db(const DbOptions& opt) {
     std::cout << "\n";
   }
   if (opt.json) std::cout << out.dump() << "\n";
+  warn_other_targets(by_target, opt.plugin_paths);
   return skipped == 0 ? 0 : 1;
 }
 
@@ -127,6 +172,8 @@ RegisterCommand reg("db", [](CLI::App& app) -> std::function<int()> {
   imp->add_option("--db", opt->db, "Tuning database")->required();
   imp->add_option("files", opt->files, "JSON-lines files ('-' = standard input)")->required();
   imp->add_flag("--json", opt->json, "Print one JSON array, an object per file");
+  imp->add_option("--plugin-path", opt->plugin_paths,
+                  "Also load plugins from this directory (to name this machine's target)");
   CLI::App* chk = db->add_subcommand(
       "check", "Check a database: SQLite's integrity check, then every workload and record "
                "decoded. Exit status 1 when a problem is found");

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -556,6 +557,20 @@ TEST(TuneCli, DatabasesTravelAsJsonLines) {
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("bad.jsonl:"), std::string::npos) << bad.err;
   EXPECT_EQ(count_records(d.file("e.db")), 4u);
+
+  // Records of another CPU are imported, and said to be of another machine's target.
+  const std::string other =
+      std::regex_replace(text, std::regex("-mcpu=[^ \"]+"), "-mcpu=otherchip");
+  ASSERT_NE(other, text) << "no -mcpu in the records' targets";
+  std::ofstream(d.file("other.jsonl")) << other;
+  CliRun foreign =
+      run_cli(d, {"db", "import", "--db", d.file("f.db"), d.file("other.jsonl")}, "foreign");
+  EXPECT_EQ(foreign.status, 0) << foreign.err;
+  EXPECT_NE(foreign.err.find("4 record(s) are for 'llvm -mcpu=otherchip', not this machine's"),
+            std::string::npos)
+      << foreign.err;
+  EXPECT_EQ(count_records(d.file("f.db")), 4u);
+  EXPECT_EQ(im.err.find("not this machine's"), std::string::npos) << im.err;
 
   CliRun dir = run_cli(d, {"db", "import", "--db", d.file("e.db"), d.dir.string()}, "dir");
   EXPECT_EQ(dir.status, 1);
