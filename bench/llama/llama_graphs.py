@@ -1,6 +1,7 @@
 """The ONNX graphs of a Llama checkpoint folder for ONNX Runtime: a prefill and a decode step.
 
-  prefill  input_ids int64 [1, S] -> logits [1, S, vocab], present.N.key / present.N.value
+  prefill  input_ids int64 [1, S] -> logits [1, 1, vocab] (the last position's: what
+           generation needs, as metatune's prefill), present.N.key / present.N.value
            [1, kv_heads, S, head_dim] per layer (positions 0 .. S-1)
   decode   input_ids int64 [1, 1], position int64 [1] (the new token's, = the past length),
            past_key_values.N.key / .value [1, kv_heads, P, head_dim] (P dynamic)
@@ -236,9 +237,10 @@ class LlamaGraph:
         g = self.g
         ids = self.inputs()
         n = self.plain(ids) if self.variant == "onnx" else self.fused(ids)
+        if self.mode == "prefill":  # generation needs the last position's logits only
+            n = g.op("Gather", [n, self.i64([-1])], "last", axis=1)
         logits = g.op("MatMul", [n, self.w("lm_head.weight")], "logits")
-        seq = "sequence" if self.mode == "prefill" else 1
-        outputs = [(logits, "logits", [1, seq, self.f.vocab])] + self.outputs
+        outputs = [(logits, "logits", [1, 1, self.f.vocab])] + self.outputs
         for tensor, name, _ in outputs:
             g.nodes.append(helper.make_node("Identity", [tensor], [name]))
         graph = helper.make_graph(

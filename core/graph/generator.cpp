@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/graph/last_position.h"
 #include "core/graph/layer_registry.h"
 #include "core/ir/structural.h"
 
@@ -22,8 +23,10 @@ std::vector<int64_t> sorted_distinct(std::vector<int64_t> v, const char* what) {
 } // namespace
 
 ModelGraph Generator::prefill_graph(const PluginHost& host, const Config& config, int64_t seq) {
-  return instantiate_model(host, config, {te::placeholder({1, seq}, DType::i32(), "ids")},
-                           BuildMode::prefill());
+  ModelGraph g = instantiate_model(host, config, {te::placeholder({1, seq}, DType::i32(), "ids")},
+                                   BuildMode::prefill());
+  keep_last_position_logits(g); // the first new token needs the last position's logits only
+  return g;
 }
 
 ModelGraph Generator::decode_graph(const PluginHost& host, const Config& config, int64_t capacity) {
@@ -135,12 +138,20 @@ const float* Generator::prefill(const std::vector<int32_t>& prompt) {
   CompiledGraph& g = prefill_for(seq);
   NDArray ids(DType::i32(), {1, seq}); // padding: id 0 after the prompt, causally invisible
   std::memcpy(ids.data(), prompt.data(), prompt.size() * sizeof(int32_t));
-  g.exec->execute({ids});
+  std::vector<NDArray> in(g.graph.inputs.size());
+  in[0] = ids;
+  const bool one_row = g.graph.last_position_input != SIZE_MAX;
+  if (one_row) {
+    NDArray last(DType::i32(), {1});
+    last.data_as<int32_t>()[0] = static_cast<int32_t>(n - 1);
+    in[g.graph.last_position_input] = last;
+  }
+  g.exec->execute(in);
   cache_->clear();
   cache_->set_capacity(capacity_for(n + 1));
   cache_->append(g.graph, *g.exec, n);
   last_ = &g;
-  return last_logits(g, n - 1);
+  return last_logits(g, one_row ? 0 : n - 1);
 }
 
 const float* Generator::step(int32_t token) {

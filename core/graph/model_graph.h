@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ struct ModelGraph {
   te::Tensor positions;        // Decode: [B, S] i32, inputs[positions_input]
   size_t positions_input = 0;
   std::vector<ModelState> states; // Prefill and Decode, in the order the layers declared them
+  // The input [B] i32 selecting the one position whose logits are the first output
+  // (keep_last_position_logits, core/graph/last_position.h); SIZE_MAX: logits of every position.
+  size_t last_position_input = SIZE_MAX;
 };
 
 // Errors (std::invalid_argument) name the layer's path and kind: a kind no loaded plugin

@@ -30,6 +30,7 @@
 #include "core/database/database.h"
 #include "core/graph/generator.h"
 #include "core/graph/sequence_buckets.h"
+#include "core/ir/structural.h"
 #include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
@@ -169,6 +170,23 @@ int tune_model(ModelTuneOptions& o) {
     if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it has no decode step");
     if (m.batch != 1) throw std::invalid_argument("generation runs at batch 1 (--batch 1)");
     size_t before = tasks.size();
+    // The prefill of generation runs the prompt's tasks -- the whole model's, already here --
+    // but its LM head for the last position only (core/graph/last_position.h): that one added
+    // (the others not again: their weights would count twice).
+    const std::vector<int64_t> prompts =
+        o.source.buckets.empty() ? std::vector<int64_t>{m.seq} : o.source.buckets;
+    for (int64_t seq : prompts) {
+      ModelGraph g = Generator::prefill_graph(*m.host, m.config, seq);
+      for (TuneTask& t :
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@prefill" + std::to_string(seq)))) {
+        const uint64_t h = structural_hash(t.workload);
+        bool known = false;
+        for (const TuneTask& k : tasks)
+          known = known || (structural_hash(k.workload) == h &&
+                            structural_equal(k.workload, t.workload));
+        if (!known) tasks.push_back(std::move(t));
+      }
+    }
     for (int64_t cap : o.decode_capacities) {
       ModelGraph g = Generator::decode_graph(*m.host, m.config, cap);
       for (TuneTask& t :
@@ -176,8 +194,8 @@ int tune_model(ModelTuneOptions& o) {
         tasks.push_back(std::move(t));
     }
     tasks = merge_equal_tasks(std::move(tasks));
-    std::cerr << o.decode_capacities.size() << " decode capacities: " << tasks.size() - before
-              << " more distinct tasks\n";
+    std::cerr << "prefill and " << o.decode_capacities.size()
+              << " decode capacities: " << tasks.size() - before << " more distinct tasks\n";
   }
   if (!o.only_tasks.empty()) {
     tasks = select_tasks(std::move(tasks), o.only_tasks);

@@ -193,6 +193,32 @@ TEST(ModelCli, GenerateNamesTheGraphsADatabaseHasNoRecordsFor) {
   std::remove(db.c_str());
 }
 
+// Tuning for generation covers what generation runs: the decode steps, and the prefill's LM
+// head of the last position (core/graph/last_position.h); generating then finds a record for
+// every kernel, and the tokens are those of the unscheduled kernels.
+TEST(ModelCli, TuningForGenerationCoversThePrefillAndTheDecodeSteps) {
+  const std::string db = ::testing::TempDir() + "/generate_tuned.db";
+  std::remove(db.c_str());
+  Result t = metatune("model tune --config " + kData +
+                      "tiny-gpt.json --seq 4 --decode-capacities 8 --trials 60 --no-compare "
+                      "--verify-top 0 --reference-cache none --repeats 1 --min-repeat-ms 1 "
+                      "--cost-model none --model-choice-rounds 0 --db " +
+                      db);
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_NE(t.output.find("@prefill4/"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("@decode8/"), std::string::npos) << t.output;
+  const std::string gen = "model generate --config " + kData +
+                          "tiny-gpt.json --prompt-ids 5,60,17,2 --max-new-tokens 3 --capacities 8 ";
+  const std::string tuned = ::testing::TempDir() + "/generate_tuned.json",
+                    untuned = ::testing::TempDir() + "/generate_untuned.json";
+  Result g = metatune(gen + "--db " + db + " --report-json " + tuned);
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_EQ(g.output.find("have no record"), std::string::npos) << g.output;
+  ASSERT_EQ(metatune(gen + "--report-json " + untuned).status, 0);
+  EXPECT_EQ(new_tokens(tuned), new_tokens(untuned));
+  std::remove(db.c_str());
+}
+
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
   Result e = metatune("model generate --config " + kData +
                       "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");
