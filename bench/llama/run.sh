@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench/llama: prefill latency (prompt of PROMPT_LEN tokens) and greedy decode tokens/s
+# bench/llama: prefill latency (prompt of PROMPT_LEN tokens; both sides compute the last
+# position's logits, what generation needs) and greedy decode tokens/s
 # (NEW_TOKENS after it) of a small Llama-style decoder (125M parameters, random weights in
 # Hugging Face naming), by ONNX Runtime and, when the metatune build has `model generate`,
 # metatune untuned, with the library, tuned and best; every greedy generation checked against
-# reference.py's float64 one (recomputing the whole sequence each step), every prefill's logits
-# against its forward. Rows are appended to bench/results/llama_generation.csv.
+# reference.py's float64 one (recomputing the whole sequence each step), the prefills' logits
+# against its forward (metatune's whole model through `model bench`: every position). Rows are appended to bench/results/llama_generation.csv.
 #
 #   bash bench/model/setup.sh && bash bench/llama/run.sh
 #   PRESET=tiny bash bench/llama/run.sh                 # the harness itself, in seconds
@@ -124,22 +125,30 @@ database() {
 # One policy through `metatune model generate`: new tokens, its prefill and decode speed.
 generate() {
   local p="$1" report="$work/generate.$1.json" args=()
-  if needs_db "$p"; then args=(--db "$db"); fi
-  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --ignore-eos --implementations $p ${args[*]:+${args[*]} }--report-json FILE"
+  # The library policy takes the tuned kernel where the library implements no task (as
+  # `model bench` below gives it the database).
+  if needs_db "$p" || [[ "$p" == library && -n "${db:-}" && -f "${db:-}" ]]; then
+    args=(--db "$db")
+  fi
+  local repeats="$REPEATS"
+  [[ "$p" == untuned ]] && repeats="$UNTUNED_REPEATS"
+  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --ignore-eos --implementations $p --prefill-repeats $repeats ${args[*]:+${args[*]} }--report-json FILE"
   if ! "$metatune" model generate --hf "$dir" --prompt-ids "$prompt" \
     --max-new-tokens "$NEW_TOKENS" --greedy --ignore-eos --implementations "$p" "${args[@]}" \
-    --report-json "$report" >"$work/generate.$p.log" 2>&1; then
+    --prefill-repeats "$repeats" --report-json "$report" >"$work/generate.$p.log" 2>&1; then
     tail -5 "$work/generate.$p.log" >&2
     tokens_check[metatune_$p]="FAIL model generate failed"
     return 0
   fi
   decode[metatune_$p]="$(field "$(cat "$report")" decode_tokens_per_s)"
-  detail[metatune_$p]="generate: prefill $(field "$(cat "$report")" prefill_ms) ms"
+  # The prefill of generation, as ONNX Runtime's: the last position's logits only.
+  prefill[metatune_$p]="$(printf '%.3f' "$(field "$(cat "$report")" prefill_ms)")"
   tokens_check[metatune_$p]="$(verdict "metatune_$p=$report")"
 }
 
-# Prefill latency of each policy through `metatune model bench` (median of REPEATS, the
-# untuned one of UNTUNED_REPEATS), its logits checked.
+# Each policy through `metatune model bench` (median of REPEATS, the untuned one of
+# UNTUNED_REPEATS): the whole model, every position's logits, checked against the reference;
+# its latency goes to the details (the prefill column is generation's, above).
 bench() {
   local policies="$1" repeats="$2" p dbargs=()
   for p in ${policies//,/ }; do
@@ -150,7 +159,7 @@ bench() {
     --policies "$policies" "${dbargs[@]}" -q --save-output "$work/bench.json" \
     --save-outputs "$work/bench" >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" >&2; return 0; }
   for p in ${policies//,/ }; do
-    prefill[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/bench.json" "$p")"
+    detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }whole model (every position's logits) $("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/bench.json" "$p") ms"
     detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/bench.json" "$p")"
     cmd[metatune_$p]+="; metatune model bench --hf $dir --tokens (the same ids) --repeats $repeats --policies $policies ${dbargs[*]}"
     if [[ -f "$work/bench/$p.npy" ]]; then
@@ -186,7 +195,9 @@ metatune_columns() {
     fi
     echo "bench/llama: metatune $p" >&2
     generate "$p"
-    if needs_db "$p"; then detail[metatune_$p]+="; $tuned_note"; fi
+    if needs_db "$p"; then
+      detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }$tuned_note"
+    fi
     [[ "$p" == untuned ]] || quick+=("$p")
   done
   if [[ " ${want[*]} " == *" untuned "* ]]; then bench untuned "$UNTUNED_REPEATS"; fi

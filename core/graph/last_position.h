@@ -9,10 +9,12 @@
 
 namespace mt {
 
-// Rewrites `g`'s first output, logits [B, S, V] (a compute), into [B, 1, V]: the same value
-// at position last_position[b] (a new input [B] i32, clamped into [0, S); its index is
-// g.last_position_input). Every other output, the states' rows included, is unchanged.
-// Returns false, leaving `g` as it was, when the first output is not such a compute.
+// Rewrites `g`'s first output, logits [B, S, V] (a compute reading one tensor x[b, s, ...]
+// along its sequence axis), into [B, 1, V]: the same value at position last_position[b] (a
+// new input [B] i32, clamped into [0, S); its index is g.last_position_input). x's row is
+// gathered first, so that the product is a plain one -- the decode step's LM head, the same
+// task, and one a library implements. Every other output, the states' rows included, is
+// unchanged. Returns false, leaving `g` as it was, when the first output is not of that form.
 bool keep_last_position_logits(ModelGraph& g);
 
 } // namespace mt

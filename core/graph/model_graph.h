@@ -10,8 +10,8 @@
 // child fields of their schemas matter.
 #pragma once
 
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 

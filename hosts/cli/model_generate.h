@@ -25,6 +25,7 @@ struct ModelGenerateOptions {
   std::vector<std::string> libraries{"onednn.cpu"};
   std::vector<int64_t> capacities{64, 128, 256, 512, 1024, 2048}, prompt_buckets;
   int64_t max_new_tokens = 32;
+  int prefill_repeats = 1; // timed prefills: the median is reported
   bool greedy = false;
   double temperature = 0; // 0: greedy
   int64_t top_k = 0;
