@@ -20,6 +20,11 @@ using mt::graph_test::metatune;
 using Result = mt::graph_test::CliResult;
 
 const std::string kData = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/";
+// `model tune` of the tiny GPT in seconds: no comparisons, checks or cost model, one short run
+// per candidate. The tests add the shapes, trials and database.
+const std::string kQuickTune = "model tune --config " + kData +
+                               "tiny-gpt.json --no-compare --verify-top 0 --reference-cache none "
+                               "--repeats 1 --min-repeat-ms 1 --cost-model none ";
 
 TEST(ModelCli, RunsASmallDecoder) {
   Result r = metatune("model run --config " + kData + "tiny-gpt.json --seq 5 --repeats 1");
@@ -112,11 +117,7 @@ TEST(ModelCli, TuneChoosesEachTasksKernelInsideTheModel) {
     GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
   const std::string db = ::testing::TempDir() + "/model_tune_choice.db";
   std::remove(db.c_str());
-  Result r = metatune("model tune --config " + kData +
-                      "tiny-gpt.json --seq 4 --trials 12 --no-compare --verify-top 0 "
-                      "--reference-cache none --repeats 1 --min-repeat-ms 1 --cost-model none "
-                      "--model-choice-rounds 3 -q --db " +
-                      db);
+  Result r = metatune(kQuickTune + "--seq 4 --trials 12 --model-choice-rounds 3 -q --db " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("in the model: library kernels"), std::string::npos) << r.output;
   mt::DatabaseOptions ro;
@@ -199,11 +200,8 @@ TEST(ModelCli, GenerateNamesTheGraphsADatabaseHasNoRecordsFor) {
 TEST(ModelCli, TuningForGenerationCoversThePrefillAndTheDecodeSteps) {
   const std::string db = ::testing::TempDir() + "/generate_tuned.db";
   std::remove(db.c_str());
-  Result t = metatune("model tune --config " + kData +
-                      "tiny-gpt.json --seq 4 --decode-capacities 8 --trials 60 --no-compare "
-                      "--verify-top 0 --reference-cache none --repeats 1 --min-repeat-ms 1 "
-                      "--cost-model none --model-choice-rounds 0 --db " +
-                      db);
+  Result t = metatune(
+      kQuickTune + "--seq 4 --decode-capacities 8 --trials 60 --model-choice-rounds 0 --db " + db);
   ASSERT_EQ(t.status, 0) << t.output;
   EXPECT_NE(t.output.find("@prefill4/"), std::string::npos) << t.output;
   EXPECT_NE(t.output.find("@decode8/"), std::string::npos) << t.output;
