@@ -171,20 +171,24 @@ int tune_model(ModelTuneOptions& o) {
     if (m.batch != 1) throw std::invalid_argument("generation runs at batch 1 (--batch 1)");
     size_t before = tasks.size();
     // The prefill of generation runs the prompt's tasks -- the whole model's, already here --
-    // but its LM head for the last position only (core/graph/last_position.h): that one added
-    // (the others not again: their weights would count twice).
+    // but the logits of the last position only (core/graph/last_position.h): its new tasks
+    // (the final norm with the row's gather) are added, the others not again (their weights
+    // would count twice).
     const std::vector<int64_t> prompts =
         o.source.buckets.empty() ? std::vector<int64_t>{m.seq} : o.source.buckets;
+    std::vector<uint64_t> hashes;
+    for (const TuneTask& k : tasks)
+      hashes.push_back(structural_hash(k.workload));
+    const size_t whole = tasks.size();
     for (int64_t seq : prompts) {
       ModelGraph g = Generator::prefill_graph(*m.host, m.config, seq);
       for (TuneTask& t :
            tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@prefill" + std::to_string(seq)))) {
         const uint64_t h = structural_hash(t.workload);
         bool known = false;
-        for (const TuneTask& k : tasks)
-          known = known || (structural_hash(k.workload) == h &&
-                            structural_equal(k.workload, t.workload));
-        if (!known) tasks.push_back(std::move(t));
+        for (size_t k = 0; k < whole && !known; ++k)
+          known = hashes[k] == h && structural_equal(tasks[k].workload, t.workload);
+        if (!known) tasks.push_back(std::move(t)); // equal ones of several buckets: merged below
       }
     }
     for (int64_t cap : o.decode_capacities) {
