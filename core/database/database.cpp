@@ -133,6 +133,16 @@ Transaction::~Transaction() {
   if (!done_) sqlite3_exec(impl_.db, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
+bool is_schema_key(const std::string& key) {
+  return key == "application" || key == "version";
+}
+
+const RecordSetting* record_setting_of(const std::string& key) {
+  for (const RecordSetting& s : kRecordSettings)
+    if (key == s.key) return &s;
+  return nullptr;
+}
+
 void validate_model_choice(const ModelChoice& c) {
   if (!(std::isfinite(c.tuned_seconds) && std::isfinite(c.library_seconds) &&
         c.tuned_seconds >= 0 && c.library_seconds >= 0))
@@ -697,7 +707,7 @@ std::optional<std::string> Database::setting(const std::string& key) const {
 }
 
 void Database::set_setting(const std::string& key, const std::string& value) {
-  if (key == "application" || key == "version")
+  if (is_schema_key(key))
     throw DatabaseError(path() + ": the setting '" + key + "' is the schema's own");
   std::lock_guard<std::recursive_mutex> lock(impl_->mu);
   Statement st(*impl_, "INSERT OR REPLACE INTO metatune_schema (key, value) VALUES (?1, ?2)");
@@ -708,9 +718,8 @@ void Database::set_setting(const std::string& key, const std::string& value) {
 std::optional<std::string> Database::record_setting(const std::string& key) const {
   std::lock_guard<std::recursive_mutex> lock(impl_->mu);
   if (std::optional<std::string> stored = setting(key)) return stored;
-  for (const RecordSetting& s : kRecordSettings)
-    if (key == s.key)
-      return record_count() > 0 ? std::optional<std::string>(s.before) : std::nullopt;
+  if (const RecordSetting* s = record_setting_of(key))
+    return record_count() > 0 ? std::optional<std::string>(s->before) : std::nullopt;
   throw DatabaseError(path() + ": '" + key + "' is not a setting of how records were measured");
 }
 

@@ -72,6 +72,10 @@ std::string normalized_trace(const std::string& text);
 void validate_for_commit(const TuningRecord& r);
 // Rejects model choices without finite in-model times, target or implementation.
 void validate_model_choice(const ModelChoice& c);
+// The metatune_schema keys that are the schema's own ('application', 'version'), not settings.
+bool is_schema_key(const std::string& key);
+// The entry of kRecordSettings for `key`; null when it is not one.
+const RecordSetting* record_setting_of(const std::string& key);
 
 // Column lists in the order read_workload / read_record expect.
 inline constexpr const char* kWorkloadColumns = "id, hash, spec, ir, created_at";

@@ -19,16 +19,6 @@ namespace {
 constexpr const char* kFormatName = "metatune-tuning-records";
 constexpr int kFormatVersion = 1;
 
-bool is_schema_key(const std::string& key) {
-  return key == "application" || key == "version";
-}
-
-const RecordSetting* record_setting_of(const std::string& key) {
-  for (const RecordSetting& s : kRecordSettings)
-    if (key == s.key) return &s;
-  return nullptr;
-}
-
 json model_choice_to_json(const ModelChoice& c) {
   return {{"type", "model_choice"},
           {"workload", c.workload_id},
@@ -44,7 +34,7 @@ json model_choice_to_json(const ModelChoice& c) {
 // follows from whether it has records at all.
 class ImportedSettings {
 public:
-  explicit ImportedSettings(const Database& db) : db_(db) {
+  explicit ImportedSettings(const Database& db) {
     for (const RecordSetting& s : kRecordSettings)
       here_[s.key] = db.record_setting(s.key);
   }
@@ -68,7 +58,7 @@ public:
       const std::optional<std::string>& here = here_.at(s.key);
       if (file && here && *file != *here)
         throw DatabaseError(source + ": its records were measured with " + s.key + " = '" + *file +
-                            "', those of " + db_.path() + " with '" + *here +
+                            "', those of " + db.path() + " with '" + *here +
                             "'; nothing imported (the times would not compare)");
       if (file && !db.setting(s.key)) {
         db.set_setting(s.key, *file);
@@ -89,7 +79,6 @@ public:
   }
 
 private:
-  const Database& db_;
   std::map<std::string, std::optional<std::string>> here_; // before the import
   std::map<std::string, std::string> file_;
   bool has_records_ = false;

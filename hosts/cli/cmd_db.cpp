@@ -3,7 +3,6 @@
 // workload with its records and the choices made inside a model. Import merges such files
 // into a database, refusing whole a file whose records were measured otherwise.
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -18,6 +17,7 @@
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/command.h"
+#include "hosts/cli/tune_flags.h"
 
 namespace mt::cli {
 
@@ -87,11 +87,8 @@ void warn_other_targets(const std::map<std::string, size_t>& by_target,
   for (const auto& [target, n] : by_target)
     any_llvm |= target.rfind("llvm", 0) == 0;
   if (!any_llvm) return;
-  std::vector<std::filesystem::path> search(plugin_paths.begin(), plugin_paths.end());
-  for (const auto& p : PluginHost::default_search_path())
-    search.push_back(p);
   PluginHost host;
-  host.discover(search);
+  host.discover(plugin_search_path(plugin_paths));
   std::string here;
   try {
     here = setup_target(host, "llvm").target_string;

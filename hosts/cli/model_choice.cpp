@@ -10,17 +10,12 @@
 #include "core/graph/graph_tasks.h"
 #include "core/graph/kernel_selection.h"
 #include "core/graph/model_executor.h"
+#include "core/measure/implementation_compare.h"
 #include "hosts/cli/model_execution.h"
 
 namespace mt::cli {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::infinity();
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Per task and profiled run, its kernels' seconds per call: `rounds` entries each.
 class TaskTimes {
@@ -41,7 +36,7 @@ public:
                              static_cast<double>(std::max<size_t>(1, m_.tasks[t].groups.size())));
   }
 
-  double per_call(size_t task) const { return median(per_task_[task]); }
+  double per_call(size_t task) const { return median_of(per_task_[task]); }
   double calls(size_t task) const { return static_cast<double>(m_.tasks[task].groups.size()); }
 
 private:

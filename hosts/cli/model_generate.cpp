@@ -14,6 +14,7 @@
 #include "core/database/database.h"
 #include "core/graph/generator.h"
 #include "core/graph/token_sampler.h"
+#include "core/measure/implementation_compare.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/model_execution.h"
@@ -191,8 +192,7 @@ int generate_text(const ModelGenerateOptions& o) {
     logits = gen.prefill(prompt);
     prefills.push_back(since(t0));
   }
-  std::sort(prefills.begin(), prefills.end());
-  const double prefill_s = prefills[prefills.size() / 2];
+  const double prefill_s = median_of(std::move(prefills));
   std::vector<int32_t> out;
   std::optional<TextStream> text;
   if (tokenizer) text.emplace(*tokenizer);
