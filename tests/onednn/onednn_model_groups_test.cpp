@@ -5,8 +5,8 @@
 // slices of one product), attention scores per batch and head (heads read in place from
 // [B, S, H * D]) with scale, causal and padding masks, and the context written back into
 // [B, S, H * D]; then every kernel of a small GPT-2- and BERT-shaped model from the shipped
-// configs. What oneDNN cannot express stays refused: rows that do not collapse, an operand
-// broadcast along part of the collapsed rows, a select whose fill is a tensor, a mask
+// configs. What oneDNN cannot express stays refused: reduction digits that do not collapse,
+// an operand broadcast along part of the collapsed rows, a select whose fill is a tensor, a mask
 // comparing two tensors.
 #include <gtest/gtest.h>
 
@@ -149,6 +149,24 @@ TEST(OnednnModelKernels, AttentionProjectionsScoresAndContext) {
   }
 }
 
+// Grouped-query attention (Llama's): 6 query heads share 2 key/value heads, read in place
+// from [B, S, 2 * D]. The three query heads of a key head are rows of the scores that do not
+// collapse with the positions (q is [B, S, H * D]): they become a batch dim along which k and
+// v are broadcast, and the key head is split off the query head (h // 3) as a digit of its own.
+TEST(OnednnModelKernels, GroupedQueryAttentionScoresAndContext) {
+  Config c = layers().make("std.MultiheadAttention");
+  c.set("input_dim", 48).set("num_heads", 6).set("num_kv_heads", 2).set("causal", true);
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    auto groups = kernels(c, {f32_input({batch, 5, 48}, "x")});
+    std::string b = batch > 1 ? "2," : "";
+    EXPECT_EQ(check_kernel(kernel(groups, "fused_attn_scores"), "batch_matmul"),
+              "[" + b + "2,3,5,8] x [" + b + "2,1,8,5] -> [" + b + "2,3,5,5] +linear +select");
+    EXPECT_EQ(check_kernel(kernel(groups, "fused_attn_context"), "batch_matmul"),
+              "[" + b + "2,3,5,5] x [" + b + "2,1,5,8] -> [" + b + "2,3,5,8]");
+  }
+}
+
 // Both masks of a decoder fed a padding mask: one select with two conditions. At batch 1 (the
 // batch dim gone), the causal table [1, S, S] is one oneDNN's kernels do not broadcast over the
 // heads: it is made full size.
@@ -270,9 +288,10 @@ void expect_refused(const char* text, const std::string& reason) {
   }
 }
 
-// out[s, b, n] = x[b, s, k] w[n, k]: rows (s, b) contiguous in the output, not in x.
-TEST(OnednnModelKernelsRefused, RowsThatDoNotCollapse) {
-  expect_refused(R"(func rows(x: f32[2, 3, 4], w: f32[5, 4], out: f32[3, 2, 5]) {
+// out[s, b, n] = x[b, s, k] w[n, k]: rows (s, b) contiguous in the output, not in x. s stays
+// M (the larger), b is a batch dim along which w is broadcast.
+TEST(OnednnModelKernels, RowsThatDoNotCollapseBecomeBatchDims) {
+  Function f = parse_function(R"(func rows(x: f32[2, 3, 4], w: f32[5, 4], out: f32[3, 2, 5]) {
   for i in 3 {
     for j in 2 {
       for n in 5 {
@@ -280,6 +299,28 @@ TEST(OnednnModelKernelsRefused, RowsThatDoNotCollapse) {
           block out(vi: S[3] = i, vj: S[2] = j, vn: S[5] = n, vk: R[4] = k) {
             init { out[vi, vj, vn] = 0f32 }
             out[vi, vj, vn] = out[vi, vj, vn] + x[vj, vi, vk] * w[vn, vk]
+          }
+        }
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(f));
+  expect_matches_reference(f);
+  EXPECT_EQ(last_build().plan, "[2,3,4] x [1,4,5] -> [2,3,5]");
+}
+
+// out[i, n] = sum over (a, b) of x[i, a, b] w[n, b, a]: the two reduction digits nest one
+// way in x, the other in w -- no one K.
+TEST(OnednnModelKernelsRefused, ReductionThatDoesNotCollapse) {
+  expect_refused(R"(func red(x: f32[3, 2, 4], w: f32[5, 4, 2], out: f32[3, 5]) {
+  for i in 3 {
+    for n in 5 {
+      for a in 2 {
+        for b in 4 {
+          block out(vi: S[3] = i, vn: S[5] = n, va: R[2] = a, vb: R[4] = b) {
+            init { out[vi, vn] = 0f32 }
+            out[vi, vn] = out[vi, vn] + x[vi, va, vb] * w[vn, vb, va]
           }
         }
       }

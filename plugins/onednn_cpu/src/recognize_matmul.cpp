@@ -8,7 +8,11 @@
 //     K, each only where it is contiguous in every tensor that has it (a linear layer on
 //     [batch, seq, in] is one [batch * seq, in] x [in, out] product: one large GEMM, which is
 //     what oneDNN runs fastest; a tensor broadcast along all of a collapsed group keeps a dim
-//     of 1, along part of it is refused); rows or columns that do not collapse are refused;
+//     of 1, along part of it is refused);
+//   - rows that do not all collapse keep as M the run of them (largest in extent) that does,
+//     and the others become batch dims along which the second operand is broadcast; columns
+//     likewise, the first operand broadcast (grouped-query attention: the query heads of one
+//     key head are rows of the scores, q's heads are not contiguous with its positions);
 //   - each batch digit is a batch dim with its own strides (attention's batch and head, heads
 //     read in place from [B, S, H * D]);
 //   - a weight stored [N, K] is a weights view with strides (1, K): no transpose is made;
@@ -140,6 +144,8 @@ public:
     operands();
     classify();
     order();
+    rows_bcast_ = split_off_uncollapsed(&rows_, a_);
+    cols_bcast_ = split_off_uncollapsed(&cols_, b_);
     return build();
   }
 
@@ -174,6 +180,7 @@ private:
   // Outer digit first in each group (by the output's strides; the reduction by the first
   // operand's), and the operands swapped when that makes dst's innermost dim N.
   void order() {
+    dst_strides_.assign(dims_.size(), 0);
     std::vector<size_t> out;
     for (size_t i = 0; i < dims_.size(); ++i)
       if (dims_[i].pos >= 0) out.push_back(i);
@@ -186,6 +193,8 @@ private:
       std::stable_sort(g->begin(), g->end(),
                        [&](size_t x, size_t y) { return dst_stride(x) > dst_stride(y); });
     };
+    for (size_t i : out)
+      dst_strides_[i] = dst_stride(i);
     by_dst(&batch_);
     by_dst(&rows_);
     by_dst(&cols_);
@@ -199,21 +208,55 @@ private:
     }
   }
 
+  // The digits of `group` (outer first) that leave the collapsed dim: all but the run of
+  // consecutive digits, largest in extent, whose strides nest in `operand` and in the output.
+  std::vector<size_t> split_off_uncollapsed(std::vector<size_t>* group,
+                                            const StridedAccess& operand) const {
+    const std::vector<size_t>& g = *group;
+    auto nests = [&](size_t k) { // digit g[k] directly outside g[k + 1] in both tensors
+      const int64_t e = dims_[g[k + 1]].extent;
+      return operand.strides[g[k]] == e * operand.strides[g[k + 1]] &&
+             dst_strides_[g[k]] == e * dst_strides_[g[k + 1]];
+    };
+    size_t best_from = 0, best_to = g.size(); // [from, to)
+    int64_t best = -1;
+    for (size_t from = 0; from < g.size(); ++from) {
+      int64_t extent = dims_[g[from]].extent;
+      size_t to = from + 1;
+      while (to < g.size() && nests(to - 1))
+        extent *= dims_[g[to++]].extent;
+      if (extent >= best) { // ties: the inner run, as the strides order rows
+        best = extent;
+        best_from = from;
+        best_to = to;
+      }
+    }
+    std::vector<size_t> kept(g.begin() + static_cast<std::ptrdiff_t>(best_from),
+                             g.begin() + static_cast<std::ptrdiff_t>(best_to));
+    std::vector<size_t> moved;
+    for (size_t k = 0; k < g.size(); ++k)
+      if (k < best_from || k >= best_to) moved.push_back(g[k]);
+    *group = std::move(kept);
+    return moved;
+  }
+
   Plan build() const {
-    const std::vector<size_t> src_at = concat({batch_, rows_, red_});
-    const std::vector<size_t> wei_at = concat({batch_, red_, cols_});
-    const std::vector<size_t> dst_at = concat({batch_, rows_, cols_});
-    const std::vector<size_t> batch(batch_.size(), 1); // each batch digit its own dim
+    const std::vector<size_t> batch_at = concat({batch_, rows_bcast_, cols_bcast_});
+    const std::vector<size_t> src_at = concat({batch_at, rows_, red_});
+    const std::vector<size_t> wei_at = concat({batch_at, red_, cols_});
+    const std::vector<size_t> dst_at = concat({batch_at, rows_, cols_});
+    const std::vector<size_t> batch(batch_at.size(), 1); // each batch digit its own dim
     const Collapse src_c(concat_sizes(batch, {rows_.size(), red_.size()}));
     const Collapse wei_c(concat_sizes(batch, {red_.size(), cols_.size()}));
     const Collapse dst_c(concat_sizes(batch, {rows_.size(), cols_.size()}));
 
     MatmulOp op;
+    // Only the batch dims split off the other operand's rows or columns do not move.
     op.src = src_c(strided_ref(sp_.param_of(la_->buffer), pick(a_, src_at), pick(dims_, src_at),
-                               /*broadcast=*/false),
+                               /*broadcast=*/!cols_bcast_.empty()),
                    "first operand");
     op.weights = wei_c(strided_ref(sp_.param_of(lb_->buffer), pick(b_, wei_at), pick(dims_, wei_at),
-                                   /*broadcast=*/false),
+                                   /*broadcast=*/!rows_bcast_.empty()),
                        "second operand");
     if (!non_overlapping(op.src) || !non_overlapping(op.weights))
       reject("an operand read through overlapping windows");
@@ -257,6 +300,8 @@ private:
   StridedAccess a_, b_;                           // their views over dims_
   std::vector<LogicalDim> dims_;                  // every digit of the main stage
   std::vector<size_t> batch_, rows_, cols_, red_; // indices into dims_
+  std::vector<size_t> rows_bcast_, cols_bcast_;   // split off rows_ / cols_: batch dims
+  std::vector<int64_t> dst_strides_;              // per digit: its stride in the output
 };
 
 } // namespace
