@@ -93,9 +93,7 @@ int run_model(const ModelRunOptions& o) {
   configure_logging(o.log_level);
   LoadedModel m = load_model(o.source);
   std::unique_ptr<Database> db = open_read_only(o.db);
-  KernelPolicy policy = o.implementations.empty()
-                            ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
-                            : parse_kernel_policy(o.implementations);
+  KernelPolicy policy = policy_of(o.implementations, db.get());
   std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
@@ -302,7 +300,8 @@ void add_run_options(CLI::App* cmd, ModelRunOptions& o, bool bench) {
   cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
   if (!bench)
     cmd->add_option("--implementations", o.implementations,
-                    "untuned, tuned, library or best (default: best with --db, else untuned)");
+                    "untuned, tuned, library or best (default: best with --db, else library: "
+                    "oneDNN where it implements a task, the rest untuned)");
   if (bench) {
     cmd->add_option("--policies", o.policies,
                     "Which to time, e.g. library,best (default: untuned,library and with --db "

@@ -18,6 +18,11 @@ std::unique_ptr<Database> open_read_only(const std::string& path) {
   return Database::open(path, dbo);
 }
 
+KernelPolicy policy_of(const std::string& implementations, const Database* db) {
+  if (!implementations.empty()) return parse_kernel_policy(implementations);
+  return db ? KernelPolicy::Best : KernelPolicy::Library;
+}
+
 KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
                                  const std::vector<std::string>& libraries, const Database* db) {
   KernelSelectionOptions s;

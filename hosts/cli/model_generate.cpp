@@ -134,7 +134,8 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
       ->delimiter(',');
   cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
   cmd->add_option("--implementations", o.implementations,
-                  "untuned, tuned, library or best (default: best with --db, else untuned)");
+                  "untuned, tuned, library or best (default: best with --db, else library: oneDNN "
+                  "where it implements a task, the rest untuned)");
   cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
   cmd->add_option("--report-json", o.report_json,
@@ -162,9 +163,7 @@ int generate_text(const ModelGenerateOptions& o) {
   std::vector<int32_t> prompt = prompt_of(o, tokenizer ? &*tokenizer : nullptr, m.vocab);
   const std::vector<int32_t> eos = eos_ids(o);
   std::unique_ptr<Database> db = open_read_only(o.db);
-  KernelPolicy policy = o.implementations.empty()
-                            ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
-                            : parse_kernel_policy(o.implementations);
+  KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
   SamplingOptions sampling;
   sampling.greedy = !(o.temperature > 0);
@@ -255,9 +254,12 @@ int generate_text(const ModelGenerateOptions& o) {
               static_cast<long long>(n), 1e3 * prefill_s, static_cast<long long>(steps), tps,
               steps ? 1e3 * decode_s / static_cast<double>(steps) : 0.0, to_string(policy),
               gen.kernels().size(), tuned, library, graphs.c_str(), compile_s);
-  // A database that was tuned for other shapes: say which graphs ran without records, and how
-  // to tune them (their kernels are oneDNN's where it implements them, else unscheduled).
-  if (!o.db.empty() && policy != KernelPolicy::Untuned && policy != KernelPolicy::Library &&
+  // A database that was tuned for other shapes, or none: say which graphs ran without
+  // records, and how to tune them (their kernels are oneDNN's where it implements them, else
+  // unscheduled).
+  const bool by_default = o.db.empty() && o.implementations.empty() && !o.quiet;
+  if ((by_default ||
+       (!o.db.empty() && policy != KernelPolicy::Untuned && policy != KernelPolicy::Library)) &&
       unrecorded > 0) {
     std::string seqs, caps, names;
     size_t prefills = 0;
@@ -272,10 +274,16 @@ int generate_text(const ModelGenerateOptions& o) {
     std::string flags;
     if (prefills) flags += (prefills == 1 ? " --seq " : " --buckets ") + seqs;
     if (!caps.empty()) flags += " --decode-capacities " + caps;
-    std::printf("%zu of %zu kernels have no record in %s (%s); to tune them: metatune model "
-                "tune ... --db %s%s\n",
-                unrecorded, gen.kernels().size(), o.db.c_str(), names.c_str(), o.db.c_str(),
-                flags.c_str());
+    if (by_default)
+      std::printf("no tuning database (--db): %zu of %zu kernels are %s's, the rest untuned; to "
+                  "tune them: metatune model tune ... --db tune.db%s, then --db tune.db here\n",
+                  library, gen.kernels().size(),
+                  o.libraries.empty() ? "the library" : o.libraries.front().c_str(), flags.c_str());
+    else
+      std::printf("%zu of %zu kernels have no record in %s (%s); to tune them: metatune model "
+                  "tune ... --db %s%s\n",
+                  unrecorded, gen.kernels().size(), o.db.c_str(), names.c_str(), o.db.c_str(),
+                  flags.c_str());
   }
   if (profiled) {
     std::string what = "decode steps at capacity " +

@@ -38,6 +38,18 @@ TEST(ModelCli, RunsASmallDecoder) {
   Result again = metatune("model run --config " + kData + "tiny-gpt.json --seq 5 --repeats 1");
   auto token = [](const std::string& s) { return s.substr(s.find("next token")); };
   EXPECT_EQ(token(r.output), token(again.output));
+  // Without --db the library's kernels where it has them (untuned where it has none or none
+  // is loaded); said in the latency line.
+  EXPECT_NE(r.output.find("library kernels"), std::string::npos) << r.output;
+  Result untuned = metatune("model run --config " + kData +
+                            "tiny-gpt.json --seq 5 --repeats 1 --implementations untuned");
+  ASSERT_EQ(untuned.status, 0) << untuned.output;
+  EXPECT_NE(untuned.output.find("untuned kernels"), std::string::npos) << untuned.output;
+  auto id = [&](const std::string& s) { // the logit's last digits may differ
+    std::string t = token(s);
+    return t.substr(0, t.find(" (logit"));
+  };
+  EXPECT_EQ(id(r.output), id(untuned.output));
 }
 
 TEST(ModelCli, MisspeltFieldIsNamedWithTheFile) {
@@ -189,8 +201,15 @@ TEST(ModelCli, GenerateNamesTheGraphsADatabaseHasNoRecordsFor) {
             std::string::npos)
       << g.output;
   EXPECT_NE(g.output.find("--seq 3 --decode-capacities 8,16"), std::string::npos) << g.output;
-  ASSERT_EQ(metatune(gen + "--report-json " + without).status, 0);
+  ASSERT_EQ(metatune(gen + "--implementations untuned --report-json " + without).status, 0);
   EXPECT_EQ(new_tokens(with_db), new_tokens(without));
+  // No database at all: the library's kernels, and the same way to tune them.
+  Result plain = metatune(gen);
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_NE(plain.output.find("no tuning database (--db)"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("--seq 3 --decode-capacities 8,16, then --db tune.db"),
+            std::string::npos)
+      << plain.output;
   std::remove(db.c_str());
 }
 
@@ -212,7 +231,7 @@ TEST(ModelCli, TuningForGenerationCoversThePrefillAndTheDecodeSteps) {
   Result g = metatune(gen + "--db " + db + " --report-json " + tuned);
   ASSERT_EQ(g.status, 0) << g.output;
   EXPECT_EQ(g.output.find("have no record"), std::string::npos) << g.output;
-  ASSERT_EQ(metatune(gen + "--report-json " + untuned).status, 0);
+  ASSERT_EQ(metatune(gen + "--implementations untuned --report-json " + untuned).status, 0);
   EXPECT_EQ(new_tokens(tuned), new_tokens(untuned));
   std::remove(db.c_str());
 }
