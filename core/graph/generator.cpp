@@ -67,6 +67,7 @@ std::unique_ptr<CompiledGraph> Generator::compile(ModelGraph graph, const std::s
   c->exec = std::make_unique<ModelExecutor>(c->graph, c->groups,
                                             group_kernels(c->tasks, c->kernels, c->groups.size()));
   c->exec->set_params(params_);
+  c->exec->pack_params(packed_);
   c->exec->set_profiling(profiling_);
   if (c->graph.num_root_outputs < 1 || c->graph.outputs[0].ndim() != 3)
     throw std::invalid_argument(config_.kind() + ": a generating model's first output must be "

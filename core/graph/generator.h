@@ -18,6 +18,7 @@
 #include "core/graph/kernel_selection.h"
 #include "core/graph/kv_cache.h"
 #include "core/graph/model_executor.h"
+#include "core/graph/packed_params.h"
 #include "core/model/config.h"
 
 namespace mt {
@@ -88,6 +89,8 @@ private:
   int64_t vocab_ = 0, max_length_ = 0;
   std::map<int64_t, std::unique_ptr<CompiledGraph>> prefills_, decodes_;
   std::vector<std::pair<GraphTask, TaskKernel>> kernels_;
+  // The weights packed for the library kernels, one copy for all graphs (packed_params.h).
+  std::shared_ptr<PackedParams> packed_ = std::make_shared<PackedParams>();
   std::optional<KvCache> cache_;
   CompiledGraph* last_ = nullptr;
   bool profiling_ = false;

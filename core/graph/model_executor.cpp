@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "core/graph/packed_params.h"
 #include "core/plugin/plugin_components.h"
 #include "core/schedule/random.h"
 
@@ -139,6 +141,37 @@ void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
   for (const auto& [path, v] : values)
     if (!param_by_path_.count(path))
       throw std::invalid_argument("no parameter '" + path + "' in the model");
+  packed_params_.reset();
+  packed_flags_.clear();
+  packed_views_.clear();
+}
+
+size_t ModelExecutor::pack_params(std::shared_ptr<PackedParams> cache) {
+  packed_params_ = cache ? std::move(cache) : std::make_shared<PackedParams>();
+  packed_flags_.assign(groups_.size(), {});
+  packed_views_.assign(groups_.size(), {});
+  std::map<const te::TensorNode*, std::string> params;
+  for (const auto& [path, t] : param_by_path_)
+    params.emplace(t, path);
+  size_t n = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::vector<te::Tensor>& in = groups_[g].inputs;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!params.count(in[i].get()) || !buffers_.count(in[i].get())) continue; // unset
+      std::optional<PluginModule::PackedLayout> layout = modules_[g]->packed_layout(i);
+      if (!layout) continue;
+      const NDArray& src = buffer_of(in[i].get());
+      void* data = packed_params_->get(params.at(in[i].get()), *modules_[g], i, *layout, src);
+      if (packed_flags_[g].empty()) {
+        packed_flags_[g].assign(in.size() + groups_[g].outputs.size(), 0);
+        packed_views_[g].resize(in.size());
+      }
+      packed_flags_[g][i] = 1;
+      packed_views_[g][i] = NDArray(src.dtype(), src.shape(), data);
+      ++n;
+    }
+  }
+  return n;
 }
 
 NDArray& ModelExecutor::buffer_of(const te::TensorNode* t) {
@@ -182,17 +215,25 @@ void ModelExecutor::execute(const std::vector<NDArray>& inputs) {
   }
   group_seconds_.assign(profiling_ ? groups_.size() : 0, 0.0);
   for (size_t g = 0; g < groups_.size(); ++g) {
+    const bool packed = g < packed_flags_.size() && !packed_flags_[g].empty();
     std::vector<NDArray*> args;
-    for (const te::Tensor& t : groups_[g].inputs)
-      args.push_back(&buffer_of(t.get()));
+    for (size_t i = 0; i < groups_[g].inputs.size(); ++i)
+      args.push_back(packed && packed_flags_[g][i] ? &packed_views_[g][i]
+                                                   : &buffer_of(groups_[g].inputs[i].get()));
     for (const te::Tensor& t : groups_[g].outputs)
       args.push_back(&buffer_of(t.get()));
+    auto call = [&] {
+      if (packed)
+        modules_[g]->run_packed(args, packed_flags_[g]);
+      else
+        modules_[g]->run(args);
+    };
     if (!profiling_) {
-      modules_[g]->run(args);
+      call();
       continue;
     }
     auto start = std::chrono::steady_clock::now();
-    modules_[g]->run(args);
+    call();
     group_seconds_[g] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }

@@ -5,6 +5,7 @@
 // (kernel_selection.h chooses); its params are the group's inputs, then its outputs.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 
 namespace mt {
 
+class PackedParams;
 class PluginModule;
 class PluginTarget;
 
@@ -36,8 +38,15 @@ public:
   ModelExecutor(const ModelExecutor&) = delete;
   ModelExecutor& operator=(const ModelExecutor&) = delete;
 
-  // Every parameter must be set before run(): by path, shape and dtype checked.
+  // Every parameter must be set before run(): by path, shape and dtype checked. Drops the
+  // packed copies of pack_params().
   void set_params(const std::map<std::string, NDArray>& values);
+  // Once the parameters are final: every kernel that takes one of them in a layout of its own
+  // (PluginModule::packed_layout) gets it packed, from `cache` (made there on first use; a new
+  // cache when null; a cache shared by executors given the same values) and is run with it
+  // from then on. Returns how many arguments are packed.
+  // The parameters' values must not change afterwards (set_params again, then pack again).
+  size_t pack_params(std::shared_ptr<PackedParams> cache = nullptr);
   // The model's outputs for `inputs` (in the graph's input order).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
   // run() without copying the outputs out: they stay in the executor's buffers, read with
@@ -64,6 +73,10 @@ private:
   bool profiling_ = false;
   std::vector<double> group_seconds_;
   std::map<const te::TensorNode*, NDArray> buffers_; // params, inputs, intermediates
+  // pack_params(): per group, which arguments are packed, and views of their packed bytes.
+  std::shared_ptr<PackedParams> packed_params_;
+  std::vector<std::vector<uint8_t>> packed_flags_;
+  std::vector<std::vector<NDArray>> packed_views_;
   std::map<std::string, const te::TensorNode*> param_by_path_;
 };
 

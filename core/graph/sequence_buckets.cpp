@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/graph/layer_registry.h"
+#include "core/graph/packed_params.h"
 
 namespace mt {
 
@@ -27,6 +28,7 @@ BucketedModel::BucketedModel(const PluginHost& host, const Config& config,
     throw std::invalid_argument("sequence buckets must be distinct positive lengths");
   // Each bucket's executor keeps a reference to its bucket's graph: reserve so they stay put.
   buckets_.reserve(buckets.size());
+  auto packed = std::make_shared<PackedParams>(); // one copy of each packed weight for all
   for (int64_t seq : buckets) {
     SequenceBucket& b = buckets_.emplace_back();
     b.seq = seq;
@@ -37,6 +39,7 @@ BucketedModel::BucketedModel(const PluginHost& host, const Config& config,
     b.exec = std::make_unique<ModelExecutor>(b.graph, b.groups,
                                              group_kernels(b.tasks, b.kernels, b.groups.size()));
     b.exec->set_params(params);
+    b.exec->pack_params(packed);
   }
 }
 

@@ -368,6 +368,40 @@ std::vector<double> PluginModule::time(const std::vector<NDArray*>& args, int re
   return secs;
 }
 
+std::optional<PluginModule::PackedLayout> PluginModule::packed_layout(size_t param) const {
+  const mt_module& m = state_->module;
+  if (!MT_HAS_FIELD(&m, mt_module, run_packed) || !m.packed_layout || !m.pack || !m.run_packed)
+    return std::nullopt;
+  size_t bytes = 0;
+  mt_str key{nullptr, 0};
+  mt_status st = call_plugin([&] { return m.packed_layout(m.self, param, &bytes, &key); });
+  if (st == MT_ERROR_UNSUPPORTED) return std::nullopt;
+  if (st != MT_OK)
+    throw PluginError(state_->reg->info.plugin_path, state_->owner, "module packed_layout", st,
+                      last_error());
+  return PackedLayout{bytes, std::string(plugin_detail::view(key))};
+}
+
+void PluginModule::pack(size_t param, const NDArray& src, void* dst) const {
+  const mt_module& m = state_->module;
+  mt_status st = call_plugin([&] { return m.pack(m.self, param, src.data(), dst); });
+  if (st != MT_OK)
+    throw PluginError(state_->reg->info.plugin_path, state_->owner, "module pack", st,
+                      last_error());
+}
+
+void PluginModule::run_packed(const std::vector<NDArray*>& args,
+                              const std::vector<uint8_t>& packed) const {
+  if (packed.size() != args.size())
+    throw std::invalid_argument("PluginModule::run_packed: a flag per argument");
+  std::vector<mt_tensor> ts = tensors_of(args);
+  const mt_module& m = state_->module;
+  mt_status st =
+      call_plugin([&] { return m.run_packed(m.self, ts.data(), ts.size(), packed.data()); });
+  if (st != MT_OK)
+    throw PluginError(state_->reg->info.plugin_path, state_->owner, "module run", st, last_error());
+}
+
 std::string PluginTarget::describe_device() const {
   const mt_target_vtable* vt = registration().desc->vtable.target;
   mt_str json{nullptr, 0};

@@ -145,6 +145,19 @@ public:
   std::vector<double> time(const std::vector<NDArray*>& args, int repeats,
                            double min_repeat_seconds) const;
 
+  // Prepacked params (ABI 1.8, components.h): where param `param` can be handed over in the
+  // module's own layout, its bytes and the key naming it; nullopt where it cannot (or the
+  // module is older than 1.8).
+  struct PackedLayout {
+    size_t bytes = 0;
+    std::string key;
+  };
+  std::optional<PackedLayout> packed_layout(size_t param) const;
+  // Writes `src` (param `param` as declared) packed into `dst` (PackedLayout::bytes).
+  void pack(size_t param, const NDArray& src, void* dst) const;
+  // run() with packed[i] set where args[i] holds packed bytes.
+  void run_packed(const std::vector<NDArray*>& args, const std::vector<uint8_t>& packed) const;
+
 private:
   friend class PluginTarget;
   struct State;

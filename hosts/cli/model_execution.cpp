@@ -55,6 +55,7 @@ CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector
   c.executor = std::make_unique<ModelExecutor>(m.graph, m.groups,
                                                group_kernels(m.tasks, c.kernels, m.groups.size()));
   c.executor->set_params(m.params);
+  c.executor->pack_params();
   c.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

@@ -1,7 +1,7 @@
 // Kernel selection's `best` policy for the tasks a database has no record of (a prompt bucket
 // or cache capacity that was not tuned): the library's kernel where it implements the task,
 // the unscheduled function only where it does not -- and the model computes what it computes
-// with unscheduled kernels everywhere.
+// with unscheduled kernels everywhere. And the library's kernels with the weights packed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "core/graph/kernel_selection.h"
 #include "core/graph/layer_registry.h"
 #include "core/graph/model_executor.h"
+#include "core/graph/packed_params.h"
 #include "core/model/config_json.h"
 #include "graph_test_util.h"
 
@@ -80,6 +81,53 @@ TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
     scale = std::max(scale, std::abs(v));
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0, scale)) << "logit " << i;
+}
+
+// Library kernels take the model's weights packed once (model_executor.h's pack_params): the
+// tiny GPT's matrix products under oneDNN, one packed copy per weight shared by two executors
+// (as a generator's graphs), and the logits those of the unpacked run.
+TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
+  if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
+    GTEST_SKIP() << "no onednn.cpu in this build";
+  const std::string config = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
+  Config c = load_config_file(layer_config_registry(host()), config);
+  ModelGraph graph = instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
+  std::vector<FusedGroup> groups = fuse(graph.outputs);
+  std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+  KernelSelectionOptions so;
+  so.policy = KernelPolicy::Library;
+  std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), so), tasks);
+  std::map<std::string, NDArray> params = init_params(graph.params, 1);
+
+  ModelExecutor plain(graph, groups, group_kernels(tasks, kernels, groups.size()));
+  plain.set_params(params);
+  graph_test::Matrix want = graph_test::run_on_ids(plain, {3, 14, 15, 9, 26});
+
+  auto cache = std::make_shared<PackedParams>();
+  ModelExecutor a(graph, groups, group_kernels(tasks, kernels, groups.size()));
+  ModelExecutor b(graph, groups, group_kernels(tasks, kernels, groups.size()));
+  a.set_params(params);
+  b.set_params(params);
+  const size_t packed = a.pack_params(cache);
+  EXPECT_GT(packed, 0u) << "oneDNN takes the projections' weights packed";
+  const size_t bytes = cache->bytes(), copies = cache->copies();
+  EXPECT_EQ(b.pack_params(cache), packed);
+  EXPECT_EQ(cache->bytes(), bytes) << "the second executor packs nothing anew";
+  EXPECT_EQ(cache->copies(), copies);
+  for (ModelExecutor* e : {&a, &b}) {
+    graph_test::Matrix got = graph_test::run_on_ids(*e, {3, 14, 15, 9, 26});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << "logit " << i;
+  }
+  // New values drop the packed copies: the executor runs what it is given.
+  std::map<std::string, NDArray> other = init_params(graph.params, 2);
+  a.set_params(other);
+  plain.set_params(other);
+  graph_test::Matrix want2 = graph_test::run_on_ids(plain, {3, 14, 15, 9, 26}),
+                     got2 = graph_test::run_on_ids(a, {3, 14, 15, 9, 26});
+  for (size_t i = 0; i < got2.size(); ++i)
+    ASSERT_NEAR(got2[i], want2[i], 1e-6 * std::max(1.0, std::abs(want2[i]))) << "logit " << i;
 }
 
 } // namespace

@@ -124,8 +124,27 @@ typedef struct mt_module {
   mt_status (*time)(void* self, const mt_tensor* args, size_t num_args, int32_t repeats,
                     double min_repeat_seconds, double* out_seconds);
   /* End of version 1 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.8 (optional; NULL or absent: every param is read as the program declares it).
+   * Prepacked params: a param that holds the same values at every call (a model's weight) may
+   * be handed to the module in a layout of its own, made once, instead of being repacked
+   * inside every call (oneDNN's matmul: 2x faster at one row, 8-10 % at 128).
+   * `packed_layout`: MT_OK when param `param` can be given packed, with the bytes it takes
+   * and a key naming the layout and what of the param it holds -- equal keys for the same
+   * values mean equal packed bytes, so modules may share one copy (the text lives as long
+   * as `self`); MT_ERROR_UNSUPPORTED when it cannot. `pack` writes the packed form of `src`
+   * (the param as declared) into `dst` (`out_bytes` bytes, 64-byte aligned). `run_packed` is
+   * `run` with packed[i] != 0 for each arg given in its packed layout (its data pointer is
+   * then the packed bytes; dtype and shape are the declared ones). The module keeps no state
+   * between calls: callers may mix packed and plain calls. */
+  mt_status (*packed_layout)(void* self, size_t param, size_t* out_bytes, mt_str* out_key);
+  mt_status (*pack)(void* self, size_t param, const void* src, void* dst);
+  mt_status (*run_packed)(void* self, const mt_tensor* args, size_t num_args,
+                          const uint8_t* packed);
+  /* End of version 1.8 - DO NOT MODIFY ABOVE */
 } mt_module;
 MT_STATIC_ASSERT(offsetof(mt_module, time) / sizeof(void*) == 4, module_v1);
+MT_STATIC_ASSERT(offsetof(mt_module, run_packed) / sizeof(void*) == 7, module_v1_8);
 
 /* A hardware target: describes the device, offers its default search components, builds
  * lowered programs into runnable modules. */

@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "recognize.hpp"
 #include "select_mask.hpp"
 
 namespace mt::onednn {
@@ -116,7 +117,21 @@ struct DnnlModule::Impl {
     std::unordered_map<int, memory> bound; // the same, resolved once built
   };
 
+  // A matmul step whose weights are a param, made again for weights in oneDNN's layout.
+  struct Packable {
+    size_t step = 0;   // the plain primitive's index in steps
+    int slot = -1;     // the weights' user slot there
+    TensorRef weights; // the plain primitive's view of them
+    memory::desc layout;
+    dnnl::matmul::primitive_desc pd;
+    dnnl::primitive prim; // made on first use (oneDNN generates its code then)
+    memory mem;           // the packed weights, bound to prim
+    std::unordered_map<int, memory> bound;
+    size_t offset = 0; // bytes into the param's packed copy
+  };
+
   std::vector<P::Buffer> params;
+  std::vector<Packable> packable;
   dnnl::stream stream{cpu_engine()};
   std::vector<Slot> slots;
   std::vector<Step> steps;
@@ -305,7 +320,70 @@ struct DnnlModule::Impl {
 
   void build_step(const MainOp& main, const std::vector<PostOp>& post_ops);
   void build(const Plan& plan);
+  void offer_packed(const MatmulOp& m, const dnnl::matmul::primitive_desc& pd, size_t step);
+  std::vector<Packable*> packs_of(size_t param);
+  void bind(const std::vector<sdk::TensorView>& args) const;
 };
+
+// The matmul's primitive again with the weights' layout left to oneDNN; kept when that layout
+// differs from the plain one and nothing else changes.
+void DnnlModule::Impl::offer_packed(const MatmulOp& m, const dnnl::matmul::primitive_desc& pd,
+                                    size_t step) {
+  auto w = steps[step].args.find(DNNL_ARG_WEIGHTS);
+  if (w == steps[step].args.end() || slots[static_cast<size_t>(w->second)].param < 0) return;
+  try {
+    memory::desc any = any_of(m.weights.dims);
+    auto d = m.bias ? dnnl::matmul::desc(desc_of(m.src), any, desc_of(*m.bias), desc_of(m.dst))
+                    : dnnl::matmul::desc(desc_of(m.src), any, desc_of(m.dst));
+    dnnl::matmul::primitive_desc ppd(d, pd.get_primitive_attr(), cpu_engine());
+    if (ppd.weights_desc() == desc_of(m.weights) || ppd.src_desc() != pd.src_desc() ||
+        ppd.dst_desc() != pd.dst_desc() || std::string(ppd.impl_info_str()).rfind("ref", 0) == 0)
+      return;
+    Packable p;
+    p.step = step;
+    p.slot = w->second;
+    p.weights = m.weights;
+    p.layout = ppd.weights_desc();
+    p.pd = ppd;
+    packable.push_back(std::move(p));
+  } catch (const dnnl::error&) {
+    // oneDNN has no other layout for it: the weights stay as given
+  }
+}
+
+// The packable matmuls reading `param` as their weights, each with its offset into the packed
+// copy; empty where the param is read by anything else too.
+std::vector<DnnlModule::Impl::Packable*> DnnlModule::Impl::packs_of(size_t param) {
+  std::vector<Packable*> out;
+  size_t users = 0;
+  for (const Slot& s : slots)
+    users += s.param == static_cast<int>(param);
+  size_t bytes = 0;
+  for (Packable& p : packable) {
+    if (slots[static_cast<size_t>(p.slot)].param != static_cast<int>(param)) continue;
+    p.offset = bytes;
+    bytes += (p.layout.get_size() + 63) / 64 * 64;
+    out.push_back(&p);
+  }
+  if (out.size() != users) out.clear();
+  return out;
+}
+
+void DnnlModule::Impl::bind(const std::vector<sdk::TensorView>& args) const {
+  if (args.size() != params.size())
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: " + std::to_string(args.size()) +
+                                                    " arguments for " +
+                                                    std::to_string(params.size()) + " parameters");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!(args[i].dtype == params[i]->dtype) || args[i].shape != params[i]->shape)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: argument " + std::to_string(i) +
+                                                      " ('" + params[i]->name +
+                                                      "') has the wrong dtype or shape");
+  for (const auto& s : slots)
+    if (s.param >= 0)
+      const_cast<memory&>(s.mem).set_data_handle(static_cast<float*>(args[s.param].data) +
+                                                 s.offset);
+}
 
 void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>& post_ops) {
   using pk = dnnl::prop_kind;
@@ -326,7 +404,9 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                                          {DNNL_ARG_WEIGHTS, input(m->weights, pd.weights_desc())}};
     if (m->bias) args[DNNL_ARG_BIAS] = input(*m->bias, pd.bias_desc());
     args[DNNL_ARG_DST] = output(m->dst, pd.dst_desc(), &dst_user, &after);
+    const size_t step = steps.size();
     finish(dnnl::matmul(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+    offer_packed(*m, pd, step);
   } else if (const auto* c = std::get_if<ConvOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       memory::desc src = any_of(c->src.dims), w = any_of(c->weights.dims),
@@ -459,23 +539,100 @@ const std::string& DnnlModule::implementation() const {
 }
 
 void DnnlModule::run(const std::vector<sdk::TensorView>& args) {
-  const auto& params = impl_->params;
-  if (args.size() != params.size())
-    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: " + std::to_string(args.size()) +
-                                                    " arguments for " +
-                                                    std::to_string(params.size()) + " parameters");
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!(args[i].dtype == params[i]->dtype) || args[i].shape != params[i]->shape)
+  run_packed(args, {});
+}
+
+namespace {
+
+// What a packed copy holds, for sharing: each matmul's view of the param and the layout.
+std::string layout_key(const TensorRef& r, const memory::desc& md) {
+  using detail::dims_string;
+  const dnnl_memory_desc_t& d = md.data;
+  std::string k = "view " + dims_string(r.dims) + "/" + dims_string(r.strides) + "+" +
+                  std::to_string(r.offset) + " as ";
+  if (d.format_kind != dnnl_blocked) return ""; // opaque: not shared
+  const auto& b = d.format_desc.blocking;
+  k += "dims " + dims_string({d.dims, d.dims + d.ndims}) + " padded " +
+       dims_string({d.padded_dims, d.padded_dims + d.ndims}) + " strides " +
+       dims_string({b.strides, b.strides + d.ndims}) + " blocks " +
+       dims_string({b.inner_blks, b.inner_blks + b.inner_nblks}) + " of " +
+       dims_string({b.inner_idxs, b.inner_idxs + b.inner_nblks}) + " extra " +
+       std::to_string(d.extra.flags) + " offset " + std::to_string(d.offset0);
+  return k;
+}
+
+} // namespace
+
+std::optional<sdk::Module::PackedLayout> DnnlModule::packed_layout(size_t param) {
+  if (param >= impl_->params.size()) return std::nullopt;
+  std::vector<Impl::Packable*> packs = impl_->packs_of(param);
+  if (packs.empty()) return std::nullopt;
+  PackedLayout out;
+  for (Impl::Packable* p : packs) {
+    std::string k = layout_key(p->weights, p->layout);
+    if (k.empty()) k = "module " + std::to_string(reinterpret_cast<uintptr_t>(this));
+    out.key += (out.key.empty() ? "onednn " : "; ") + k;
+    out.bytes = p->offset + (p->layout.get_size() + 63) / 64 * 64;
+    if (!p->prim) {
+      try {
+        p->prim = dnnl::matmul(p->pd);
+      } catch (const dnnl::error& e) {
+        throw sdk::Error(MT_ERROR_UNKNOWN, std::string("onednn.cpu: ") + e.what());
+      }
+      p->mem = memory(p->layout, cpu_engine(), nullptr);
+      p->bound = impl_->steps[p->step].bound;
+      p->bound.insert_or_assign(DNNL_ARG_WEIGHTS, p->mem);
+    }
+  }
+  return out;
+}
+
+void DnnlModule::pack(size_t param, const void* src, void* dst) {
+  std::vector<Impl::Packable*> packs = impl_->packs_of(param);
+  if (packs.empty())
+    throw sdk::Error(MT_ERROR_UNSUPPORTED,
+                     "onednn.cpu: param " + std::to_string(param) + " is not taken packed");
+  try {
+    for (Impl::Packable* p : packs) {
+      const Impl::Slot& s = impl_->slots[static_cast<size_t>(p->slot)];
+      memory from(s.mem.get_desc(), cpu_engine(),
+                  const_cast<float*>(static_cast<const float*>(src)) + s.offset);
+      memory to(p->layout, cpu_engine(), static_cast<char*>(dst) + p->offset);
+      dnnl::reorder(from, to).execute(impl_->stream, from, to);
+    }
+    impl_->stream.wait();
+  } catch (const dnnl::error& e) {
+    throw sdk::Error(MT_ERROR_UNKNOWN, std::string("onednn.cpu: packing failed: ") + e.what());
+  }
+}
+
+void DnnlModule::run_packed(const std::vector<sdk::TensorView>& args,
+                            const std::vector<uint8_t>& packed) {
+  impl_->bind(args);
+  // step index -> the packed primitive to run instead
+  std::unordered_map<size_t, Impl::Packable*> instead;
+  for (size_t i = 0; i < packed.size() && i < args.size(); ++i) {
+    if (!packed[i]) continue;
+    std::vector<Impl::Packable*> packs = impl_->packs_of(i);
+    if (packs.empty() || !packs.front()->prim)
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: argument " + std::to_string(i) +
-                                                      " ('" + params[i]->name +
-                                                      "') has the wrong dtype or shape");
-  for (auto& s : impl_->slots)
-    if (s.param >= 0) s.mem.set_data_handle(static_cast<float*>(args[s.param].data) + s.offset);
+                                                      " ('" + impl_->params[i]->name +
+                                                      "') given packed, but not packed_layout'ed");
+    for (Impl::Packable* p : packs) {
+      p->mem.set_data_handle(static_cast<char*>(args[i].data) + p->offset);
+      instead[p->step] = p;
+    }
+  }
   for (auto& f : impl_->prepare)
     f(args);
   try {
-    for (auto& step : impl_->steps)
-      step.prim.execute(impl_->stream, step.bound);
+    for (size_t s = 0; s < impl_->steps.size(); ++s) {
+      auto p = instead.find(s);
+      if (p != instead.end())
+        p->second->prim.execute(impl_->stream, p->second->bound);
+      else
+        impl_->steps[s].prim.execute(impl_->stream, impl_->steps[s].bound);
+    }
     impl_->stream.wait();
   } catch (const dnnl::error& e) {
     throw sdk::Error(MT_ERROR_UNKNOWN, std::string("onednn.cpu: execution failed: ") + e.what());

@@ -5,9 +5,11 @@
 // primitive accepts them, else run as separate eltwise / binary primitives; a select's mask
 // tables (select_mask.hpp) live in scratch memory, filled at build time or, for a mask read
 // from a tensor, at the start of each call. A plan with several outputs is one primitive each.
+// Weights that are the same at every call may be handed over packed (run_packed).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,14 @@ public:
   DnnlModule(const Plan& plan, std::vector<P::Buffer> params);
   ~DnnlModule() override;
   void run(const std::vector<sdk::TensorView>& args) override;
+  // Prepacked weights (ABI 1.8): a matmul whose weights are a param is made a second time for
+  // weights in oneDNN's own layout (format any); a caller that hands the weights over packed
+  // runs that one, and the repacking inside every call is gone. A param read by anything else
+  // as well is not packed.
+  std::optional<PackedLayout> packed_layout(size_t param) override;
+  void pack(size_t param, const void* src, void* dst) override;
+  void run_packed(const std::vector<sdk::TensorView>& args,
+                  const std::vector<uint8_t>& packed) override;
   // oneDNN's implementation of the main primitive (impl_info_str), plus how many reorders and
   // unfused steps each call runs.
   const std::string& implementation() const;

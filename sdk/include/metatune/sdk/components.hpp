@@ -94,6 +94,26 @@ class Module {
 public:
   virtual ~Module() = default;
   virtual void run(const std::vector<TensorView>& args) = 0;
+
+  // Prepacked params (ABI 1.8; components.h says the contract): where param `param` can be
+  // handed over in the module's own layout, its bytes and a key naming that layout; nullopt
+  // where it cannot (the default: every param as declared).
+  struct PackedLayout {
+    size_t bytes = 0;
+    std::string key;
+  };
+  virtual std::optional<PackedLayout> packed_layout(size_t /*param*/) { return std::nullopt; }
+  // Writes param `param` (`src`, as declared) in that layout to `dst`.
+  virtual void pack(size_t /*param*/, const void* /*src*/, void* /*dst*/) {
+    throw Error(MT_ERROR_UNSUPPORTED, "this module takes no packed params");
+  }
+  // run() with packed[i] set for each arg given in its packed layout.
+  virtual void run_packed(const std::vector<TensorView>& args, const std::vector<uint8_t>& packed) {
+    for (uint8_t p : packed)
+      if (p) throw Error(MT_ERROR_UNSUPPORTED, "this module takes no packed params");
+    run(args);
+  }
+
   // Seconds per call for each repeat; the default times run() with a steady clock, calling it
   // as often as needed for each repeat to last at least min_repeat_seconds.
   virtual std::vector<double> time(const std::vector<TensorView>& args, int repeats,

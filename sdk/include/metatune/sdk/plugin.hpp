@@ -190,6 +190,7 @@ mt_status search_notify_measured(void* self, const mt_candidate* const* m, size_
 // Modules made by SDK targets.
 struct ModuleBox {
   std::unique_ptr<Module> module;
+  std::string key; // the last packed_layout's key, alive until the next call
 };
 inline void module_release(void* self) {
   delete static_cast<ModuleBox*>(self);
@@ -204,6 +205,27 @@ inline mt_status module_time(void* self, const mt_tensor* args, size_t n, int32_
         static_cast<ModuleBox*>(self)->module->time(views(args, n), repeats, min_seconds);
     for (size_t i = 0; i < t.size() && i < static_cast<size_t>(repeats); ++i)
       out[i] = t[i];
+  });
+}
+
+inline mt_status module_packed_layout(void* self, size_t param, size_t* bytes, mt_str* key) {
+  return guard([&] {
+    auto* box = static_cast<ModuleBox*>(self);
+    std::optional<Module::PackedLayout> l = box->module->packed_layout(param);
+    if (!l) throw Error(MT_ERROR_UNSUPPORTED, "param " + std::to_string(param) + " is not packed");
+    box->key = std::move(l->key);
+    *bytes = l->bytes;
+    *key = to_mt_str(box->key);
+  });
+}
+inline mt_status module_pack(void* self, size_t param, const void* src, void* dst) {
+  return guard([&] { static_cast<ModuleBox*>(self)->module->pack(param, src, dst); });
+}
+inline mt_status module_run_packed(void* self, const mt_tensor* args, size_t n,
+                                   const uint8_t* packed) {
+  return guard([&] {
+    static_cast<ModuleBox*>(self)->module->run_packed(views(args, n),
+                                                      std::vector<uint8_t>(packed, packed + n));
   });
 }
 
@@ -233,11 +255,16 @@ mt_status target_build(void* self, const mt_program* program, mt_module* out) {
   return guard([&] {
     std::unique_ptr<Module> m = object<T>(self).build(Program::borrow(program));
     if (!m) throw Error("build returned no module");
-    auto* box = new ModuleBox{std::move(m)};
+    auto* box = new ModuleBox{std::move(m), {}};
     out->self = box;
     out->release = module_release;
     out->run = module_run;
     if (MT_HAS_FIELD(out, mt_module, time)) out->time = module_time;
+    if (MT_HAS_FIELD(out, mt_module, run_packed)) {
+      out->packed_layout = module_packed_layout;
+      out->pack = module_pack;
+      out->run_packed = module_run_packed;
+    }
   });
 }
 

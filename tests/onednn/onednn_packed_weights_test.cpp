@@ -1,0 +1,166 @@
+// Prepacked weights (ABI 1.8, components.h): a matmul whose weights are a param takes them in
+// oneDNN's own layout, packed once (PluginModule::packed_layout / pack / run_packed). Checked
+// against the reference interpreter: a linear layer at one row and at several, the fused QKV
+// projection whose three slices of one weight become one packed copy, and what is not packed
+// (activations, the bias, a weight read by an epilogue too); an argument flagged packed that
+// the module did not offer is refused.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/graph/fusion.h"
+#include "core/graph/layer_registry.h"
+#include "core/ir/parser.h"
+#include "core/model/config_json.h"
+#include "onednn_test_util.h"
+
+namespace mt::onednn_test {
+namespace {
+
+// Runs `f` with every packable param packed; checks the outputs against the interpreter and
+// returns the params that were packed with their layouts.
+std::vector<std::pair<size_t, PluginModule::PackedLayout>> check_packed(const Function& f) {
+  std::unique_ptr<PluginModule> m = target().build(f);
+  std::vector<NDArray> ref = make_args(f), got = make_args(f);
+  interpret(f, ptrs(ref));
+  std::vector<bool> outs = f.output_mask();
+  std::vector<std::pair<size_t, PluginModule::PackedLayout>> packed;
+  std::vector<uint8_t> flags(f.params.size(), 0);
+  std::vector<std::vector<std::byte>> copies;
+  std::vector<NDArray> args = got;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    std::optional<PluginModule::PackedLayout> l = m->packed_layout(i);
+    if (!l) continue;
+    EXPECT_FALSE(outs[i]) << "an output offered packed";
+    EXPECT_GE(l->bytes, got[i].nbytes()) << f.params[i]->name;
+    EXPECT_EQ(m->packed_layout(i)->key, l->key) << "the key names the layout: the same again";
+    copies.emplace_back(l->bytes + 64);
+    auto base = reinterpret_cast<uintptr_t>(copies.back().data());
+    void* dst = reinterpret_cast<void*>((base + 63) / 64 * 64);
+    m->pack(i, got[i], dst);
+    args[i] = NDArray(got[i].dtype(), got[i].shape(), dst);
+    flags[i] = 1;
+    packed.push_back({i, *l});
+  }
+  m->run_packed(ptrs(args), flags);
+  std::string why;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!outs[o]) continue;
+    EXPECT_TRUE(allclose(args[o], ref[o], 1e-4, 1e-4, &why))
+        << f.name << " output " << f.params[o]->name << ": " << why;
+  }
+  // Plain calls still work on the same module (it keeps no state between calls).
+  std::vector<NDArray> plain = make_args(f);
+  m->run(ptrs(plain));
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!outs[o]) continue;
+    EXPECT_TRUE(allclose(plain[o], ref[o], 1e-4, 1e-4, &why)) << why;
+  }
+  return packed;
+}
+
+const char* kLinear =
+    R"(func linear(x: f32[ROWS, 24], w: f32[40, 24], b: f32[40], out: f32[ROWS, 40]) {
+  buffer acc: f32[ROWS, 40]
+  for i in ROWS {
+    for n in 40 {
+      for k in 24 {
+        block acc(vi: S[ROWS] = i, vn: S[40] = n, vk: R[24] = k) {
+          init { acc[vi, vn] = 0f32 }
+          acc[vi, vn] = acc[vi, vn] + x[vi, vk] * w[vn, vk]
+        }
+      }
+    }
+  }
+  for i in ROWS {
+    for n in 40 {
+      block out(vi: S[ROWS] = i, vn: S[40] = n) {
+        out[vi, vn] = acc[vi, vn] + b[vn]
+      }
+    }
+  }
+})";
+
+Function linear(int rows) {
+  std::string text = kLinear;
+  for (size_t at; (at = text.find("ROWS")) != std::string::npos;)
+    text.replace(at, 4, std::to_string(rows));
+  return parse_function(text);
+}
+
+TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
+  for (int rows : {1, 6}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    auto packed = check_packed(linear(rows));
+    ASSERT_EQ(packed.size(), 1u) << "the weight, not x or the bias";
+    EXPECT_EQ(packed[0].first, 1u);
+    EXPECT_EQ(packed[0].second.key.rfind("onednn view [", 0), 0u) << packed[0].second.key;
+  }
+}
+
+TEST(OnednnPackedWeights, FusedQkvSlicesAreOnePackedCopy) {
+  PluginHost& h = host();
+  const PluginRecord& rec = h.load(MT_STD_LAYERS_PLUGIN);
+  ASSERT_TRUE(rec.loaded()) << rec.message;
+  ConfigRegistry layers = layer_config_registry(h);
+  Config c = layers.make("std.MultiheadAttention");
+  c.set("input_dim", 24).set("num_heads", 3).set("causal", true);
+  c.set("qkv", layers.make("std.FusedQKVLinear"));
+  ModelGraph g = instantiate_model(h, c, {te::placeholder({2, 5, 24}, DType::f32(), "x")});
+  for (const FusedGroup& grp : fuse(g.outputs)) {
+    if (grp.name != "fused_qkv_proj") continue;
+    auto packed = check_packed(grp.func);
+    ASSERT_EQ(packed.size(), 1u);
+    const std::string& key = packed[0].second.key;
+    size_t views = 0;
+    for (size_t at = 0; (at = key.find("view [", at)) != std::string::npos; ++at)
+      ++views;
+    EXPECT_EQ(views, 3u) << "q, k and v: three slices of the weight in one copy: " << key;
+    return;
+  }
+  FAIL() << "no fused_qkv_proj kernel";
+}
+
+// out = x w + w: the weight is also the epilogue's operand, which reads it as declared.
+TEST(OnednnPackedWeights, AWeightTheEpilogueReadsTooIsNotPacked) {
+  Function f = parse_function(R"(func twice(x: f32[4, 4], w: f32[4, 4], out: f32[4, 4]) {
+  buffer acc: f32[4, 4]
+  for i in 4 {
+    for n in 4 {
+      for k in 4 {
+        block acc(vi: S[4] = i, vn: S[4] = n, vk: R[4] = k) {
+          init { acc[vi, vn] = 0f32 }
+          acc[vi, vn] = acc[vi, vn] + x[vi, vk] * w[vk, vn]
+        }
+      }
+    }
+  }
+  for i in 4 {
+    for n in 4 {
+      block out(vi: S[4] = i, vn: S[4] = n) {
+        out[vi, vn] = acc[vi, vn] + w[vi, vn]
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(f));
+  EXPECT_TRUE(check_packed(f).empty());
+}
+
+TEST(OnednnPackedWeights, AnArgumentFlaggedPackedThatWasNotOfferedIsRefused) {
+  Function f = linear(3);
+  std::unique_ptr<PluginModule> m = target().build(f);
+  std::vector<NDArray> args = make_args(f);
+  std::vector<uint8_t> flags = {1, 0, 0, 0}; // x: an activation
+  try {
+    m->run_packed(ptrs(args), flags);
+    FAIL() << "a packed x was taken";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("'x') given packed"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
+} // namespace mt::onednn_test
