@@ -368,10 +368,17 @@ std::vector<double> PluginModule::time(const std::vector<NDArray*>& args, int re
   return secs;
 }
 
+namespace {
+
+bool takes_packed(const mt_module* m) {
+  return MT_HAS_FIELD(m, mt_module, run_packed) && m->packed_layout && m->pack && m->run_packed;
+}
+
+} // namespace
+
 std::optional<PluginModule::PackedLayout> PluginModule::packed_layout(size_t param) const {
   const mt_module& m = state_->module;
-  if (!MT_HAS_FIELD(&m, mt_module, run_packed) || !m.packed_layout || !m.pack || !m.run_packed)
-    return std::nullopt;
+  if (!takes_packed(&m)) return std::nullopt;
   size_t bytes = 0;
   mt_str key{nullptr, 0};
   mt_status st = call_plugin([&] { return m.packed_layout(m.self, param, &bytes, &key); });
@@ -384,6 +391,9 @@ std::optional<PluginModule::PackedLayout> PluginModule::packed_layout(size_t par
 
 void PluginModule::pack(size_t param, const NDArray& src, void* dst) const {
   const mt_module& m = state_->module;
+  if (!takes_packed(&m))
+    throw PluginError(state_->reg->info.plugin_path, state_->owner, "module pack",
+                      MT_ERROR_UNSUPPORTED, "the module takes no packed params (ABI 1.8)");
   mt_status st = call_plugin([&] { return m.pack(m.self, param, src.data(), dst); });
   if (st != MT_OK)
     throw PluginError(state_->reg->info.plugin_path, state_->owner, "module pack", st,
@@ -394,8 +404,15 @@ void PluginModule::run_packed(const std::vector<NDArray*>& args,
                               const std::vector<uint8_t>& packed) const {
   if (packed.size() != args.size())
     throw std::invalid_argument("PluginModule::run_packed: a flag per argument");
-  std::vector<mt_tensor> ts = tensors_of(args);
   const mt_module& m = state_->module;
+  if (!takes_packed(&m)) {
+    for (uint8_t p : packed)
+      if (p)
+        throw PluginError(state_->reg->info.plugin_path, state_->owner, "module run",
+                          MT_ERROR_UNSUPPORTED, "the module takes no packed params (ABI 1.8)");
+    return run(args);
+  }
+  std::vector<mt_tensor> ts = tensors_of(args);
   mt_status st =
       call_plugin([&] { return m.run_packed(m.self, ts.data(), ts.size(), packed.data()); });
   if (st != MT_OK)

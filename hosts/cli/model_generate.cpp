@@ -141,7 +141,8 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   cmd->add_option("--report-json", o.report_json,
                   "Write prompt, tokens, prefill ms and decode tokens/s to this JSON file");
   cmd->add_flag("--profile", o.profile,
-                "Time each kernel of the decode steps and print the per-task breakdown");
+                "Time each kernel of the prefill (runs of its own) and of the decode steps; print "
+                "the per-task breakdowns");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the tokens and the figures");
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
 }
@@ -192,6 +193,19 @@ int generate_text(const ModelGenerateOptions& o) {
     prefills.push_back(since(t0));
   }
   const double prefill_s = median_of(std::move(prefills));
+  // --profile: the prefill's kernels too, in runs of their own (the timed ones stay unprofiled).
+  std::vector<std::vector<double>> prefill_groups;
+  const CompiledGraph* prefill_graph = nullptr;
+  if (o.profile) {
+    gen.set_profiling(true);
+    for (int r = 0; r < std::max(3, o.prefill_repeats); ++r) {
+      logits = gen.prefill(prompt);
+      prefill_graph = &gen.last_run();
+      prefill_groups.resize(prefill_graph->groups.size());
+      for (size_t g = 0; g < prefill_groups.size(); ++g)
+        prefill_groups[g].push_back(prefill_graph->exec->group_seconds()[g]);
+    }
+  }
   std::vector<int32_t> out;
   std::optional<TextStream> text;
   if (tokenizer) text.emplace(*tokenizer);
@@ -209,7 +223,6 @@ int generate_text(const ModelGenerateOptions& o) {
   t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<double>> per_group; // --profile: the decode steps of the last graph
   const CompiledGraph* profiled = nullptr;
-  if (o.profile) gen.set_profiling(true);
   while (more && static_cast<int64_t>(out.size()) < o.max_new_tokens &&
          gen.length() + 1 <= total - 1) {
     logits = gen.step(out.back());
@@ -284,6 +297,13 @@ int generate_text(const ModelGenerateOptions& o) {
                   "tune ... --db %s%s\n",
                   unrecorded, gen.kernels().size(), o.db.c_str(), names.c_str(), o.db.c_str(),
                   flags.c_str());
+  }
+  if (prefill_graph) {
+    std::string what = "the prefill of " + std::to_string(n) + " tokens in the bucket of " +
+                       std::to_string(prefill_graph->graph.inputs.front().shape()[1]) +
+                       ", median of " + std::to_string(prefill_groups.front().size());
+    print_task_breakdown(prefill_graph->tasks, prefill_graph->kernels, prefill_groups,
+                         what.c_str());
   }
   if (profiled) {
     std::string what = "decode steps at capacity " +

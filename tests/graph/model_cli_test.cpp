@@ -236,6 +236,23 @@ TEST(ModelCli, TuningForGenerationCoversThePrefillAndTheDecodeSteps) {
   std::remove(db.c_str());
 }
 
+// --profile breaks down the prefill (runs of its own) and the decode steps, per task.
+TEST(ModelCli, GenerateProfilesThePrefillAndTheDecodeSteps) {
+  Result r = metatune("model generate --config " + kData +
+                      "tiny-gpt.json --prompt-ids 5,60,17 --max-new-tokens 4 --capacities 8 "
+                      "--profile");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t prefill = r.output.find("per task (the prefill of 3 tokens in the bucket of 3, "
+                                       "median of 3"),
+               decode = r.output.find("per task (decode steps at capacity 8, median of 3");
+  ASSERT_NE(prefill, std::string::npos) << r.output;
+  ASSERT_NE(decode, std::string::npos) << r.output;
+  EXPECT_NE(r.output.substr(prefill, decode - prefill).find("@prefill3/fused_lm_head"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.substr(decode).find("@decode8/fused_lm_head"), std::string::npos) << r.output;
+}
+
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
   Result e = metatune("model generate --config " + kData +
                       "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");

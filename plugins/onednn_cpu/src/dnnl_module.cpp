@@ -322,7 +322,7 @@ struct DnnlModule::Impl {
   void build(const Plan& plan);
   void offer_packed(const MatmulOp& m, const dnnl::matmul::primitive_desc& pd, size_t step);
   std::vector<Packable*> packs_of(size_t param);
-  void bind(const std::vector<sdk::TensorView>& args) const;
+  void bind(const std::vector<sdk::TensorView>& args);
 };
 
 // The matmul's primitive again with the weights' layout left to oneDNN; kept when that layout
@@ -369,7 +369,7 @@ std::vector<DnnlModule::Impl::Packable*> DnnlModule::Impl::packs_of(size_t param
   return out;
 }
 
-void DnnlModule::Impl::bind(const std::vector<sdk::TensorView>& args) const {
+void DnnlModule::Impl::bind(const std::vector<sdk::TensorView>& args) {
   if (args.size() != params.size())
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: " + std::to_string(args.size()) +
                                                     " arguments for " +
@@ -379,10 +379,8 @@ void DnnlModule::Impl::bind(const std::vector<sdk::TensorView>& args) const {
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: argument " + std::to_string(i) +
                                                       " ('" + params[i]->name +
                                                       "') has the wrong dtype or shape");
-  for (const auto& s : slots)
-    if (s.param >= 0)
-      const_cast<memory&>(s.mem).set_data_handle(static_cast<float*>(args[s.param].data) +
-                                                 s.offset);
+  for (auto& s : slots)
+    if (s.param >= 0) s.mem.set_data_handle(static_cast<float*>(args[s.param].data) + s.offset);
 }
 
 void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>& post_ops) {
