@@ -27,14 +27,24 @@ namespace {
 
 using graph_test::host;
 
+// tests/graph/data/tiny-gpt.json on five tokens: its graph, kernels and tasks.
+struct TinyGpt {
+  ModelGraph graph = instantiate_model(
+      host(),
+      load_config_file(layer_config_registry(host()),
+                       std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json"),
+      {te::placeholder({1, 5}, DType::i32(), "ids")});
+  std::vector<FusedGroup> groups = fuse(graph.outputs);
+  std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+};
+
 TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
   if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
     GTEST_SKIP() << "no onednn.cpu in this build";
-  const std::string config = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
-  Config c = load_config_file(layer_config_registry(host()), config);
-  ModelGraph graph = instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
-  std::vector<FusedGroup> groups = fuse(graph.outputs);
-  std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+  TinyGpt m;
+  const ModelGraph& graph = m.graph;
+  const std::vector<FusedGroup>& groups = m.groups;
+  const std::vector<GraphTask>& tasks = m.tasks;
 
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("mt_kernel_selection_" + std::to_string(getpid()) + ".db");
@@ -89,11 +99,10 @@ TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
 TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
   if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
     GTEST_SKIP() << "no onednn.cpu in this build";
-  const std::string config = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
-  Config c = load_config_file(layer_config_registry(host()), config);
-  ModelGraph graph = instantiate_model(host(), c, {te::placeholder({1, 5}, DType::i32(), "ids")});
-  std::vector<FusedGroup> groups = fuse(graph.outputs);
-  std::vector<GraphTask> tasks = graph_tasks(groups, "std.Decoder");
+  TinyGpt m;
+  const ModelGraph& graph = m.graph;
+  const std::vector<FusedGroup>& groups = m.groups;
+  const std::vector<GraphTask>& tasks = m.tasks;
   KernelSelectionOptions so;
   so.policy = KernelPolicy::Library;
   std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), so), tasks);
