@@ -128,19 +128,39 @@ void ModelExecutor::allocate() {
 
 ModelExecutor::~ModelExecutor() = default;
 
-void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
+void ModelExecutor::check_params(const std::map<std::string, NDArray>& values) const {
   for (const ModelParam& p : graph_.params) {
     auto it = values.find(p.path);
-    if (it == values.end()) continue;
-    if (it->second.shape() != p.shape || it->second.dtype() != p.dtype)
+    if (it != values.end() && (it->second.shape() != p.shape || it->second.dtype() != p.dtype))
       throw std::invalid_argument(
           "parameter '" + p.path + "': expected " + to_string(p.dtype) + " " + shape_text(p.shape) +
           ", got " + to_string(it->second.dtype()) + " " + shape_text(it->second.shape()));
-    buffers_.insert_or_assign(p.placeholder.get(), it->second);
   }
   for (const auto& [path, v] : values)
     if (!param_by_path_.count(path))
       throw std::invalid_argument("no parameter '" + path + "' in the model");
+}
+
+void ModelExecutor::set_params(std::map<std::string, NDArray>&& values) {
+  check_params(values);
+  for (const ModelParam& p : graph_.params) {
+    auto it = values.find(p.path);
+    if (it != values.end()) buffers_.insert_or_assign(p.placeholder.get(), std::move(it->second));
+  }
+  packed_params_.reset();
+  packed_flags_.clear();
+  packed_views_.clear();
+}
+
+void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
+  check_params(values);
+  for (const ModelParam& p : graph_.params) {
+    auto it = values.find(p.path);
+    if (it == values.end()) continue;
+    const NDArray& v = it->second;
+    buffers_.insert_or_assign(p.placeholder.get(),
+                              NDArray(v.dtype(), v.shape(), const_cast<void*>(v.data())));
+  }
   packed_params_.reset();
   packed_flags_.clear();
   packed_views_.clear();

@@ -39,8 +39,11 @@ public:
   ModelExecutor& operator=(const ModelExecutor&) = delete;
 
   // Every parameter must be set before run(): by path, shape and dtype checked. Drops the
-  // packed copies of pack_params().
+  // packed copies of pack_params(). The executor reads the caller's arrays in place (no copy:
+  // a generator's graphs would each hold the whole model again); they must outlive it, or
+  // the next set_params. Given a temporary, the executor keeps the arrays itself.
   void set_params(const std::map<std::string, NDArray>& values);
+  void set_params(std::map<std::string, NDArray>&& values);
   // Once the parameters are final: every kernel that takes one of them in a layout of its own
   // (PluginModule::packed_layout) gets it packed, from `cache` (made there on first use; a new
   // cache when null; a cache shared by executors given the same values) and is run with it
@@ -63,6 +66,7 @@ public:
 
 private:
   NDArray& buffer_of(const te::TensorNode* t);
+  void check_params(const std::map<std::string, NDArray>& values) const;
   void allocate();
 
   const ModelGraph& graph_;
