@@ -139,5 +139,26 @@ TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
     ASSERT_NEAR(got2[i], want2[i], 1e-6 * std::max(1.0, std::abs(want2[i]))) << "logit " << i;
 }
 
+// set_params reads the caller's arrays in place: a change to them shows in the next run. Given
+// a temporary map (here a copy), the executor keeps the arrays itself.
+TEST(ModelExecutorParams, ReadInPlaceOrKeptWhenTemporary) {
+  TinyGpt m;
+  std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), {}), m.tasks);
+  std::map<std::string, NDArray> params = init_params(m.graph.params, 1);
+  ModelExecutor exec(m.graph, m.groups, group_kernels(m.tasks, kernels, m.groups.size()));
+  exec.set_params(params);
+  const std::vector<int32_t> ids = {3, 14, 15, 9, 26};
+  graph_test::Matrix before = graph_test::run_on_ids(exec, ids);
+  for (auto& [path, a] : params)
+    for (int64_t i = 0; i < a.num_elements(); ++i)
+      a.data_as<float>()[i] *= 1.5f;
+  graph_test::Matrix after = graph_test::run_on_ids(exec, ids);
+  ModelExecutor kept(m.graph, m.groups, group_kernels(m.tasks, kernels, m.groups.size()));
+  kept.set_params(std::map<std::string, NDArray>(params)); // a deep copy, owned by `kept`
+  graph_test::Matrix fresh = graph_test::run_on_ids(kept, ids);
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, fresh);
+}
+
 } // namespace
 } // namespace mt
