@@ -10,6 +10,8 @@
 #include "core/database/database.h"
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
+#include "core/tuner/reference_schedule.h"
+#include "core/tuner/target_setup.h"
 
 namespace mt {
 
@@ -58,7 +60,12 @@ KernelSelector::~KernelSelector() = default;
 TaskKernel KernelSelector::untuned(const GraphTask& task, std::string note) const {
   TaskKernel k;
   try {
-    k.module = target_.target->build(task.workload);
+    // A fallback on a CPU (the untuned policy asks for the program as written) gets its
+    // leading spatial loops in parallel -- the same results, on every core.
+    const bool parallel =
+        options_.policy != KernelPolicy::Untuned && !is_gpu_kind(device_kind(target_.device_json));
+    k.module = target_.target->build(parallel ? spatial_loops_parallel(task.workload)->func()
+                                              : task.workload);
   } catch (const std::exception& e) {
     throw std::runtime_error("building '" + task.name + "' with " + target_.component + ": " +
                              e.what());

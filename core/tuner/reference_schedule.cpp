@@ -100,6 +100,27 @@ void move_reductions_outside_last_spatial(Schedule& sch, BlockRV rv) {
 
 } // namespace
 
+std::shared_ptr<Schedule> spatial_loops_parallel(const Function& workload) {
+  auto sch = std::make_shared<Schedule>(workload, 0);
+  for (BlockRV rv : sch->all_blocks()) {
+    const Block& b = sch->get(rv);
+    std::vector<LoopRV> loops = sch->get_loops(rv);
+    if (loops.empty() || !plain_nest(*sch, b, loops)) continue;
+    size_t lead = 0;
+    while (lead < loops.size() && b.iter_vars[lead].kind == IterKind::Spatial)
+      ++lead;
+    if (lead == loops.size() && lead > 1) --lead; // the innermost stays
+    if (lead == 0) continue;
+    try {
+      std::vector<LoopRV> fused(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(lead));
+      sch->parallel(lead > 1 ? sch->fuse(fused) : fused.front());
+    } catch (const std::exception&) {
+      // refused (the primitives leave the schedule as it was): this block stays serial
+    }
+  }
+  return sch;
+}
+
 std::shared_ptr<Schedule> reference_schedule(const Function& workload) {
   std::shared_ptr<Schedule> sch = outer_loops_parallel(workload, 0);
   for (BlockRV b : sch->all_blocks())

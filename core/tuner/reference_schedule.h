@@ -15,6 +15,12 @@ namespace mt {
 // and the schedule its references are computed with.
 std::shared_ptr<Schedule> outer_loops_parallel(const Function& workload, uint64_t seed);
 
+// For a kernel that runs without a record and without a library implementation (kernel
+// selection's fallback): in each block the leading spatial loops fused into one parallel loop
+// -- all of them but the innermost, which stays for the compiler to vectorise. The outermost
+// loop alone is often the batch of 1. Each element is computed as in the unscheduled program.
+std::shared_ptr<Schedule> spatial_loops_parallel(const Function& workload);
+
 // outer_loops_parallel, and in each reduction block whose innermost loop walks an operand
 // across its rows (matmul's B[k, j]) the reduction loops moved outside the innermost spatial
 // loop, the initialisation split off before them, where that makes fewer accesses strided.

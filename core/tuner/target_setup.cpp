@@ -116,6 +116,15 @@ std::string short_target_name(const std::string& target) {
   return out;
 }
 
+std::string device_kind(const std::string& device_json) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(device_json);
+    return j.is_object() ? j.value("kind", std::string()) : std::string();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 bool is_gpu_kind(const std::string& kind) {
   static const std::vector<std::string> gpu_kinds = {"cuda",   "rocm",  "hip",    "gpu",
                                                      "vulkan", "metal", "opencl", "webgpu"};

@@ -31,6 +31,8 @@ struct TargetSetup {
 
 // True for device kinds that run thread blocks (the GPU standard set applies).
 bool is_gpu_kind(const std::string& kind);
+// The "kind" of a describe_device() JSON object ("llvm", "cuda", ...); empty if it has none.
+std::string device_kind(const std::string& device_json);
 
 // Resolves `target`: its first word names a target component, either exactly or as the
 // component's prefix ("llvm" -> "llvm.cpu"); the whole string is handed to the component's

@@ -39,17 +39,6 @@ bool TaskResult::compared() const {
 
 namespace {
 
-// A library competes with the tuned kernels on the same kind of device only: oneDNN (a CPU
-// library) says nothing about a kernel for a GPU target, and cuBLAS nothing about a CPU one.
-std::string kind_of(const std::string& device_json) {
-  try {
-    nlohmann::json j = nlohmann::json::parse(device_json);
-    return j.is_object() ? j.value("kind", std::string()) : std::string();
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
 double gflops_of(double flops, double secs) {
   return std::isfinite(secs) && secs > 0 ? flops / secs * 1e-9 : 0;
 }
@@ -251,7 +240,10 @@ private:
     used.push_back({ComponentKind::SearchStrategy, strategy_name_});
     plugins_ = plugins_used(host_, used);
 
-    const std::string target_kind = kind_of(target_.device_json);
+    // A library competes with the tuned kernels on the same kind of device only: oneDNN (a
+    // CPU library) says nothing about a kernel for a GPU target, and cuBLAS nothing about a
+    // CPU one.
+    const std::string target_kind = device_kind(target_.device_json);
     bool gpu = is_gpu_kind(target_kind);
     std::vector<std::string> lib_names;
     for (const std::string& n : options_.library_targets)
@@ -263,7 +255,7 @@ private:
         lib_names.push_back("cublas");
     libs_ = open_library_targets(host_, lib_names, target_.component);
     for (auto it = libs_.begin(); it != libs_.end();) {
-      std::string kind = kind_of(it->target->describe_device());
+      std::string kind = device_kind(it->target->describe_device());
       // A CPU library competes with any CPU target; a GPU library only on its own kind of GPU
       // (cuBLAS, kind "cuda", not with kernels tuned for an OpenCL or ROCm device).
       if (is_gpu_kind(kind) == gpu && (!gpu || kind == target_kind)) {

@@ -115,6 +115,27 @@ TEST_P(LlvmWorkloads, ReferenceScheduleMatchesInterpreter) {
         << print(lowered);
   }
 }
+
+// The schedule of kernel selection's fallbacks (a task without record or library kernel):
+// the same results as the interpreter for every workload.
+TEST_P(LlvmWorkloads, SpatialLoopsParallelMatchesInterpreter) {
+  Function f = make_workload(GetParam());
+  std::vector<NDArray> ref = interpret_ref(f);
+  auto outs = f.output_mask();
+  std::shared_ptr<Schedule> sch = spatial_loops_parallel(f);
+  Function lowered = lower(sch->func());
+  std::vector<NDArray> got;
+  std::string rejected;
+  ASSERT_TRUE(run_llvm(lowered, &got, &rejected)) << rejected;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!outs[i]) continue;
+    std::string why;
+    ASSERT_TRUE(allclose(got[i], ref[i], kRtol, kAtol, &why))
+        << "output " << f.params[i]->name << ": " << why << "\ntrace: " << sch->trace().to_json()
+        << "\n"
+        << print(lowered);
+  }
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(Library, LlvmWorkloads, ::testing::ValuesIn(test_workload_specs()),
@@ -162,6 +183,18 @@ TEST(ReferenceSchedule, MovesTheReductionOutOnlyWhereRowsAreWalked) {
   std::shared_ptr<Schedule> b = reference_schedule(dense);
   EXPECT_EQ(b->trace().to_json().find("reorder"), std::string::npos) << b->trace().to_json();
   EXPECT_TRUE(structural_equal(b->func(), outer_loops_parallel(dense, 0)->func()));
+}
+
+// A batch of 1 outermost: the leading spatial loops are fused into one parallel loop, the
+// innermost left alone; a reduction's spatial loops likewise, its reduction loops untouched.
+TEST(SpatialLoopsParallel, FusesTheLeadingSpatialLoops) {
+  Function bmm = make_workload("batch_matmul(B=1,M=8,N=16,K=4)");
+  std::shared_ptr<Schedule> a = spatial_loops_parallel(bmm);
+  const std::string t = a->trace().to_json();
+  EXPECT_NE(t.find("\"fuse\""), std::string::npos) << t;
+  EXPECT_NE(t.find("\"parallel\""), std::string::npos) << t;
+  const std::string block = a->name_of(a->all_blocks().back());
+  EXPECT_EQ(innermost_loop_over(a->func(), block), innermost_loop_over(bmm, block));
 }
 
 } // namespace
