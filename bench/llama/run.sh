@@ -32,6 +32,7 @@ THREADS="${THREADS:-2}"         # ONNX Runtime's intra-op threads
 REPEATS="${REPEATS:-10}"        # timed prefills (median)
 UNTUNED_REPEATS="${UNTUNED_REPEATS:-3}"
 GENERATIONS="${GENERATIONS:-3}" # timed ONNX Runtime generations (median tokens/s)
+ROUNDS="${ROUNDS:-3}"           # every column once per round, in turn; medians over rounds
 TRIALS="${TRIALS:-900}"         # metatune's tuning budget (records in DB) before tuned/best
 TUNE_FLAGS="${TUNE_FLAGS:-}"    # further `metatune model tune` flags (e.g. --cost-model-per-task)
 DB="${DB:-}"                    # the tuning database (default: next to the checkpoint)
@@ -41,7 +42,9 @@ run_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_llama.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-declare -A prefill decode prefill_check tokens_check detail cmd
+declare -A prefill decode prefill_check tokens_check detail cmd prefill_rounds decode_rounds \
+  first_tokens of_ort
+runnable=()
 
 field() { "$py" "$root/bench/model/json_field.py" "$@"; }
 
@@ -84,8 +87,8 @@ column_ort() {
     --generations "$GENERATIONS" --check --tol "$TOL" --reference "$refgen" || true)"
   [[ -n "$json" ]] || { echo "bench/llama: ort_llama.py failed" >&2; return 0; }
   echo "$json" >"$work/ort.json"
-  prefill[ort]="$(field "$json" prefill_ms)"
-  decode[ort]="$(field "$json" decode_tokens_per_s)"
+  prefill_rounds[ort]+=" $(printf '%.3f' "$(field "$json" prefill_ms)")"
+  decode_rounds[ort]+=" $(printf '%.2f' "$(field "$json" decode_tokens_per_s)")"
   "$py" - "$work/ort.json" >"$work/ort.fields" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -140,10 +143,19 @@ generate() {
     tokens_check[metatune_$p]="FAIL model generate failed"
     return 0
   fi
-  decode[metatune_$p]="$(field "$(cat "$report")" decode_tokens_per_s)"
+  decode_rounds[metatune_$p]+=" $(printf '%.2f' "$(field "$(cat "$report")" decode_tokens_per_s)")"
   # The prefill of generation, as ONNX Runtime's: the last position's logits only.
-  prefill[metatune_$p]="$(printf '%.3f' "$(field "$(cat "$report")" prefill_ms)")"
-  tokens_check[metatune_$p]="$(verdict "metatune_$p=$report")"
+  prefill_rounds[metatune_$p]+=" $(printf '%.3f' "$(field "$(cat "$report")" prefill_ms)")"
+  # The tokens are checked against the reference in the first round; later rounds must give
+  # the same ones.
+  local tokens
+  tokens="$(field "$(cat "$report")" new_tokens)"
+  if [[ -z "${first_tokens[metatune_$p]:-}" ]]; then
+    first_tokens[metatune_$p]="$tokens"
+    tokens_check[metatune_$p]="$(verdict "metatune_$p=$report")"
+  elif [[ "$tokens" != "${first_tokens[metatune_$p]}" ]]; then
+    tokens_check[metatune_$p]="FAIL the tokens differ between rounds"
+  fi
 }
 
 # Each policy through `metatune model bench` (median of REPEATS, the untuned one of
@@ -168,6 +180,7 @@ bench() {
   done
 }
 
+# Whether metatune can generate, and the tuning database; fills runnable (the policies).
 metatune_columns() {
   local c p want=()
   for c in $BENCH_COLUMNS; do [[ "$c" == metatune_* ]] && want+=("${c#metatune_}"); done
@@ -187,21 +200,51 @@ metatune_columns() {
       break
     fi
   done
-  local quick=()
   for p in "${want[@]}"; do
     if needs_db "$p" && [[ ! -f "${db:-}" ]]; then
       detail[metatune_$p]="no tuning database"
       continue
     fi
-    echo "bench/llama: metatune $p" >&2
-    generate "$p"
-    if needs_db "$p"; then
-      detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }$tuned_note"
-    fi
-    [[ "$p" == untuned ]] || quick+=("$p")
+    runnable+=("$p")
+    if needs_db "$p"; then detail[metatune_$p]="$tuned_note"; fi
   done
-  if [[ " ${want[*]} " == *" untuned "* ]]; then bench untuned "$UNTUNED_REPEATS"; fi
+}
+
+# After the rounds: each runnable policy's whole model through `model bench`.
+metatune_whole_models() {
+  local p quick=()
+  for p in "${runnable[@]}"; do [[ "$p" == untuned ]] || quick+=("$p"); done
+  if [[ " ${runnable[*]} " == *" untuned "* ]]; then bench untuned "$UNTUNED_REPEATS"; fi
   if ((${#quick[@]})); then bench "$(IFS=,; echo "${quick[*]}")" "$REPEATS"; fi
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR) printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# Per column the medians over rounds, and against ONNX Runtime the median of the rounds'
+# ratios (each round's columns ran minutes apart at most: the machine's drift hits them alike).
+summarise() {
+  local c r
+  local -a ort_pre ort_dec pre dec ratios_p ratios_d
+  read -ra ort_pre <<<"${prefill_rounds[ort]:-}"
+  read -ra ort_dec <<<"${decode_rounds[ort]:-}"
+  for c in $BENCH_COLUMNS; do
+    read -ra pre <<<"${prefill_rounds[$c]:-}"
+    read -ra dec <<<"${decode_rounds[$c]:-}"
+    ((${#pre[@]})) || continue
+    prefill[$c]="$(median "${pre[@]}")"
+    decode[$c]="$(median "${dec[@]}")"
+    detail[$c]="${detail[$c]:+${detail[$c]}; }rounds: prefill ${pre[*]} ms, decode ${dec[*]} tok/s"
+    [[ "$c" == ort || ${#ort_pre[@]} -ne ${#pre[@]} ]] && continue
+    ratios_p=()
+    ratios_d=()
+    for ((r = 0; r < ${#pre[@]}; r++)); do
+      ratios_p+=("$(awk -v a="${ort_pre[r]}" -v b="${pre[r]}" 'BEGIN {printf "%.4f", a / b}')")
+      ratios_d+=("$(awk -v a="${dec[r]}" -v b="${ort_dec[r]}" 'BEGIN {printf "%.4f", a / b}')")
+    done
+    of_ort[$c]="$(median "${ratios_p[@]}") / $(median "${ratios_d[@]}")"
+    detail[$c]+="; of ONNX Runtime per round (prefill speed / decode): $(
+      for ((r = 0; r < ${#pre[@]}; r++)); do printf '%s/%s ' "${ratios_p[r]}" "${ratios_d[r]}"; done)"
+  done
 }
 
 record() {
@@ -220,23 +263,33 @@ dir="$(checkpoint)"
 prompt="$("$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_model; print(",".join(map(str, bench_model.default_tokens(int(sys.argv[2]), int(sys.argv[3])))))' \
   "$here" "$PROMPT_LEN" "$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$dir/config.json")")"
 refgen="$(reference_generation)"
-for c in $BENCH_COLUMNS; do
-  [[ "$c" == ort ]] && { echo "bench/llama: ort" >&2; column_ort; }
-done
 metatune_columns
+for ((round = 1; round <= ROUNDS; round++)); do
+  for c in $BENCH_COLUMNS; do
+    if [[ "$c" == ort ]]; then
+      echo "bench/llama: round $round/$ROUNDS: ort" >&2
+      column_ort
+    elif [[ " ${runnable[*]} " == *" ${c#metatune_} "* ]]; then
+      echo "bench/llama: round $round/$ROUNDS: metatune ${c#metatune_}" >&2
+      generate "${c#metatune_}"
+    fi
+  done
+done
+metatune_whole_models
+summarise
 record
 
 failed=0
-printf '\n%-18s %11s %13s  %s\n' column "prefill ms" "decode tok/s" "checks"
+printf '\n%-18s %11s %13s %15s  %s\n' column "prefill ms" "decode tok/s" "of ORT" "checks"
 for c in $BENCH_COLUMNS; do
   checks="${tokens_check[$c]:+tokens: ${tokens_check[$c]}}"
   if [[ -n "${prefill_check[$c]:-}" ]]; then
     checks="${checks:+$checks; }prefill logits: ${prefill_check[$c]}"
   fi
-  printf '%-18s %11s %13s  %s\n' "$c" "${prefill[$c]:--}" "${decode[$c]:--}" \
-    "${checks:-${detail[$c]:--}}"
+  printf '%-18s %11s %13s %15s  %s\n' "$c" "${prefill[$c]:--}" "${decode[$c]:--}" \
+    "${of_ort[$c]:--}" "${checks:-${detail[$c]:--}}"
   [[ "${prefill_check[$c]:-ok}" == ok* && "${tokens_check[$c]:-ok}" == ok* ]] || failed=1
 done
-printf '\n(llama-%s, prompt %s tokens, %s new tokens greedy; prefill: median of %s runs; decode tok/s = decode steps / their wall time; checks against the float64 reference, logits within %s x max|ref|; rows appended to %s)\n' \
-  "$PRESET" "$PROMPT_LEN" "$NEW_TOKENS" "$REPEATS" "$TOL" "${csv#"$root"/}"
+printf '\n(llama-%s, prompt %s tokens, %s new tokens greedy; %s rounds, every column once per round in turn, medians over rounds; prefill: median of %s runs a round; decode tok/s = decode steps / their wall time; of ORT: median over rounds of prefill speed / decode tokens/s against ONNX Runtime in the same round; checks against the float64 reference, logits within %s x max|ref|; rows appended to %s)\n' \
+  "$PRESET" "$PROMPT_LEN" "$NEW_TOKENS" "$ROUNDS" "$REPEATS" "$TOL" "${csv#"$root"/}"
 exit $failed
