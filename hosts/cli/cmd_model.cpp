@@ -214,10 +214,16 @@ int tune_model(ModelTuneOptions& o) {
         o.libraries.empty() ? std::vector<std::string>{"onednn.cpu"} : o.libraries;
     std::cerr << "timing the tuned and the library kernels inside the model (" << o.choice_rounds
               << " alternating profiled runs of each)\n";
-    ModelChoiceSummary c;
+    ModelChoiceSummary c, g;
     try {
       std::unique_ptr<Database> db = Database::open(o.tune.db_path);
       c = choose_in_model(m, *db, o.tune.target, libraries, o.choice_rounds, o.quiet);
+      if (!o.decode_capacities.empty() && !m.encoder) {
+        std::cerr << "and in generation: a prompt of " << m.seq
+                  << " tokens and decode steps at each capacity\n";
+        g = choose_in_generation(m, *db, o.tune.target, libraries, o.choice_rounds, m.seq,
+                                 o.decode_capacities, o.quiet);
+      }
     } catch (const std::exception& e) {
       // The tuning's records are saved; only the choice is missing, and best falls back.
       std::cerr << "warning: the comparison inside the model failed (" << e.what()
@@ -229,6 +235,12 @@ int tune_model(ModelTuneOptions& o) {
                   "for %zu\n",
                   c.library_seconds * 1e3, c.tuned_seconds * 1e3, c.best_seconds * 1e3, c.compared,
                   c.tuned);
+    if (g.compared > 0)
+      std::printf("in generation: library kernels %.2f ms, tuned %.2f ms, each task's faster "
+                  "%.2f ms (a prefill and a decode step per capacity, per-task medians); %zu "
+                  "tasks compared, tuned chosen for %zu\n",
+                  g.library_seconds * 1e3, g.tuned_seconds * 1e3, g.best_seconds * 1e3, g.compared,
+                  g.tuned);
   }
   if (o.json) std::cout << to_json(r, o.tune).dump() << "\n";
   std::cout << std::flush;

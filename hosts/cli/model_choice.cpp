@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "core/database/database.h"
+#include "core/graph/generator.h"
 #include "core/graph/graph_tasks.h"
 #include "core/graph/kernel_selection.h"
 #include "core/graph/model_executor.h"
@@ -45,6 +47,68 @@ private:
   std::vector<std::vector<double>> per_task_;
 };
 
+// The generation of one prompt and a few decode steps, profiled: per phase (0 the prefill,
+// 1 the decode steps) and task, seconds per call.
+class GenerationTimes {
+public:
+  GenerationTimes(const LoadedModel& m, const KernelSelector& selector, GenerationShape shape,
+                  int64_t seq, int64_t steps)
+      : gen_(*m.host, m.config, selector, m.params, std::move(shape)), steps_(steps) {
+    gen_.prepare(seq, seq + steps + 1);
+    gen_.set_profiling(true);
+  }
+
+  void run(const std::vector<int32_t>& prompt) {
+    gen_.prefill(prompt);
+    for (int64_t s = 0; s <= steps_; ++s) {
+      const int phase = s == 0 ? 0 : 1;
+      const CompiledGraph& c = gen_.last_run();
+      graphs_[phase] = &c;
+      std::vector<size_t> task_of = task_of_group(c.tasks, c.groups.size());
+      std::vector<double> sum(c.tasks.size(), 0);
+      for (size_t g = 0; g < task_of.size(); ++g)
+        sum[task_of[g]] += c.exec->group_seconds()[g];
+      for (size_t t = 0; t < sum.size(); ++t)
+        times_[{phase, t}].push_back(
+            sum[t] / static_cast<double>(std::max<size_t>(1, c.tasks[t].groups.size())));
+      if (s < steps_) gen_.step(prompt.back());
+    }
+  }
+  void clear() { times_.clear(); }
+  const CompiledGraph& graph(int phase) const { return *graphs_[phase]; }
+  double per_call(int phase, size_t task) const { return median_of(times_.at({phase, task})); }
+
+private:
+  Generator gen_;
+  int64_t steps_;
+  const CompiledGraph* graphs_[2] = {nullptr, nullptr};
+  std::map<std::pair<int, size_t>, std::vector<double>> times_;
+};
+
+// Adds one task's two timings to *out and, where both kernels exist (a library kernel and a
+// tuned record), stores the faster as the database's model choice.
+void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKernel& tuned, double l,
+                   double u, double calls, Database& db, bool quiet, ModelChoiceSummary* out) {
+  const bool both = lib.library && tuned.tuned;
+  out->library_seconds += l * calls;
+  out->tuned_seconds += u * calls;
+  out->best_seconds += (both ? std::min(l, u) : u) * calls;
+  if (!both || tuned.workload_id == 0) return;
+  ModelChoice c;
+  c.workload_id = tuned.workload_id;
+  c.target = tuned.key;
+  c.implementation = u <= l ? "tuned" : lib.key;
+  c.tuned_seconds = u;
+  c.library_seconds = l;
+  db.set_model_choice(c);
+  ++out->compared;
+  out->tuned += u <= l;
+  if (!quiet)
+    std::fprintf(stderr, "  %-40s tuned %8.4f ms, %s %8.4f ms per call in the model: %s\n",
+                 task.name.c_str(), u * 1e3, lib.component.c_str(), l * 1e3,
+                 u <= l ? "tuned" : lib.component.c_str());
+}
+
 } // namespace
 
 ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std::string& target,
@@ -73,26 +137,49 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
       lib_times.run(*lib.executor);
     }
   }
-  for (size_t t = 0; t < m.tasks.size(); ++t) {
-    double l = lib_times.per_call(t), u = tuned_times.per_call(t);
-    out.library_seconds += l * lib_times.calls(t);
-    out.tuned_seconds += u * tuned_times.calls(t);
-    out.best_seconds += (both[t] ? std::min(l, u) : u) * tuned_times.calls(t);
-    if (!both[t]) continue;
-    if (tuned.kernels[t].workload_id == 0) continue;
-    ModelChoice c;
-    c.workload_id = tuned.kernels[t].workload_id;
-    c.target = tuned.kernels[t].key;
-    c.implementation = u <= l ? "tuned" : lib.kernels[t].key;
-    c.tuned_seconds = u;
-    c.library_seconds = l;
-    db.set_model_choice(c);
-    ++out.compared;
-    out.tuned += u <= l;
-    if (!quiet)
-      std::fprintf(stderr, "  %-40s tuned %8.4f ms, %s %8.4f ms per call in the model: %s\n",
-                   m.tasks[t].name.c_str(), u * 1e3, lib.kernels[t].component.c_str(), l * 1e3,
-                   u <= l ? "tuned" : lib.kernels[t].component.c_str());
+  for (size_t t = 0; t < m.tasks.size(); ++t)
+    record_choice(m.tasks[t], lib.kernels[t], tuned.kernels[t], lib_times.per_call(t),
+                  tuned_times.per_call(t), tuned_times.calls(t), db, quiet, &out);
+  return out;
+}
+
+ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
+                                        const std::string& target,
+                                        const std::vector<std::string>& libraries, int rounds,
+                                        int64_t seq, const std::vector<int64_t>& capacities,
+                                        bool quiet) {
+  ModelChoiceSummary out;
+  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db));
+  if (!lib_sel.has_library()) return out;
+  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db));
+  std::vector<int32_t> prompt(static_cast<size_t>(seq));
+  for (size_t i = 0; i < prompt.size(); ++i) // made-up ids, as the prompt graph's inputs
+    prompt[i] =
+        static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + 11) % std::max<int64_t>(1, m.vocab));
+  for (int64_t cap : capacities) {
+    if (cap <= seq + 1) continue;
+    GenerationShape shape{{seq}, {cap}};
+    const int64_t steps = std::min<int64_t>(8, cap - seq - 1);
+    GenerationTimes lib(m, lib_sel, shape, seq, steps), tuned(m, tuned_sel, shape, seq, steps);
+    lib.run(prompt); // warm-up: first touch of every buffer
+    tuned.run(prompt);
+    lib.clear();
+    tuned.clear();
+    for (int r = 0; r < std::max(1, rounds); ++r) {
+      // Library then tuned, then tuned then library: a drift of the machine favours neither.
+      GenerationTimes& first = r % 2 == 0 ? lib : tuned;
+      GenerationTimes& second = r % 2 == 0 ? tuned : lib;
+      first.run(prompt);
+      second.run(prompt);
+    }
+    for (int phase = 0; phase < 2; ++phase) {
+      const CompiledGraph& lg = lib.graph(phase);
+      const CompiledGraph& tg = tuned.graph(phase);
+      for (size_t t = 0; t < lg.tasks.size() && t < tg.tasks.size(); ++t)
+        record_choice(tg.tasks[t], lg.kernels[t], tg.kernels[t], lib.per_call(phase, t),
+                      tuned.per_call(phase, t), static_cast<double>(tg.tasks[t].groups.size()), db,
+                      quiet, &out);
+    }
   }
   return out;
 }

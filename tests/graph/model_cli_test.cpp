@@ -156,6 +156,41 @@ TEST(ModelCli, TuneChoosesEachTasksKernelInsideTheModel) {
   std::remove(db.c_str());
 }
 
+// With --decode-capacities the choice is made in generation too (the library's kernels with
+// their weights packed, as `model generate` runs them): the decode step's tasks get choices,
+// which `model generate --db` follows.
+TEST(ModelCli, TuneChoosesTheDecodeStepsKernelsInGeneration) {
+  if (metatune("plugins").output.find("onednn.cpu") == std::string::npos)
+    GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
+  const std::string db = ::testing::TempDir() + "/model_tune_generation_choice.db";
+  std::remove(db.c_str());
+  Result r =
+      metatune(kQuickTune +
+               "--seq 4 --decode-capacities 16 --trials 40 --model-choice-rounds 2 -q --db " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("in generation: library kernels"), std::string::npos) << r.output;
+  {
+    mt::DatabaseOptions ro;
+    ro.read_only = true;
+    std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
+    size_t decode_choices = 0;
+    for (const mt::WorkloadEntry& w : d->workloads())
+      for (const mt::TuningRecord& rec : d->records(w.id))
+        if (d->model_choice(w.id, rec.target) && w.spec.find("@decode16/") != std::string::npos)
+          ++decode_choices;
+    EXPECT_GT(decode_choices, 0u) << r.output;
+  }
+  Result g = metatune("model generate --config " + kData +
+                      "tiny-gpt.json --prompt-ids 5,60,17,2 --max-new-tokens 3 --capacities 16 "
+                      "--profile --db " +
+                      db);
+  ASSERT_EQ(g.status, 0) << g.output;
+  const size_t decode = g.output.find("per task (decode steps at capacity 16");
+  ASSERT_NE(decode, std::string::npos) << g.output;
+  EXPECT_NE(g.output.find("faster in the model: ", decode), std::string::npos) << g.output;
+  std::remove(db.c_str());
+}
+
 TEST(ModelCli, GeneratesWithTheCacheWhatTheWholeModelPredicts) {
   const std::string report = ::testing::TempDir() + "/generate.json";
   Result g = metatune("model generate --config " + kData +
