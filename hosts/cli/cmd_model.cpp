@@ -229,18 +229,15 @@ int tune_model(ModelTuneOptions& o) {
       std::cerr << "warning: the comparison inside the model failed (" << e.what()
                 << "); the best kernels follow the records' means\n";
     }
-    if (c.compared > 0)
-      std::printf("in the model: library kernels %.2f ms, tuned %.2f ms, each task's faster "
-                  "%.2f ms (kernel calls, per-task medians); %zu tasks compared, tuned chosen "
-                  "for %zu\n",
-                  c.library_seconds * 1e3, c.tuned_seconds * 1e3, c.best_seconds * 1e3, c.compared,
-                  c.tuned);
-    if (g.compared > 0)
-      std::printf("in generation: library kernels %.2f ms, tuned %.2f ms, each task's faster "
-                  "%.2f ms (a prefill and a decode step per capacity, per-task medians); %zu "
-                  "tasks compared, tuned chosen for %zu\n",
-                  g.library_seconds * 1e3, g.tuned_seconds * 1e3, g.best_seconds * 1e3, g.compared,
-                  g.tuned);
+    auto print = [](const char* where, const char* what, const ModelChoiceSummary& s) {
+      if (s.compared == 0) return;
+      std::printf("%s: library kernels %.2f ms, tuned %.2f ms, each task's faster %.2f ms (%s, "
+                  "per-task medians); %zu tasks compared, tuned chosen for %zu\n",
+                  where, s.library_seconds * 1e3, s.tuned_seconds * 1e3, s.best_seconds * 1e3, what,
+                  s.compared, s.tuned);
+    };
+    print("in the model", "kernel calls", c);
+    print("in generation", "a prefill and a decode step per capacity", g);
   }
   if (o.json) std::cout << to_json(r, o.tune).dump() << "\n";
   std::cout << std::flush;

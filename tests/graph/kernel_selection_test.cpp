@@ -27,6 +27,10 @@ namespace {
 
 using graph_test::host;
 
+bool has_onednn() {
+  return !open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty();
+}
+
 // tests/graph/data/tiny-gpt.json on five tokens: its graph, kernels and tasks.
 struct TinyGpt {
   ModelGraph graph = instantiate_model(
@@ -39,8 +43,7 @@ struct TinyGpt {
 };
 
 TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
-  if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
-    GTEST_SKIP() << "no onednn.cpu in this build";
+  if (!has_onednn()) GTEST_SKIP() << "no onednn.cpu in this build";
   TinyGpt m;
   const ModelGraph& graph = m.graph;
   const std::vector<FusedGroup>& groups = m.groups;
@@ -97,8 +100,7 @@ TEST(KernelSelection, BestRunsTheLibraryWhereTheDatabaseHasNoRecord) {
 // tiny GPT's matrix products under oneDNN, one packed copy per weight shared by two executors
 // (as a generator's graphs), and the logits those of the unpacked run.
 TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
-  if (open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu").empty())
-    GTEST_SKIP() << "no onednn.cpu in this build";
+  if (!has_onednn()) GTEST_SKIP() << "no onednn.cpu in this build";
   TinyGpt m;
   const ModelGraph& graph = m.graph;
   const std::vector<FusedGroup>& groups = m.groups;

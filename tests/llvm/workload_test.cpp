@@ -95,14 +95,11 @@ TEST_P(LlvmWorkloads, RandomSchedulesMatchInterpreter) {
 }
 
 #ifdef METATUNE_STD_RULES_PLUGIN
-// The schedule a GPU run computes its reference results with on the CPU: the same results as
-// the interpreter for every workload.
-TEST_P(LlvmWorkloads, ReferenceScheduleMatchesInterpreter) {
-  Function f = make_workload(GetParam());
+// `sch` of `f` built by the LLVM target: the interpreter's results.
+void expect_schedule_matches_interpreter(const Function& f, const Schedule& sch) {
   std::vector<NDArray> ref = interpret_ref(f);
   auto outs = f.output_mask();
-  std::shared_ptr<Schedule> sch = reference_schedule(f);
-  Function lowered = lower(sch->func());
+  Function lowered = lower(sch.func());
   std::vector<NDArray> got;
   std::string rejected;
   ASSERT_TRUE(run_llvm(lowered, &got, &rejected)) << rejected;
@@ -110,31 +107,24 @@ TEST_P(LlvmWorkloads, ReferenceScheduleMatchesInterpreter) {
     if (!outs[i]) continue;
     std::string why;
     ASSERT_TRUE(allclose(got[i], ref[i], kRtol, kAtol, &why))
-        << "output " << f.params[i]->name << ": " << why << "\ntrace: " << sch->trace().to_json()
+        << "output " << f.params[i]->name << ": " << why << "\ntrace: " << sch.trace().to_json()
         << "\n"
         << print(lowered);
   }
+}
+
+// The schedule a GPU run computes its reference results with on the CPU: the same results as
+// the interpreter for every workload.
+TEST_P(LlvmWorkloads, ReferenceScheduleMatchesInterpreter) {
+  Function f = make_workload(GetParam());
+  expect_schedule_matches_interpreter(f, *reference_schedule(f));
 }
 
 // The schedule of kernel selection's fallbacks (a task without record or library kernel):
 // the same results as the interpreter for every workload.
 TEST_P(LlvmWorkloads, SpatialLoopsParallelMatchesInterpreter) {
   Function f = make_workload(GetParam());
-  std::vector<NDArray> ref = interpret_ref(f);
-  auto outs = f.output_mask();
-  std::shared_ptr<Schedule> sch = spatial_loops_parallel(f);
-  Function lowered = lower(sch->func());
-  std::vector<NDArray> got;
-  std::string rejected;
-  ASSERT_TRUE(run_llvm(lowered, &got, &rejected)) << rejected;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (!outs[i]) continue;
-    std::string why;
-    ASSERT_TRUE(allclose(got[i], ref[i], kRtol, kAtol, &why))
-        << "output " << f.params[i]->name << ": " << why << "\ntrace: " << sch->trace().to_json()
-        << "\n"
-        << print(lowered);
-  }
+  expect_schedule_matches_interpreter(f, *spatial_loops_parallel(f));
 }
 #endif
 
