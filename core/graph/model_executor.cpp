@@ -1,6 +1,7 @@
 // Running a model's fused groups (see model_executor.h).
 #include "core/graph/model_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -192,6 +193,12 @@ size_t ModelExecutor::pack_params(std::shared_ptr<PackedParams> cache) {
     }
   }
   return n;
+}
+
+size_t ModelExecutor::packed_args(size_t group) const {
+  if (group >= packed_flags_.size()) return 0;
+  return static_cast<size_t>(
+      std::count(packed_flags_[group].begin(), packed_flags_[group].end(), uint8_t{1}));
 }
 
 NDArray& ModelExecutor::buffer_of(const te::TensorNode* t) {

@@ -83,14 +83,18 @@ void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats) {
   }
   exec.set_profiling(false);
   std::string what = "median of " + std::to_string(std::max(1, repeats)) + " profiled runs";
-  print_task_breakdown(m.tasks, c.kernels, std::move(per_group), what.c_str());
+  print_task_breakdown(m.tasks, c.kernels, std::move(per_group), what.c_str(), &exec);
 }
 
 void print_task_breakdown(const std::vector<GraphTask>& tasks,
                           const std::vector<TaskKernel>& kernels,
-                          std::vector<std::vector<double>> per_group, const char* what) {
+                          std::vector<std::vector<double>> per_group, const char* what,
+                          const ModelExecutor* exec) {
   std::vector<size_t> task_of = task_of_group(tasks, per_group.size());
   std::vector<double> task_seconds(tasks.size(), 0);
+  std::vector<bool> packed(tasks.size(), false);
+  for (size_t g = 0; exec && g < task_of.size(); ++g)
+    if (exec->packed_args(g) > 0) packed[task_of[g]] = true;
   double total = 0;
   for (size_t g = 0; g < per_group.size(); ++g) {
     if (per_group[g].empty()) continue;
@@ -107,10 +111,10 @@ void print_task_breakdown(const std::vector<GraphTask>& tasks,
   std::printf("per task (%s; kernel calls only, %.2f ms in all):\n", what, total * 1e3);
   for (size_t t : order) {
     const TaskKernel& k = kernels[t];
-    std::printf("  %8.3f ms %5.1f%%  x%-3zu %-40s %s%s%s\n", task_seconds[t] * 1e3,
+    std::printf("  %8.3f ms %5.1f%%  x%-3zu %-40s %s%s%s%s\n", task_seconds[t] * 1e3,
                 total > 0 ? 100 * task_seconds[t] / total : 0.0, tasks[t].groups.size(),
-                tasks[t].name.c_str(), k.label().c_str(), k.note.empty() ? "" : "  -- ",
-                k.note.c_str());
+                tasks[t].name.c_str(), k.label().c_str(), packed[t] ? ", weights packed" : "",
+                k.note.empty() ? "" : "  -- ", k.note.c_str());
   }
 }
 

@@ -46,9 +46,11 @@ ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, 
 // Per task: its kernels' share of one profiled run (median of `repeats`), implementation and
 // count, the slowest first.
 void print_task_breakdown(const LoadedModel& m, CompiledModel& c, int repeats);
-// The same from group times already measured: per_group[g] the runs of group g.
+// The same from group times already measured: per_group[g] the runs of group g; `exec` (if
+// given) says which kernels take their weights packed.
 void print_task_breakdown(const std::vector<GraphTask>& tasks,
                           const std::vector<TaskKernel>& kernels,
-                          std::vector<std::vector<double>> per_group, const char* what);
+                          std::vector<std::vector<double>> per_group, const char* what,
+                          const ModelExecutor* exec = nullptr);
 
 } // namespace mt::cli

@@ -302,14 +302,15 @@ int generate_text(const ModelGenerateOptions& o) {
     std::string what = "the prefill of " + std::to_string(n) + " tokens in the bucket of " +
                        std::to_string(prefill_graph->graph.inputs.front().shape()[1]) +
                        ", median of " + std::to_string(prefill_groups.front().size());
-    print_task_breakdown(prefill_graph->tasks, prefill_graph->kernels, prefill_groups,
-                         what.c_str());
+    print_task_breakdown(prefill_graph->tasks, prefill_graph->kernels, prefill_groups, what.c_str(),
+                         prefill_graph->exec.get());
   }
   if (profiled) {
     std::string what = "decode steps at capacity " +
                        std::to_string(profiled->graph.inputs.back().shape()[1]) + ", median of " +
                        std::to_string(per_group.empty() ? 0 : per_group[0].size());
-    print_task_breakdown(profiled->tasks, profiled->kernels, per_group, what.c_str());
+    print_task_breakdown(profiled->tasks, profiled->kernels, per_group, what.c_str(),
+                         profiled->exec.get());
   }
   if (!o.report_json.empty()) {
     nlohmann::json r = {{"prompt_tokens", n},

@@ -286,6 +286,10 @@ TEST(ModelCli, GenerateProfilesThePrefillAndTheDecodeSteps) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.substr(decode).find("@decode8/fused_lm_head"), std::string::npos) << r.output;
+  // Without --db the library's kernels, their weights packed (and said so).
+  if (metatune("plugins").output.find("onednn.cpu") != std::string::npos) {
+    EXPECT_NE(r.output.find("onednn.cpu, weights packed"), std::string::npos) << r.output;
+  }
 }
 
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
