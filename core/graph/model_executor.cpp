@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "core/graph/packed_params.h"
 #include "core/plugin/plugin_components.h"
@@ -179,10 +180,18 @@ size_t ModelExecutor::pack_params(std::shared_ptr<PackedParams> cache) {
     const std::vector<te::Tensor>& in = groups_[g].inputs;
     for (size_t i = 0; i < in.size(); ++i) {
       if (!params.count(in[i].get()) || !buffers_.count(in[i].get())) continue; // unset
-      std::optional<PluginModule::PackedLayout> layout = modules_[g]->packed_layout(i);
-      if (!layout) continue;
       const NDArray& src = buffer_of(in[i].get());
-      void* data = packed_params_->get(params.at(in[i].get()), *modules_[g], i, *layout, src);
+      void* data = nullptr;
+      try {
+        std::optional<PluginModule::PackedLayout> layout = modules_[g]->packed_layout(i);
+        if (!layout) continue;
+        data = packed_params_->get(params.at(in[i].get()), *modules_[g], i, *layout, src);
+      } catch (const std::exception& e) {
+        // A kernel that fails to pack still runs, reading the weight as given.
+        spdlog::warn("kernel '{}': packing parameter '{}' failed ({}); it reads it as given",
+                     groups_[g].name, params.at(in[i].get()), e.what());
+        continue;
+      }
       if (packed_flags_[g].empty()) {
         packed_flags_[g].assign(in.size() + groups_[g].outputs.size(), 0);
         packed_views_[g].resize(in.size());
