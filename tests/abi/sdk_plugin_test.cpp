@@ -4,6 +4,9 @@
 // and a layer that builds tensor expressions.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
+
 #include "abi_test_util.h"
 #include "core/lower/lower.h"
 #include "core/plugin/plugin_host.h"
@@ -241,6 +244,38 @@ TEST_F(SdkPlugin, TargetBuildsFromTheAccessorWalkAndMatchesTheInterpreter) {
     std::vector<double> times = module->time(abi_test::pointers(got), 2, 0.0);
     ASSERT_EQ(times.size(), 2u);
     EXPECT_GT(times[0], 0.0);
+  }
+}
+
+// ABI 1.8's prepacked params through the SDK and the host: the test module takes matmul's A
+// packed (its elements reversed) and gives the interpreter's result; a param it offers but
+// fails to pack is a PluginError naming the module's reason.
+TEST_F(SdkPlugin, ModuleTakesAParamPacked) {
+  Function f = make_workload("matmul(M=4,N=5,K=3)");
+  std::unique_ptr<PluginModule> module = host.create_target("test.sdk.TreeTarget")->build(f);
+  std::optional<PluginModule::PackedLayout> a = module->packed_layout(0);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->bytes, 4u * 3u * 4u);
+  EXPECT_EQ(a->key, "reversed 48");
+  EXPECT_FALSE(module->packed_layout(2)) << "the output is not offered";
+  std::vector<NDArray> got = abi_test::make_args(f);
+  std::vector<uint32_t> packed(a->bytes / 4);
+  module->pack(0, got[0], packed.data());
+  EXPECT_NE(std::memcmp(packed.data(), got[0].data(), a->bytes), 0) << "a layout of its own";
+  NDArray view(got[0].dtype(), got[0].shape(), packed.data());
+  std::vector<NDArray*> args = abi_test::pointers(got);
+  args[0] = &view;
+  module->run_packed(args, {1, 0, 0});
+  std::vector<NDArray> expected = abi_test::interpret_on_random(f);
+  std::string why;
+  EXPECT_TRUE(allclose(got[2], expected[2], 1e-5, 1e-5, &why)) << why;
+  ASSERT_TRUE(module->packed_layout(1));
+  try {
+    module->pack(1, got[1], packed.data());
+    ADD_FAILURE() << "param 1 was packed";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("test: no packing for param 1"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -391,12 +391,46 @@ private:
   std::unordered_map<int64_t, double> vars_;
 };
 
+// Takes its first param packed (ABI 1.8), in a layout of its own: the 4-byte elements in
+// reverse order. Any other param offered packed fails to pack (the host's error path).
 class TreeModule : public sdk::Module {
 public:
   explicit TreeModule(prog::Program p) : p_(std::move(p)) {}
   void run(const std::vector<sdk::TensorView>& args) override { TreeInterpreter(p_, args); }
 
+  std::optional<PackedLayout> packed_layout(size_t param) override {
+    if (param >= p_.params.size() || param > 1) return std::nullopt;
+    return PackedLayout{bytes(param), "reversed " + std::to_string(bytes(param))};
+  }
+  void pack(size_t param, const void* src, void* dst) override {
+    if (param != 0) throw sdk::Error(MT_ERROR_UNKNOWN, "test: no packing for param 1");
+    const auto* s = static_cast<const uint32_t*>(src);
+    auto* d = static_cast<uint32_t*>(dst);
+    const size_t n = bytes(param) / 4;
+    for (size_t i = 0; i < n; ++i)
+      d[i] = s[n - 1 - i];
+  }
+  void run_packed(const std::vector<sdk::TensorView>& args,
+                  const std::vector<uint8_t>& packed) override {
+    std::vector<sdk::TensorView> plain = args;
+    std::vector<uint32_t> unpacked;
+    if (!packed.empty() && packed[0]) {
+      const auto* s = static_cast<const uint32_t*>(args[0].data);
+      const size_t n = bytes(0) / 4;
+      unpacked.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        unpacked[i] = s[n - 1 - i];
+      plain[0].data = unpacked.data();
+    }
+    for (size_t i = 1; i < packed.size(); ++i)
+      if (packed[i]) throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "test: only param 0 packs");
+    run(plain);
+  }
+
 private:
+  size_t bytes(size_t param) const {
+    return static_cast<size_t>(p_.params[param]->num_elements()) * 4;
+  }
   prog::Program p_;
 };
 
