@@ -149,9 +149,7 @@ void ModelExecutor::set_params(std::map<std::string, NDArray>&& values) {
     auto it = values.find(p.path);
     if (it != values.end()) buffers_.insert_or_assign(p.placeholder.get(), std::move(it->second));
   }
-  packed_params_.reset();
-  packed_flags_.clear();
-  packed_views_.clear();
+  drop_packed();
 }
 
 void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
@@ -163,6 +161,10 @@ void ModelExecutor::set_params(const std::map<std::string, NDArray>& values) {
     buffers_.insert_or_assign(p.placeholder.get(),
                               NDArray(v.dtype(), v.shape(), const_cast<void*>(v.data())));
   }
+  drop_packed();
+}
+
+void ModelExecutor::drop_packed() {
   packed_params_.reset();
   packed_flags_.clear();
   packed_views_.clear();

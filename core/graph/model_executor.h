@@ -69,6 +69,7 @@ public:
 private:
   NDArray& buffer_of(const te::TensorNode* t);
   void check_params(const std::map<std::string, NDArray>& values) const;
+  void drop_packed(); // new parameter values: the packed copies are stale
   void allocate();
 
   const ModelGraph& graph_;
