@@ -111,13 +111,22 @@ metatune_bench() {
   [[ "${bench_done:-}" == "$model" ]] && return 0
   database "$model" "$dir"
   db="$db_path"
+  # Without a database (TRIALS=0 and none made before) only the library column runs.
+  local policies=(library tuned best) dbargs=(--db "$db")
+  if [[ ! -f "$db" ]]; then
+    policies=(library)
+    dbargs=()
+    detail[metatune_tuned]="no tuning database ($db)"
+    detail[metatune_best]="no tuning database ($db)"
+  fi
   "$metatune" model bench --hf "$dir" --seq "$SEQ" --batch "$BATCH" --repeats "$REPEATS" \
-    --db "$db" --policies library,tuned,best --profile -q --save-output "$work/$model.bench.json" \
+    "${dbargs[@]}" --policies "$(IFS=,; echo "${policies[*]}")" --profile -q \
+    --save-output "$work/$model.bench.json" \
     --save-outputs "$work/$model.bench" >"$work/$model.bench.txt"
   cat "$work/$model.bench.txt" >&2
   mkdir -p "$out"
   cp "$work/$model.bench.txt" "$out/model_profile_$model.txt"
-  for p in library tuned best; do
+  for p in "${policies[@]}"; do
     lat[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/$model.bench.json" "$p")"
     detail[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/$model.bench.json" "$p"); $tuned_note"
     cmd[metatune_$p]="metatune model tune --hf $dir --seq $SEQ --trials $TRIALS --db $db; metatune model bench --hf $dir --seq $SEQ --db $db --repeats $REPEATS"
