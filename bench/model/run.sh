@@ -130,6 +130,7 @@ metatune_bench() {
     lat[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/$model.bench.json" "$p")"
     detail[metatune_$p]="$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/$model.bench.json" "$p"); $tuned_note"
     cmd[metatune_$p]="metatune model tune --hf $dir --seq $SEQ --trials $TRIALS --db $db; metatune model bench --hf $dir --seq $SEQ --db $db --repeats $REPEATS"
+    ((${#dbargs[@]})) || cmd[metatune_$p]="metatune model bench --hf $dir --seq $SEQ --policies library --repeats $REPEATS"
     cp "$work/$model.bench/$p.npy" "$(npy metatune_$p)"
   done
   bench_done="$model"
