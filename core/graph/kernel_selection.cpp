@@ -46,7 +46,11 @@ std::string TaskKernel::label() const {
 }
 
 KernelSelector::KernelSelector(const PluginHost& host, KernelSelectionOptions options)
-    : options_(std::move(options)), target_(setup_target(host, options_.target)) {
+    : options_(std::move(options)), target_(setup_target(host, options_.target)),
+      // A fallback on a CPU (the untuned policy asks for the program as written) gets its
+      // leading spatial loops in parallel -- the same results, on every core.
+      parallel_fallbacks_(options_.policy != KernelPolicy::Untuned &&
+                          !is_gpu_kind(device_kind(target_.device_json))) {
   if (options_.policy != KernelPolicy::Untuned)
     libraries_ = open_library_targets(host, options_.libraries, target_.component);
   if ((options_.policy == KernelPolicy::Tuned || options_.policy == KernelPolicy::Best) &&
@@ -60,12 +64,8 @@ KernelSelector::~KernelSelector() = default;
 TaskKernel KernelSelector::untuned(const GraphTask& task, std::string note) const {
   TaskKernel k;
   try {
-    // A fallback on a CPU (the untuned policy asks for the program as written) gets its
-    // leading spatial loops in parallel -- the same results, on every core.
-    const bool parallel =
-        options_.policy != KernelPolicy::Untuned && !is_gpu_kind(device_kind(target_.device_json));
-    k.module = target_.target->build(parallel ? spatial_loops_parallel(task.workload)->func()
-                                              : task.workload);
+    k.module = target_.target->build(
+        parallel_fallbacks_ ? spatial_loops_parallel(task.workload)->func() : task.workload);
   } catch (const std::exception& e) {
     throw std::runtime_error("building '" + task.name + "' with " + target_.component + ": " +
                              e.what());

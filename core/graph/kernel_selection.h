@@ -80,6 +80,7 @@ private:
 
   KernelSelectionOptions options_;
   TargetSetup target_;
+  bool parallel_fallbacks_; // untuned(): spatial_loops_parallel, not the program as written
   std::vector<LibraryTarget> libraries_;
 };
 

@@ -221,7 +221,7 @@ int tune_model(ModelTuneOptions& o) {
       if (!o.decode_capacities.empty() && !m.encoder) {
         std::cerr << "and in generation: a prompt of " << m.seq
                   << " tokens and decode steps at each capacity\n";
-        g = choose_in_generation(m, *db, o.tune.target, libraries, o.choice_rounds, m.seq,
+        g = choose_in_generation(m, *db, o.tune.target, libraries, o.choice_rounds,
                                  o.decode_capacities, o.quiet);
       }
     } catch (const std::exception& e) {

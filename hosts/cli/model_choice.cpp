@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -63,11 +64,11 @@ public:
     for (int64_t s = 0; s <= steps_; ++s) {
       const int phase = s == 0 ? 0 : 1;
       const CompiledGraph& c = gen_.last_run();
+      if (graphs_[phase] != &c) task_of_[phase] = task_of_group(c.tasks, c.groups.size());
       graphs_[phase] = &c;
-      std::vector<size_t> task_of = task_of_group(c.tasks, c.groups.size());
       std::vector<double> sum(c.tasks.size(), 0);
-      for (size_t g = 0; g < task_of.size(); ++g)
-        sum[task_of[g]] += c.exec->group_seconds()[g];
+      for (size_t g = 0; g < task_of_[phase].size(); ++g)
+        sum[task_of_[phase][g]] += c.exec->group_seconds()[g];
       for (size_t t = 0; t < sum.size(); ++t)
         times_[{phase, t}].push_back(
             sum[t] / static_cast<double>(std::max<size_t>(1, c.tasks[t].groups.size())));
@@ -82,8 +83,19 @@ private:
   Generator gen_;
   int64_t steps_;
   const CompiledGraph* graphs_[2] = {nullptr, nullptr};
+  std::vector<size_t> task_of_[2]; // per phase: the task of each group of its graph
   std::map<std::pair<int, size_t>, std::vector<double>> times_;
 };
+
+// `rounds` rounds of one library run and one tuned run: library first, then tuned first, so
+// that a drift of the machine favours neither.
+void alternate(int rounds, const std::function<void()>& library,
+               const std::function<void()>& tuned) {
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    (r % 2 == 0 ? library : tuned)();
+    (r % 2 == 0 ? tuned : library)();
+  }
+}
 
 // Adds one task's two timings to *out and, where both kernels exist (a library kernel and a
 // tuned record), stores the faster as the database's model choice.
@@ -127,16 +139,8 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
   lib.executor->execute(m.inputs); // warm-up
   tuned.executor->execute(m.inputs);
   TaskTimes lib_times(m), tuned_times(m);
-  for (int r = 0; r < std::max(1, rounds); ++r) {
-    // Library then tuned, then tuned then library: a drift of the machine favours neither.
-    if (r % 2 == 0) {
-      lib_times.run(*lib.executor);
-      tuned_times.run(*tuned.executor);
-    } else {
-      tuned_times.run(*tuned.executor);
-      lib_times.run(*lib.executor);
-    }
-  }
+  alternate(
+      rounds, [&] { lib_times.run(*lib.executor); }, [&] { tuned_times.run(*tuned.executor); });
   for (size_t t = 0; t < m.tasks.size(); ++t)
     record_choice(m.tasks[t], lib.kernels[t], tuned.kernels[t], lib_times.per_call(t),
                   tuned_times.per_call(t), tuned_times.calls(t), db, quiet, &out);
@@ -146,16 +150,15 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
 ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                                         const std::string& target,
                                         const std::vector<std::string>& libraries, int rounds,
-                                        int64_t seq, const std::vector<int64_t>& capacities,
-                                        bool quiet) {
+                                        const std::vector<int64_t>& capacities, bool quiet) {
   ModelChoiceSummary out;
   KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db));
   if (!lib_sel.has_library()) return out;
   KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db));
-  std::vector<int32_t> prompt(static_cast<size_t>(seq));
-  for (size_t i = 0; i < prompt.size(); ++i) // made-up ids, as the prompt graph's inputs
-    prompt[i] =
-        static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + 11) % std::max<int64_t>(1, m.vocab));
+  // The prompt: the model's own ids (its first sequence), those the prompt graph is timed on.
+  const int64_t seq = m.seq;
+  const auto* ids = m.inputs.at(0).data_as<int32_t>();
+  const std::vector<int32_t> prompt(ids, ids + seq);
   for (int64_t cap : capacities) {
     if (cap <= seq + 1) continue;
     GenerationShape shape{{seq}, {cap}};
@@ -165,13 +168,8 @@ ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
     tuned.run(prompt);
     lib.clear();
     tuned.clear();
-    for (int r = 0; r < std::max(1, rounds); ++r) {
-      // Library then tuned, then tuned then library: a drift of the machine favours neither.
-      GenerationTimes& first = r % 2 == 0 ? lib : tuned;
-      GenerationTimes& second = r % 2 == 0 ? tuned : lib;
-      first.run(prompt);
-      second.run(prompt);
-    }
+    alternate(
+        rounds, [&] { lib.run(prompt); }, [&] { tuned.run(prompt); });
     for (int phase = 0; phase < 2; ++phase) {
       const CompiledGraph& lg = lib.graph(phase);
       const CompiledGraph& tg = tuned.graph(phase);

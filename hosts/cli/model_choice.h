@@ -32,14 +32,13 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
                                    const std::vector<std::string>& libraries, int rounds,
                                    bool quiet);
 
-// The same for what generation runs: per cache capacity, a prompt of `seq` tokens and a few
+// The same for what generation runs: per cache capacity, the model's prompt and a few
 // decode steps with the library's and with the tuned kernels (Generator, so the library's
 // kernels take their weights packed as they do in `model generate`), alternating; the
 // choices of the decode steps' tasks (and of the prefill's own) are stored.
 ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                                         const std::string& target,
                                         const std::vector<std::string>& libraries, int rounds,
-                                        int64_t seq, const std::vector<int64_t>& capacities,
-                                        bool quiet);
+                                        const std::vector<int64_t>& capacities, bool quiet);
 
 } // namespace mt::cli

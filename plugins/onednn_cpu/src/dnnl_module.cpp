@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -131,7 +132,8 @@ struct DnnlModule::Impl {
   };
 
   std::vector<P::Buffer> params;
-  std::vector<Packable> packable;
+  std::vector<Packable> packable; // complete once built: packs_by_param points into it
+  std::map<size_t, std::vector<Packable*>> packs_by_param;
   dnnl::stream stream{cpu_engine()};
   std::vector<Slot> slots;
   std::vector<Step> steps;
@@ -321,7 +323,7 @@ struct DnnlModule::Impl {
   void build_step(const MainOp& main, const std::vector<PostOp>& post_ops);
   void build(const Plan& plan);
   void offer_packed(const MatmulOp& m, const dnnl::matmul::primitive_desc& pd, size_t step);
-  std::vector<Packable*> packs_of(size_t param);
+  const std::vector<Packable*>& packs_of(size_t param);
   void bind(const std::vector<sdk::TensorView>& args);
 };
 
@@ -352,8 +354,11 @@ void DnnlModule::Impl::offer_packed(const MatmulOp& m, const dnnl::matmul::primi
 }
 
 // The packable matmuls reading `param` as their weights, each with its offset into the packed
-// copy; empty where the param is read by anything else too.
-std::vector<DnnlModule::Impl::Packable*> DnnlModule::Impl::packs_of(size_t param) {
+// copy; empty where the param is read by anything else too. Found once per param (run_packed
+// asks on every call).
+const std::vector<DnnlModule::Impl::Packable*>& DnnlModule::Impl::packs_of(size_t param) {
+  auto known = packs_by_param.find(param);
+  if (known != packs_by_param.end()) return known->second;
   std::vector<Packable*> out;
   size_t users = 0;
   for (const Slot& s : slots)
@@ -366,7 +371,7 @@ std::vector<DnnlModule::Impl::Packable*> DnnlModule::Impl::packs_of(size_t param
     out.push_back(&p);
   }
   if (out.size() != users) out.clear();
-  return out;
+  return packs_by_param.emplace(param, std::move(out)).first->second;
 }
 
 void DnnlModule::Impl::bind(const std::vector<sdk::TensorView>& args) {
@@ -563,7 +568,7 @@ std::string layout_key(const TensorRef& r, const memory::desc& md) {
 
 std::optional<sdk::Module::PackedLayout> DnnlModule::packed_layout(size_t param) {
   if (param >= impl_->params.size()) return std::nullopt;
-  std::vector<Impl::Packable*> packs = impl_->packs_of(param);
+  const std::vector<Impl::Packable*>& packs = impl_->packs_of(param);
   if (packs.empty()) return std::nullopt;
   PackedLayout out;
   for (Impl::Packable* p : packs) {
@@ -586,7 +591,7 @@ std::optional<sdk::Module::PackedLayout> DnnlModule::packed_layout(size_t param)
 }
 
 void DnnlModule::pack(size_t param, const void* src, void* dst) {
-  std::vector<Impl::Packable*> packs = impl_->packs_of(param);
+  const std::vector<Impl::Packable*>& packs = impl_->packs_of(param);
   if (packs.empty())
     throw sdk::Error(MT_ERROR_UNSUPPORTED,
                      "onednn.cpu: param " + std::to_string(param) + " is not taken packed");
@@ -611,7 +616,7 @@ void DnnlModule::run_packed(const std::vector<sdk::TensorView>& args,
   std::unordered_map<size_t, Impl::Packable*> instead;
   for (size_t i = 0; i < packed.size() && i < args.size(); ++i) {
     if (!packed[i]) continue;
-    std::vector<Impl::Packable*> packs = impl_->packs_of(i);
+    const std::vector<Impl::Packable*>& packs = impl_->packs_of(i);
     if (packs.empty() || !packs.front()->prim)
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "onednn.cpu: argument " + std::to_string(i) +
                                                       " ('" + impl_->params[i]->name +
