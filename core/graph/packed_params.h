@@ -1,9 +1,9 @@
 // Parameters in the layouts their kernels prefer (ABI 1.8's prepacked params, components.h):
-// a library kernel that would repack a weight inside every call (oneDNN's matmul: 2x slower
-// at one row) is handed a copy packed once, when the model is set up. One cache per set of
-// parameter values, shared by the executors that run them (a generator's prefill and decode
-// graphs, each holding its own copy of the values): one packed copy per (parameter path,
-// layout key), made on first use.
+// a library kernel that would repack a weight inside every call (oneDNN's matmul, costliest
+// in a decode step's one-row products) is handed a copy packed once, when the model is set
+// up. One cache per set of parameter values, shared by the executors that run them (a
+// generator's prefill and decode graphs): one packed copy per (parameter path, layout key),
+// made on first use.
 #pragma once
 
 #include <cstddef>

@@ -128,7 +128,7 @@ typedef struct mt_module {
   /* Version 1.8 (optional; NULL or absent: every param is read as the program declares it).
    * Prepacked params: a param that holds the same values at every call (a model's weight) may
    * be handed to the module in a layout of its own, made once, instead of being repacked
-   * inside every call (oneDNN's matmul: 2x faster at one row, 8-10 % at 128).
+   * inside every call (oneDNN's matmul repacks a [N, K] weight in every call).
    * `packed_layout`: MT_OK when param `param` can be given packed, with the bytes it takes
    * and a key naming the layout and what of the param it holds -- equal keys for the same
    * values mean equal packed bytes, so modules may share one copy (the text lives as long
