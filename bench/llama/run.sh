@@ -37,7 +37,8 @@ TRIALS="${TRIALS:-900}"         # metatune's tuning budget (records in DB) befor
 TUNE_FLAGS="${TUNE_FLAGS:-}"    # further `metatune model tune` flags (e.g. --cost-model-per-task)
 DB="${DB:-}"                    # the tuning database (default: next to the checkpoint)
 TOL="${TOL:-1e-4}"
-BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best}"
+TOL_BF16="${TOL_BF16:-3e-2}"    # the same for the --fpmath bf16 columns (*_bf16)
+BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best metatune_library_bf16}"
 run_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_llama.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -71,12 +72,29 @@ reference_generation() {
   echo "$file"
 }
 
-# A comparison with reference.py: the verdict of one --compare LABEL=FILE.
+# A comparison with reference.py: the verdict of one --compare LABEL=FILE (logits within
+# tolerance $2, default TOL).
 verdict() {
   local line
   line="$("$py" "$here/reference.py" --hf "$dir" --prompt-ids "$prompt" \
-    --max-new-tokens "$NEW_TOKENS" --generation "$refgen" --tol "$TOL" --compare "$1" || true)"
+    --max-new-tokens "$NEW_TOKENS" --generation "$refgen" --tol "${2:-$TOL}" --compare "$1" || true)"
   [[ -n "$line" ]] && field "$line" verdict || echo "FAIL no comparison"
+}
+
+# A column's policy and --fpmath: "best_bf16" is `--implementations best --fpmath bf16`.
+policy() { echo "${1%_bf16}"; }
+is_bf16() { [[ "$1" == *_bf16 ]]; }
+fpmath_args() { if is_bf16 "$1"; then echo "--fpmath bf16"; fi; }
+
+# bf16 rounds the products' inputs, so greedy tokens may part from the float64 reference's
+# where two logits are close: how far they agree is reported, not failed.
+bf16_tokens_verdict() {
+  if [[ "$1" == "FAIL tokens differ from new token "* ]]; then
+    local k="${1#FAIL tokens differ from new token }"
+    echo "ok for bf16: the first ${k%% *} of $NEW_TOKENS new tokens equal the float64 reference's"
+  else
+    echo "$1"
+  fi
 }
 
 column_ort() {
@@ -105,7 +123,7 @@ EOF
   { read -r prefill_check[ort]; read -r tokens_check[ort]; read -r detail[ort]; } <"$work/ort.fields"
 }
 
-needs_db() { [[ "$1" == tuned || "$1" == best ]]; }
+needs_db() { [[ "$(policy "$1")" == tuned || "$(policy "$1")" == best ]]; }
 
 # metatune's tuning database, tuned up to TRIALS records first (`model tune` resumes).
 database() {
@@ -130,15 +148,18 @@ generate() {
   local p="$1" report="$work/generate.$1.json" args=()
   # The library policy takes the tuned kernel where the library implements no task (as
   # `model bench` below gives it the database).
-  if needs_db "$p" || [[ "$p" == library && -n "${db:-}" && -f "${db:-}" ]]; then
+  if needs_db "$p" || [[ "$(policy "$p")" == library && -n "${db:-}" && -f "${db:-}" ]]; then
     args=(--db "$db")
   fi
+  local -a fp
+  read -ra fp <<<"$(fpmath_args "$p")"
+  args+=("${fp[@]}")
   local repeats="$REPEATS"
   [[ "$p" == untuned ]] && repeats="$UNTUNED_REPEATS"
-  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --ignore-eos --implementations $p --prefill-repeats $repeats ${args[*]:+${args[*]} }--report-json FILE"
+  cmd[metatune_$p]="metatune model generate --hf $dir --prompt-ids (the $PROMPT_LEN ids) --max-new-tokens $NEW_TOKENS --greedy --ignore-eos --implementations $(policy "$p") --prefill-repeats $repeats ${args[*]:+${args[*]} }--report-json FILE"
   if ! "$metatune" model generate --hf "$dir" --prompt-ids "$prompt" \
-    --max-new-tokens "$NEW_TOKENS" --greedy --ignore-eos --implementations "$p" "${args[@]}" \
-    --prefill-repeats "$repeats" --report-json "$report" >"$work/generate.$p.log" 2>&1; then
+    --max-new-tokens "$NEW_TOKENS" --greedy --ignore-eos --implementations "$(policy "$p")" \
+    "${args[@]}" --prefill-repeats "$repeats" --report-json "$report" >"$work/generate.$p.log" 2>&1; then
     tail -5 "$work/generate.$p.log" >&2
     tokens_check[metatune_$p]="FAIL model generate failed"
     return 0
@@ -153,6 +174,7 @@ generate() {
   if [[ -z "${first_tokens[metatune_$p]:-}" ]]; then
     first_tokens[metatune_$p]="$tokens"
     tokens_check[metatune_$p]="$(verdict "metatune_$p=$report")"
+    if is_bf16 "$p"; then tokens_check[metatune_$p]="$(bf16_tokens_verdict "${tokens_check[metatune_$p]}")"; fi
   elif [[ "$tokens" != "${first_tokens[metatune_$p]}" ]]; then
     tokens_check[metatune_$p]="FAIL the tokens differ between rounds"
   fi
@@ -160,22 +182,26 @@ generate() {
 
 # Each policy through `metatune model bench` (median of REPEATS, the untuned one of
 # UNTUNED_REPEATS): the whole model, every position's logits, checked against the reference;
-# its latency goes to the details (the prefill column is generation's, above).
+# its latency goes to the details (the prefill column is generation's, above). $3: "bf16"
+# for the *_bf16 columns (--fpmath bf16, logits within TOL_BF16).
 bench() {
-  local policies="$1" repeats="$2" p dbargs=()
+  local policies="$1" repeats="$2" suffix="${3:+_$3}" p c dbargs=() fp=() tol="$TOL"
   for p in ${policies//,/ }; do
     if needs_db "$p"; then dbargs=(--db "$db"); fi
   done
+  if [[ -n "$suffix" ]]; then fp=(--fpmath "$3"); tol="$TOL_BF16"; fi
+  rm -rf "$work/bench"
   mkdir -p "$work/bench"
   "$metatune" model bench --hf "$dir" --tokens "$prompt" --repeats "$repeats" \
-    --policies "$policies" "${dbargs[@]}" -q --save-output "$work/bench.json" \
+    --policies "$policies" "${dbargs[@]}" "${fp[@]}" -q --save-output "$work/bench.json" \
     --save-outputs "$work/bench" >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" >&2; return 0; }
   for p in ${policies//,/ }; do
-    detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }whole model (every position's logits) $("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/bench.json" "$p") ms"
-    detail[metatune_$p]="${detail[metatune_$p]:+${detail[metatune_$p]}; }$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/bench.json" "$p")"
-    cmd[metatune_$p]+="; metatune model bench --hf $dir --tokens (the same ids) --repeats $repeats --policies $policies ${dbargs[*]}"
+    c="metatune_$p$suffix"
+    detail[$c]="${detail[$c]:+${detail[$c]}; }whole model (every position's logits) $("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(round(r[sys.argv[2]]["latency_ms"], 2))' "$work/bench.json" "$p") ms"
+    detail[$c]="${detail[$c]:+${detail[$c]}; }$("$py" -c 'import json,sys; r={x["implementations"]: x for x in json.load(open(sys.argv[1]))}; print(r[sys.argv[2]]["kernels"])' "$work/bench.json" "$p")"
+    cmd[$c]+="; metatune model bench --hf $dir --tokens (the same ids) --repeats $repeats --policies $policies ${dbargs[*]}${fp[*]:+ ${fp[*]}}"
     if [[ -f "$work/bench/$p.npy" ]]; then
-      prefill_check[metatune_$p]="$(verdict "metatune_$p=$work/bench/$p.npy")"
+      prefill_check[$c]="$(verdict "$c=$work/bench/$p.npy" "$tol")"
     fi
   done
 }
@@ -212,10 +238,17 @@ metatune_columns() {
 
 # After the rounds: each runnable policy's whole model through `model bench`.
 metatune_whole_models() {
-  local p quick=()
-  for p in "${runnable[@]}"; do [[ "$p" == untuned ]] || quick+=("$p"); done
+  local p quick=() bf16=()
+  for p in "${runnable[@]}"; do
+    if is_bf16 "$p"; then
+      bf16+=("$(policy "$p")")
+    elif [[ "$p" != untuned ]]; then
+      quick+=("$p")
+    fi
+  done
   if [[ " ${runnable[*]} " == *" untuned "* ]]; then bench untuned "$UNTUNED_REPEATS"; fi
   if ((${#quick[@]})); then bench "$(IFS=,; echo "${quick[*]}")" "$REPEATS"; fi
+  if ((${#bf16[@]})); then bench "$(IFS=,; echo "${bf16[*]}")" "$REPEATS" bf16; fi
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR) printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -280,16 +313,16 @@ summarise
 record
 
 failed=0
-printf '\n%-18s %11s %13s %15s  %s\n' column "prefill ms" "decode tok/s" "of ORT" "checks"
+printf '\n%-21s %11s %13s %15s  %s\n' column "prefill ms" "decode tok/s" "of ORT" "checks"
 for c in $BENCH_COLUMNS; do
   checks="${tokens_check[$c]:+tokens: ${tokens_check[$c]}}"
   if [[ -n "${prefill_check[$c]:-}" ]]; then
     checks="${checks:+$checks; }prefill logits: ${prefill_check[$c]}"
   fi
-  printf '%-18s %11s %13s %15s  %s\n' "$c" "${prefill[$c]:--}" "${decode[$c]:--}" \
+  printf '%-21s %11s %13s %15s  %s\n' "$c" "${prefill[$c]:--}" "${decode[$c]:--}" \
     "${of_ort[$c]:--}" "${checks:-${detail[$c]:--}}"
   [[ "${prefill_check[$c]:-ok}" == ok* && "${tokens_check[$c]:-ok}" == ok* ]] || failed=1
 done
-printf '\n(llama-%s, prompt %s tokens, %s new tokens greedy; %s rounds, every column once per round in turn, medians over rounds; prefill: median of %s runs a round; decode tok/s = decode steps / their wall time; of ORT: median over rounds of prefill speed / decode tokens/s against ONNX Runtime in the same round; checks against the float64 reference, logits within %s x max|ref|; rows appended to %s)\n' \
-  "$PRESET" "$PROMPT_LEN" "$NEW_TOKENS" "$ROUNDS" "$REPEATS" "$TOL" "${csv#"$root"/}"
+printf '\n(llama-%s, prompt %s tokens, %s new tokens greedy; %s rounds, every column once per round in turn, medians over rounds; prefill: median of %s runs a round; decode tok/s = decode steps / their wall time; of ORT: median over rounds of prefill speed / decode tokens/s against ONNX Runtime in the same round; checks against the float64 reference, logits within %s x max|ref| (*_bf16: --fpmath bf16, within %s); rows appended to %s)\n' \
+  "$PRESET" "$PROMPT_LEN" "$NEW_TOKENS" "$ROUNDS" "$REPEATS" "$TOL" "$TOL_BF16" "${csv#"$root"/}"
 exit $failed

@@ -25,7 +25,7 @@ ckpt="${CKPT:-$build/bench_model}"
 out="${OUT:-$root/bench/results}"
 csv="$out/model_latency.csv"
 MODELS="${MODELS:-bert-base gpt2-small}"
-BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best}"
+BENCH_COLUMNS="${BENCH_COLUMNS:-ort metatune_untuned metatune_library metatune_tuned metatune_best metatune_library_bf16}"
 TRIALS="${TRIALS:-900}"                 # tuning budget per model (records in its database)
 UNTUNED_REPEATS="${UNTUNED_REPEATS:-3}" # untuned forwards take tens of seconds each
 DB="${DB:-}"                            # the tuning databases' folder (default: $CKPT)
@@ -34,6 +34,7 @@ BATCH="${BATCH:-1}"
 REPEATS="${REPEATS:-10}"
 SEED="${SEED:-0}"
 TOL="${TOL:-1e-4}"
+TOL_BF16="${TOL_BF16:-3e-2}" # the metatune_library_bf16 column's (--fpmath bf16)
 run_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_model.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -136,22 +137,43 @@ metatune_bench() {
   bench_done="$model"
 }
 column_metatune_library() { metatune_bench "$@"; }
+# The library's matmuls against the weights in bf16 (`--fpmath bf16`: oneDNN on AMX or
+# AVX512-BF16; elsewhere f32, said in the log); its output checked within TOL_BF16.
+column_metatune_library_bf16() {
+  local model="$1" dir="$2" c=metatune_library_bf16
+  cmd[$c]="metatune model bench --hf $dir --seq $SEQ --batch $BATCH --policies library --fpmath bf16 --repeats $REPEATS"
+  "$metatune" model bench --hf "$dir" --seq "$SEQ" --batch "$BATCH" --repeats "$REPEATS" \
+    --policies library --fpmath bf16 -q --save-output "$work/$model.bf16.json" \
+    --save-outputs "$work/$model.bf16" >"$work/$model.bf16.txt" 2>&1 ||
+    { cat "$work/$model.bf16.txt" >&2; return 0; }
+  lat[$c]="$("$py" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))[0]["latency_ms"], 2))' "$work/$model.bf16.json")"
+  detail[$c]="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["kernels"])' "$work/$model.bf16.json"), fpmath bf16"
+  cp "$work/$model.bf16/library.npy" "$(npy $c)"
+}
 column_metatune_tuned() { metatune_bench "$@"; }
 column_metatune_best() { metatune_bench "$@"; }
 
-# Every output written by a column against reference.py's float64 forward.
+# Every output written by a column against reference.py's float64 forward: within TOL, the
+# *_bf16 columns' within TOL_BF16.
 check_outputs() {
-  local model="$1" dir="$2" args=() c line
-  for c in $BENCH_COLUMNS; do
-    if [[ -f "$(npy "$c")" ]]; then args+=(--compare "$c=$(npy "$c")"); fi
+  local model="$1" dir="$2" c line tol
+  local -a args
+  for tol in "$TOL" "$TOL_BF16"; do
+    args=()
+    for c in $BENCH_COLUMNS; do
+      if [[ ( "$c" == *_bf16 && "$tol" == "$TOL_BF16" ) || ( "$c" != *_bf16 && "$tol" == "$TOL" ) ]] &&
+        [[ -f "$(npy "$c")" ]]; then
+        args+=(--compare "$c=$(npy "$c")")
+      fi
+    done
+    ((${#args[@]})) || continue
+    while IFS= read -r line; do
+      echo "$line" >>"$work/check.jsonl"
+      c="$(field "$line" output)"
+      check[$c]="$(field "$line" check)"
+    done < <("$py" "$here/reference.py" --hf "$dir" --seq "$SEQ" --batch "$BATCH" --tol "$tol" \
+      "${args[@]}" || true)
   done
-  ((${#args[@]})) || return 0
-  while IFS= read -r line; do
-    echo "$line" >>"$work/check.jsonl"
-    c="$(field "$line" output)"
-    check[$c]="$(field "$line" check)"
-  done < <("$py" "$here/reference.py" --hf "$dir" --seq "$SEQ" --batch "$BATCH" --tol "$TOL" \
-    "${args[@]}" || true)
 }
 
 field() { "$py" "$here/json_field.py" "$@"; }
@@ -171,7 +193,7 @@ record() {
 
 setup
 printf '\n%-12s' model >"$work/table"
-for c in $BENCH_COLUMNS; do printf '%24s' "$c (ms)" >>"$work/table"; done
+for c in $BENCH_COLUMNS; do printf '%28s' "$c (ms)" >>"$work/table"; done
 failed=0
 for model in $MODELS; do
   dir="$(checkpoint "$model")"
@@ -184,11 +206,11 @@ for model in $MODELS; do
   record "$model"
   printf '\n%-12s' "$model" >>"$work/table"
   for c in $BENCH_COLUMNS; do
-    printf '%24s' "${lat[$c]:-?} ${check[$c]:+[${check[$c]%% *}]}" >>"$work/table"
+    printf '%28s' "${lat[$c]:-?} ${check[$c]:+[${check[$c]%% *}]}" >>"$work/table"
     [[ "${check[$c]:-ok}" == ok* ]] || failed=1
   done
 done
 cat "$work/table"
-printf '\n\n(batch %s, sequence %s, median of %s runs; [ok] = output within %s x max|ref| of the float64 reference; rows appended to %s)\n' \
-  "$BATCH" "$SEQ" "$REPEATS" "$TOL" "${csv#"$root"/}"
+printf '\n\n(batch %s, sequence %s, median of %s runs; [ok] = output within %s x max|ref| of the float64 reference, *_bf16 within %s; rows appended to %s)\n' \
+  "$BATCH" "$SEQ" "$REPEATS" "$TOL" "$TOL_BF16" "${csv#"$root"/}"
 exit $failed

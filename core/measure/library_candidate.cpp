@@ -6,6 +6,7 @@
 
 #include "core/plugin/plugin_host.h"
 #include "core/schedule/schedule.h"
+#include "core/tuner/target_setup.h"
 #include "metatune/plugin_api.h"
 
 namespace mt {
@@ -14,8 +15,10 @@ std::vector<LibraryTarget> open_library_targets(const PluginHost& host,
                                                 const std::vector<std::string>& names,
                                                 const std::string& tuning_component) {
   std::vector<LibraryTarget> out;
-  for (const std::string& name : names) {
-    if (name == tuning_component) continue;
+  for (const std::string& spec : names) {
+    const TargetWords words = split_target(spec);
+    const std::string& name = words.word;
+    if (name.empty() || name == tuning_component) continue;
     bool seen = false;
     for (const LibraryTarget& l : out)
       seen |= l.component == name;
@@ -29,7 +32,7 @@ std::vector<LibraryTarget> open_library_targets(const PluginHost& host,
     }
     LibraryTarget lib;
     lib.component = name;
-    lib.target = host.create_target(name);
+    lib.target = host.create_target(name, words.config);
     lib.key = name;
     try {
       nlohmann::json dev = nlohmann::json::parse(lib.target->describe_device());

@@ -28,7 +28,9 @@ struct LibraryTarget {
 
 // The library targets among `names` that are registered (the others are skipped with a
 // debug log line: a library is optional), except `tuning_component` (tuning a library target
-// makes no sense of it as its own competitor).
+// makes no sense of it as its own competitor). A name may carry options as a target string
+// does ("onednn.cpu -fpmath=bf16": the words after the component's name go to its
+// configuration, split_target); the first of a component's names counts.
 std::vector<LibraryTarget> open_library_targets(const PluginHost& host,
                                                 const std::vector<std::string>& names,
                                                 const std::string& tuning_component);

@@ -13,14 +13,22 @@
 
 namespace mt {
 
-namespace {
-
-std::string first_word(const std::string& s) {
-  std::istringstream is(s);
-  std::string w;
-  is >> w;
-  return w;
+TargetWords split_target(const std::string& target) {
+  TargetWords t;
+  std::istringstream is(target);
+  is >> t.word;
+  // The component gets the options after the first word as a target string of its own kind
+  // ("llvm -mcpu=x" for both "llvm -mcpu=x" and "llvm.cpu -mcpu=x").
+  std::string options = target.substr(target.find(t.word) + t.word.size());
+  if (!t.word.empty() && options.find_first_not_of(" \t") != std::string::npos) {
+    nlohmann::json j;
+    j["target"] = t.word.substr(0, t.word.find('.')) + options;
+    t.config = j.dump();
+  }
+  return t;
 }
+
+namespace {
 
 // MetaSchedule's defaults for the kinds of device the standard plugin serves; used when a
 // target does not name its own components.
@@ -132,7 +140,8 @@ bool is_gpu_kind(const std::string& kind) {
 }
 
 TargetSetup setup_target(const PluginHost& host, const std::string& target, bool need_device) {
-  std::string word = first_word(target);
+  const TargetWords words = split_target(target);
+  const std::string& word = words.word;
   if (word.empty()) throw std::invalid_argument("empty target string");
   std::vector<ComponentInfo> targets = host.components(ComponentKind::Target);
   const ComponentInfo* chosen = nullptr;
@@ -154,16 +163,7 @@ TargetSetup setup_target(const PluginHost& host, const std::string& target, bool
   }
   TargetSetup s;
   s.component = chosen->name;
-  // The component gets the options after the first word as a target string of its own kind
-  // ("llvm -mcpu=x" for both "llvm -mcpu=x" and "llvm.cpu -mcpu=x").
-  std::string options = target.substr(target.find(word) + word.size());
-  std::string config;
-  if (options.find_first_not_of(" \t") != std::string::npos) {
-    nlohmann::json j;
-    j["target"] = word.substr(0, word.find('.')) + options;
-    config = j.dump();
-  }
-  s.target = host.create_target(s.component, config);
+  s.target = host.create_target(s.component, words.config);
   s.device_json = s.target->describe_device();
   nlohmann::json dev;
   try {

@@ -34,6 +34,15 @@ bool is_gpu_kind(const std::string& kind);
 // The "kind" of a describe_device() JSON object ("llvm", "cuda", ...); empty if it has none.
 std::string device_kind(const std::string& device_json);
 
+// A target string's first word (a component name or its prefix) and the configuration the
+// component gets: {"target": "<kind> <options>"} for the words after it ("llvm -mcpu=x" for
+// both "llvm -mcpu=x" and "llvm.cpu -mcpu=x"), empty when there are none.
+struct TargetWords {
+  std::string word;
+  std::string config;
+};
+TargetWords split_target(const std::string& target);
+
 // Resolves `target`: its first word names a target component, either exactly or as the
 // component's prefix ("llvm" -> "llvm.cpu"); the whole string is handed to the component's
 // configuration as {"target": ...} unless it is just the component name. Throws

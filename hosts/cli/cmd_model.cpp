@@ -51,6 +51,7 @@ namespace {
 struct ModelRunOptions {
   ModelSourceOptions source;
   std::string db, target = "llvm", implementations, save_output, save_outputs, log_level;
+  std::string fpmath = "f32";
   std::vector<std::string> policies; // bench
   int repeats = 3;
   bool profile = false;
@@ -96,7 +97,7 @@ int run_model(const ModelRunOptions& o) {
   KernelPolicy policy = policy_of(o.implementations, db.get());
   std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
   if (!o.source.buckets.empty()) return run_bucketed(o, m, selector, policy);
   CompiledModel c = compile_model(m, selector, o.quiet);
   ModelTiming t = time_model(*c.executor, m.inputs, o.repeats);
@@ -261,7 +262,7 @@ int bench_model(const ModelRunOptions& o) {
   }
   std::vector<CompiledModel> compiled;
   for (KernelPolicy p : policies) {
-    KernelSelector selector(*m.host, selection(p, o.target, o.libraries, db.get()));
+    KernelSelector selector(*m.host, selection(p, o.target, o.libraries, db.get(), o.fpmath));
     if (p == KernelPolicy::Library && !selector.has_library())
       throw std::invalid_argument("the library policy needs a library target (none loaded)");
     compiled.push_back(compile_model(m, selector, o.quiet));
@@ -321,6 +322,7 @@ void add_run_options(CLI::App* cmd, ModelRunOptions& o, bool bench) {
   }
   cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  add_fpmath_option(cmd, o.fpmath);
   cmd->add_option("--repeats", o.repeats, "Timed runs after one warm-up")->capture_default_str();
   cmd->add_flag("--profile", o.profile, "Time each kernel call and print the per-task breakdown");
   cmd->add_option("--save-output", o.save_output,

@@ -24,13 +24,27 @@ KernelPolicy policy_of(const std::string& implementations, const Database* db) {
 }
 
 KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
-                                 const std::vector<std::string>& libraries, const Database* db) {
+                                 const std::vector<std::string>& libraries, const Database* db,
+                                 const std::string& fpmath) {
   KernelSelectionOptions s;
   s.policy = policy;
   s.target = target;
   s.libraries = libraries;
+  if (fpmath != "f32")
+    for (std::string& l : s.libraries)
+      l += " -fpmath=" + fpmath;
   s.db = db;
   return s;
+}
+
+void add_fpmath_option(CLI::App* cmd, std::string& fpmath) {
+  cmd->add_option("--fpmath", fpmath,
+                  "f32, or bf16: the library's matmuls against the model's weights keep the "
+                  "weights packed in bf16 and round their inputs to bf16, accumulating in f32 "
+                  "(oneDNN on CPUs with AVX512-BF16 or AMX; elsewhere f32, with a warning). "
+                  "Faster, less exact")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
 }
 
 std::string CompiledModel::summary() const {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "core/graph/kernel_selection.h"
 #include "core/graph/model_executor.h"
 #include "hosts/cli/model_source.h"
@@ -22,8 +24,13 @@ std::unique_ptr<Database> open_read_only(const std::string& path);
 // 1487 ms untuned, 91 ms so).
 KernelPolicy policy_of(const std::string& implementations, const Database* db);
 // The selection options of a model command: its policy, target, libraries and database.
+// `fpmath` ("f32", or "bf16" from --fpmath) goes to every library as its -fpmath option:
+// oneDNN's matmuls against packed weights then compute in bf16 (plugins/onednn_cpu).
 KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
-                                 const std::vector<std::string>& libraries, const Database* db);
+                                 const std::vector<std::string>& libraries, const Database* db,
+                                 const std::string& fpmath = "f32");
+// --fpmath: "f32" (default) or "bf16", for the library kernels' matmuls against the weights.
+void add_fpmath_option(CLI::App* cmd, std::string& fpmath);
 
 struct CompiledModel {
   KernelPolicy policy = KernelPolicy::Untuned;

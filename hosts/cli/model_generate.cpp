@@ -138,6 +138,7 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
                   "where it implements a task, the rest untuned)");
   cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  add_fpmath_option(cmd, o.fpmath);
   cmd->add_option("--report-json", o.report_json,
                   "Write prompt, tokens, prefill ms and decode tokens/s to this JSON file");
   cmd->add_flag("--profile", o.profile,
@@ -165,7 +166,7 @@ int generate_text(const ModelGenerateOptions& o) {
   const std::vector<int32_t> eos = eos_ids(o);
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = policy_of(o.implementations, db.get());
-  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
   SamplingOptions sampling;
   sampling.greedy = !(o.temperature > 0);
   sampling.temperature = o.temperature > 0 ? o.temperature : 1.0;

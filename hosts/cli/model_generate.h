@@ -22,6 +22,7 @@ struct ModelGenerateOptions {
   ModelSourceOptions source;
   std::string db, target = "llvm", implementations, prompt_ids, prompt, tokenizer, report_json,
                   log_level;
+  std::string fpmath = "f32";
   std::vector<std::string> libraries{"onednn.cpu"};
   std::vector<int64_t> capacities{64, 128, 256, 512, 1024, 2048}, prompt_buckets;
   int64_t max_new_tokens = 32;

@@ -141,6 +141,50 @@ TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
     ASSERT_NEAR(got2[i], want2[i], 1e-6 * std::max(1.0, std::abs(want2[i]))) << "logit " << i;
 }
 
+// A library given -fpmath=bf16 ("--fpmath bf16") packs the weights in bf16 where the CPU has
+// bf16 instructions: the logits within bf16's error of the f32 run's, and not equal to them.
+// (The tiny model's packed bytes are not halved: oneDNN's bf16 blocks pad its 32-wide
+// weights.) Elsewhere the library says so and stays f32: the same bytes, the same logits.
+TEST(KernelSelection, Bf16FpmathRunsTheLibrarysMatmulsInBf16) {
+  if (!has_onednn()) GTEST_SKIP() << "no onednn.cpu in this build";
+  TinyGpt m;
+  std::map<std::string, NDArray> params = init_params(m.graph.params, 1);
+  const std::vector<int32_t> ids = {3, 14, 15, 9, 26};
+  auto run = [&](const std::string& library, size_t* packed_bytes) {
+    KernelSelectionOptions so;
+    so.policy = KernelPolicy::Library;
+    so.libraries = {library};
+    std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), so), m.tasks);
+    ModelExecutor exec(m.graph, m.groups, group_kernels(m.tasks, kernels, m.groups.size()));
+    exec.set_params(params);
+    auto cache = std::make_shared<PackedParams>();
+    EXPECT_GT(exec.pack_params(cache), 0u) << library;
+    *packed_bytes = cache->bytes();
+    return graph_test::run_on_ids(exec, ids);
+  };
+  size_t f32_bytes = 0, bf16_bytes = 0;
+  graph_test::Matrix want = run("onednn.cpu", &f32_bytes);
+  graph_test::Matrix got = run("onednn.cpu -fpmath=bf16", &bf16_bytes);
+  const bool bf16 = open_library_targets(host(), {"onednn.cpu -fpmath=bf16"}, "llvm.cpu")
+                        .front()
+                        .target->describe_device()
+                        .find("\"fpmath\": \"bf16\"") != std::string::npos;
+  ASSERT_EQ(got.size(), want.size());
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+  }
+  if (bf16) {
+    EXPECT_NE(bf16_bytes, f32_bytes) << "bf16 layouts";
+    EXPECT_LE(worst, 2e-2 * std::max(1.0, scale)) << "beyond bf16's error";
+    EXPECT_GT(worst, 0.0) << "bit-identical to f32: the bf16 path did not run";
+  } else {
+    EXPECT_EQ(bf16_bytes, f32_bytes);
+    EXPECT_LE(worst, 1e-5 * std::max(1.0, scale));
+  }
+}
+
 // set_params reads the caller's arrays in place: a change to them shows in the next run. Given
 // a temporary map (here a copy), the executor keeps the arrays itself.
 TEST(ModelExecutorParams, ReadInPlaceOrKeptWhenTemporary) {

@@ -292,6 +292,27 @@ TEST(ModelCli, GenerateProfilesThePrefillAndTheDecodeSteps) {
   }
 }
 
+// --fpmath bf16: the library's matmuls against the weights run on bf16 packings (the build
+// log names them), or where the CPU has no bf16 instructions a warning says they stay f32.
+TEST(ModelCli, FpmathBf16ReachesTheLibrarysMatmuls) {
+  if (metatune("plugins").output.find("onednn.cpu") == std::string::npos)
+    GTEST_SKIP() << "no onednn.cpu in this build";
+  const std::string gen = "model generate --config " + kData +
+                          "tiny-gpt.json --prompt-ids 5,60,17 --max-new-tokens 4 --capacities 8 ";
+  Result r = metatune(gen + "--fpmath bf16 --log-level info");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(r.output.find("weights packed in bf16: ") != std::string::npos ||
+              r.output.find("-fpmath=bf16 asked, but this CPU") != std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("decode steps"), std::string::npos) << r.output;
+  Result f32 = metatune(gen + "--log-level info");
+  ASSERT_EQ(f32.status, 0) << f32.output;
+  EXPECT_EQ(f32.output.find("in bf16"), std::string::npos) << f32.output;
+  Result bad = metatune(gen + "--fpmath fp8");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--fpmath"), std::string::npos) << bad.output;
+}
+
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
   Result e = metatune("model generate --config " + kData +
                       "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");

@@ -3,9 +3,12 @@
 // against the reference interpreter: a linear layer at one row and at several, the fused QKV
 // projection whose three slices of one weight become one packed copy, and what is not packed
 // (activations, the bias, a weight read by an epilogue too); an argument flagged packed that
-// the module did not offer is refused.
+// the module did not offer is refused. With -fpmath=bf16 the packed weights are bf16, the
+// results within bf16's error bound.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,15 +17,28 @@
 #include "core/graph/layer_registry.h"
 #include "core/ir/parser.h"
 #include "core/model/config_json.h"
+#include "core/plugin/plugin_error.h"
 #include "onednn_test_util.h"
 
 namespace mt::onednn_test {
 namespace {
 
-// Runs `f` with every packable param packed; checks the outputs against the interpreter and
-// returns the params that were packed with their layouts.
-std::vector<std::pair<size_t, PluginModule::PackedLayout>> check_packed(const Function& f) {
-  std::unique_ptr<PluginModule> m = target().build(f);
+// Checks a packed run's output `got` against the interpreter's `ref`; `f`'s packed run
+// computed in f32 unless `bf16`.
+using PackedCheck =
+    std::function<void(const Function& f, size_t output, const NDArray& got, const NDArray& ref)>;
+
+void within_f32(const Function& f, size_t o, const NDArray& got, const NDArray& ref) {
+  std::string why;
+  EXPECT_TRUE(allclose(got, ref, 1e-4, 1e-4, &why))
+      << f.name << " output " << f.params[o]->name << ": " << why;
+}
+
+// Runs `f` built by `t` with every packable param packed; checks the outputs against the
+// interpreter (with `check`) and returns the params that were packed with their layouts.
+std::vector<std::pair<size_t, PluginModule::PackedLayout>>
+check_packed(const Function& f, PluginTarget& t = target(), const PackedCheck& check = within_f32) {
+  std::unique_ptr<PluginModule> m = t.build(f);
   std::vector<NDArray> ref = make_args(f), got = make_args(f);
   interpret(f, ptrs(ref));
   std::vector<bool> outs = f.output_mask();
@@ -45,13 +61,10 @@ std::vector<std::pair<size_t, PluginModule::PackedLayout>> check_packed(const Fu
     packed.push_back({i, *l});
   }
   m->run_packed(ptrs(args), flags);
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (outs[o]) check(f, o, args[o], ref[o]);
+  // Plain calls still work on the same module (it keeps no state between calls), in f32.
   std::string why;
-  for (size_t o = 0; o < outs.size(); ++o) {
-    if (!outs[o]) continue;
-    EXPECT_TRUE(allclose(args[o], ref[o], 1e-4, 1e-4, &why))
-        << f.name << " output " << f.params[o]->name << ": " << why;
-  }
-  // Plain calls still work on the same module (it keeps no state between calls).
   std::vector<NDArray> plain = make_args(f);
   m->run(ptrs(plain));
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -147,6 +160,92 @@ TEST(OnednnPackedWeights, AWeightTheEpilogueReadsTooIsNotPacked) {
 })");
   ASSERT_TRUE(offered(f));
   EXPECT_TRUE(check_packed(f).empty());
+}
+
+PluginTarget& bf16_target() {
+  static std::unique_ptr<PluginTarget> t =
+      host().create_target("onednn.cpu", R"({"log": false, "target": "onednn -fpmath=bf16"})");
+  return *t;
+}
+
+bool computes_in_bf16(PluginTarget& t) {
+  return t.describe_device().find("\"fpmath\": \"bf16\"") != std::string::npos;
+}
+
+// A product of inputs rounded to bf16 (8 significant bits, unit roundoff 2^-8) is within
+// 2^-7 of the exact one, relative to |x| |w|; accumulated in f32. So each output is within
+// 2^-7 of the sum of |x| |w| (+ |bias|): the function interpreted on the inputs' magnitudes.
+void within_bf16(const Function& f, size_t o, const NDArray& got, const NDArray& ref) {
+  std::vector<NDArray> mag = make_args(f);
+  std::vector<bool> outs = f.output_mask();
+  for (size_t i = 0; i < mag.size(); ++i)
+    if (!outs[i])
+      for (int64_t e = 0; e < mag[i].num_elements(); ++e)
+        mag[i].data_as<float>()[e] = std::fabs(mag[i].data_as<float>()[e]);
+  interpret(f, ptrs(mag));
+  const float *g = got.data_as<float>(), *r = ref.data_as<float>(), *a = mag[o].data_as<float>();
+  int64_t bad = 0;
+  for (int64_t e = 0; e < got.num_elements(); ++e)
+    if (!(std::fabs(double(g[e]) - r[e]) <= 1.01 * std::ldexp(double(a[e]), -7) + 1e-6)) {
+      if (bad++ < 3)
+        ADD_FAILURE() << f.name << " element " << e << ": " << g[e] << " against " << r[e]
+                      << ", beyond bf16's bound " << std::ldexp(double(a[e]), -7);
+    }
+  EXPECT_EQ(bad, 0) << f.name << ": elements beyond bf16's error bound";
+}
+
+// -fpmath=bf16: the weights are packed in bf16 (half the bytes) and the products are within
+// bf16's error; where the CPU has no bf16 instructions the target says so and stays f32.
+TEST(OnednnPackedWeights, Bf16FpmathPacksTheWeightsInBf16) {
+  const bool bf16 = computes_in_bf16(bf16_target());
+  for (int rows : {1, 6}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    Function f = linear(rows);
+    auto packed = check_packed(f, bf16_target(), bf16 ? within_bf16 : within_f32);
+    ASSERT_EQ(packed.size(), 1u);
+    const PluginModule::PackedLayout& l = packed[0].second;
+    if (bf16) {
+      EXPECT_NE(l.key.find(" as bf16 "), std::string::npos) << l.key;
+      auto f32 = target().build(f)->packed_layout(1);
+      ASSERT_TRUE(f32);
+      EXPECT_LT(l.bytes, f32->bytes) << "bf16: fewer bytes than the f32 packing";
+      EXPECT_NE(f32->key, l.key) << "an f32 packing is never shared with a bf16 one";
+    } else {
+      EXPECT_NE(l.key.find(" as f32 "), std::string::npos) << l.key;
+    }
+  }
+}
+
+TEST(OnednnPackedWeights, Bf16FpmathReachesTheFusedQkvSlices) {
+  if (!computes_in_bf16(bf16_target()))
+    GTEST_SKIP() << "no bf16 instructions here (Bf16FpmathPacksTheWeightsInBf16 checks the "
+                    "f32 fallback)";
+  PluginHost& h = host();
+  const PluginRecord& rec = h.load(MT_STD_LAYERS_PLUGIN);
+  ASSERT_TRUE(rec.loaded()) << rec.message;
+  ConfigRegistry layers = layer_config_registry(h);
+  Config c = layers.make("std.MultiheadAttention");
+  c.set("input_dim", 24).set("num_heads", 3).set("causal", true);
+  c.set("qkv", layers.make("std.FusedQKVLinear"));
+  ModelGraph g = instantiate_model(h, c, {te::placeholder({2, 5, 24}, DType::f32(), "x")});
+  for (const FusedGroup& grp : fuse(g.outputs)) {
+    if (grp.name != "fused_qkv_proj") continue;
+    auto packed = check_packed(grp.func, bf16_target(), within_bf16);
+    ASSERT_EQ(packed.size(), 1u);
+    EXPECT_NE(packed[0].second.key.find(" as bf16 "), std::string::npos) << packed[0].second.key;
+    return;
+  }
+  FAIL() << "no fused_qkv_proj kernel";
+}
+
+TEST(OnednnPackedWeights, AnUnknownOptionIsRefusedByName) {
+  try {
+    host().create_target("onednn.cpu", R"({"target": "onednn -fpmath=fp8"})");
+    FAIL() << "-fpmath=fp8 was taken";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown option '-fpmath=fp8'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(OnednnPackedWeights, AnArgumentFlaggedPackedThatWasNotOfferedIsRefused) {

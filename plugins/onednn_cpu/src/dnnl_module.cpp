@@ -129,9 +129,15 @@ struct DnnlModule::Impl {
     memory mem;           // the packed weights, bound to prim
     std::unordered_map<int, memory> bound;
     size_t offset = 0; // bytes into the param's packed copy
+    // fpmath bf16: the weights are packed in bf16 and the primitive reads its input in bf16
+    // too (oneDNN 2.6 multiplies bf16 by bf16 only), rounded into src_bf16 before each call.
+    bool bf16 = false;
+    memory src_bf16;
+    dnnl::primitive src_round; // reorder of the plain input into src_bf16
   };
 
   std::vector<P::Buffer> params;
+  bool fpmath_bf16 = false;
   std::vector<Packable> packable; // complete once built: packs_by_param points into it
   std::map<size_t, std::vector<Packable*>> packs_by_param;
   dnnl::stream stream{cpu_engine()};
@@ -333,18 +339,41 @@ void DnnlModule::Impl::offer_packed(const MatmulOp& m, const dnnl::matmul::primi
                                     size_t step) {
   auto w = steps[step].args.find(DNNL_ARG_WEIGHTS);
   if (w == steps[step].args.end() || slots[static_cast<size_t>(w->second)].param < 0) return;
+  auto reference = [](const dnnl::matmul::primitive_desc& d) {
+    return std::string(d.impl_info_str()).rfind("ref", 0) == 0;
+  };
+  auto make = [&](const memory::desc& src, const memory::desc& weights) {
+    auto d = m.bias ? dnnl::matmul::desc(src, weights, desc_of(*m.bias), desc_of(m.dst))
+                    : dnnl::matmul::desc(src, weights, desc_of(m.dst));
+    return dnnl::matmul::primitive_desc(d, pd.get_primitive_attr(), cpu_engine());
+  };
+  Packable p;
+  p.step = step;
+  p.slot = w->second;
+  p.weights = m.weights;
+  if (fpmath_bf16) {
+    try {
+      TensorRef dense = m.src;
+      dense.strides = P::row_major_strides(dense.dims);
+      memory::desc src(to_dims(dense.dims), dt::bf16, to_dims(dense.strides));
+      dnnl::matmul::primitive_desc bpd =
+          make(src, memory::desc(to_dims(m.weights.dims), dt::bf16, memory::format_tag::any));
+      if (!reference(bpd) && bpd.dst_desc() == pd.dst_desc()) {
+        p.layout = bpd.weights_desc();
+        p.pd = bpd;
+        p.bf16 = true;
+        packable.push_back(std::move(p));
+        return;
+      }
+    } catch (const dnnl::error&) {
+      // no bf16 matmul for it: packed in f32 below, if at all
+    }
+  }
   try {
-    memory::desc any = any_of(m.weights.dims);
-    auto d = m.bias ? dnnl::matmul::desc(desc_of(m.src), any, desc_of(*m.bias), desc_of(m.dst))
-                    : dnnl::matmul::desc(desc_of(m.src), any, desc_of(m.dst));
-    dnnl::matmul::primitive_desc ppd(d, pd.get_primitive_attr(), cpu_engine());
+    dnnl::matmul::primitive_desc ppd = make(desc_of(m.src), any_of(m.weights.dims));
     if (ppd.weights_desc() == desc_of(m.weights) || ppd.src_desc() != pd.src_desc() ||
-        ppd.dst_desc() != pd.dst_desc() || std::string(ppd.impl_info_str()).rfind("ref", 0) == 0)
+        ppd.dst_desc() != pd.dst_desc() || reference(ppd))
       return;
-    Packable p;
-    p.step = step;
-    p.slot = w->second;
-    p.weights = m.weights;
     p.layout = ppd.weights_desc();
     p.pd = ppd;
     packable.push_back(std::move(p));
@@ -522,11 +551,17 @@ void DnnlModule::Impl::build(const Plan& plan) {
     implementation += " (" + std::to_string(plan.more.size() + 1) + " primitives)";
   if (reorders) implementation += " +" + std::to_string(reorders) + " reorders";
   if (unfused) implementation += " +" + std::to_string(unfused) + " unfused post-ops";
+  // What runs when the weights come packed (the model's case), where that is another kernel.
+  if (!packable.empty() && packable.front().pd.impl_info_str() != implementation)
+    implementation += std::string("; weights packed") + (packable.front().bf16 ? " in bf16" : "") +
+                      ": " + packable.front().pd.impl_info_str();
 }
 
-DnnlModule::DnnlModule(const Plan& plan, std::vector<P::Buffer> params)
+DnnlModule::DnnlModule(const Plan& plan, std::vector<P::Buffer> params,
+                       const ModuleOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->params = std::move(params);
+  impl_->fpmath_bf16 = options.fpmath_bf16;
   try {
     impl_->build(plan);
   } catch (const dnnl::error& e) {
@@ -555,7 +590,8 @@ std::string layout_key(const TensorRef& r, const memory::desc& md) {
                   std::to_string(r.offset) + " as ";
   if (d.format_kind != dnnl_blocked) return ""; // opaque: not shared
   const auto& b = d.format_desc.blocking;
-  k += "dims " + dims_string({d.dims, d.dims + d.ndims}) + " padded " +
+  k += std::string(d.data_type == dnnl_bf16 ? "bf16" : "f32") + " dims " +
+       dims_string({d.dims, d.dims + d.ndims}) + " padded " +
        dims_string({d.padded_dims, d.padded_dims + d.ndims}) + " strides " +
        dims_string({b.strides, b.strides + d.ndims}) + " blocks " +
        dims_string({b.inner_blks, b.inner_blks + b.inner_nblks}) + " of " +
@@ -585,6 +621,15 @@ std::optional<sdk::Module::PackedLayout> DnnlModule::packed_layout(size_t param)
       p->mem = memory(p->layout, cpu_engine(), nullptr);
       p->bound = impl_->steps[p->step].bound;
       p->bound.insert_or_assign(DNNL_ARG_WEIGHTS, p->mem);
+      if (p->bf16) {
+        try {
+          p->src_bf16 = memory(p->pd.src_desc(), cpu_engine());
+          p->src_round = dnnl::reorder(p->bound.at(DNNL_ARG_SRC), p->src_bf16);
+        } catch (const dnnl::error& e) {
+          throw sdk::Error(MT_ERROR_UNKNOWN, std::string("onednn.cpu: ") + e.what());
+        }
+        p->bound.insert_or_assign(DNNL_ARG_SRC, p->src_bf16);
+      }
     }
   }
   return out;
@@ -631,9 +676,14 @@ void DnnlModule::run_packed(const std::vector<sdk::TensorView>& args,
   try {
     for (size_t s = 0; s < impl_->steps.size(); ++s) {
       auto p = instead.find(s);
-      if (p != instead.end())
-        p->second->prim.execute(impl_->stream, p->second->bound);
-      else
+      if (p != instead.end()) {
+        Impl::Packable& k = *p->second;
+        if (k.src_round)
+          k.src_round.execute(
+              impl_->stream,
+              {{DNNL_ARG_FROM, impl_->steps[s].bound.at(DNNL_ARG_SRC)}, {DNNL_ARG_TO, k.src_bf16}});
+        k.prim.execute(impl_->stream, k.bound);
+      } else
         impl_->steps[s].prim.execute(impl_->stream, impl_->steps[s].bound);
     }
     impl_->stream.wait();
@@ -642,8 +692,9 @@ void DnnlModule::run_packed(const std::vector<sdk::TensorView>& args,
   }
 }
 
-std::unique_ptr<DnnlModule> make_dnnl_module(const Plan& plan, std::vector<P::Buffer> params) {
-  return std::make_unique<DnnlModule>(plan, std::move(params));
+std::unique_ptr<DnnlModule> make_dnnl_module(const Plan& plan, std::vector<P::Buffer> params,
+                                             const ModuleOptions& options) {
+  return std::make_unique<DnnlModule>(plan, std::move(params), options);
 }
 
 } // namespace mt::onednn

@@ -5,7 +5,8 @@
 // primitive accepts them, else run as separate eltwise / binary primitives; a select's mask
 // tables (select_mask.hpp) live in scratch memory, filled at build time or, for a mask read
 // from a tensor, at the start of each call. A plan with several outputs is one primitive each.
-// Weights that are the same at every call may be handed over packed (run_packed).
+// Weights that are the same at every call may be handed over packed (run_packed), in bf16
+// with ModuleOptions::fpmath_bf16.
 #pragma once
 
 #include <memory>
@@ -19,9 +20,17 @@
 
 namespace mt::onednn {
 
+struct ModuleOptions {
+  // Matmuls against packed weights compute in bf16 (oneDNN's fpmath mode bf16, done by hand
+  // since oneDNN 2.6's f32 matmuls ignore the attribute): the weights packed in bf16, the
+  // input rounded to bf16 before each call, products accumulated and written in f32. Plain
+  // calls (weights not packed) stay f32, so the tuner's records of them are unchanged.
+  bool fpmath_bf16 = false;
+};
+
 class DnnlModule : public sdk::Module {
 public:
-  DnnlModule(const Plan& plan, std::vector<P::Buffer> params);
+  DnnlModule(const Plan& plan, std::vector<P::Buffer> params, const ModuleOptions& options = {});
   ~DnnlModule() override;
   void run(const std::vector<sdk::TensorView>& args) override;
   // Prepacked weights (ABI 1.8): a matmul whose weights are a param is made a second time for
@@ -42,6 +51,7 @@ private:
 };
 
 // Thrown (as sdk::Error) when oneDNN refuses a recognised plan.
-std::unique_ptr<DnnlModule> make_dnnl_module(const Plan& plan, std::vector<P::Buffer> params);
+std::unique_ptr<DnnlModule> make_dnnl_module(const Plan& plan, std::vector<P::Buffer> params,
+                                             const ModuleOptions& options = {});
 
 } // namespace mt::onednn
