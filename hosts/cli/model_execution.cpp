@@ -30,19 +30,21 @@ KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
   s.policy = policy;
   s.target = target;
   s.libraries = libraries;
-  if (fpmath != "f32")
+  if (fpmath != "f32") {
+    s.target += " -fpmath=" + fpmath;
     for (std::string& l : s.libraries)
       l += " -fpmath=" + fpmath;
+  }
   s.db = db;
   return s;
 }
 
 void add_fpmath_option(CLI::App* cmd, std::string& fpmath) {
   cmd->add_option("--fpmath", fpmath,
-                  "f32, or bf16: the library's matmuls against the model's weights keep the "
-                  "weights packed in bf16 and round their inputs to bf16, accumulating in f32 "
-                  "(oneDNN on CPUs with AVX512-BF16 or AMX; elsewhere f32, with a warning). "
-                  "Faster, less exact")
+                  "f32, or bf16: the model's weights packed in bf16 -- the tuning target's "
+                  "kernels widen them to f32 as they load them; the library's matmuls also "
+                  "round their inputs to bf16 and accumulate in f32 (oneDNN on CPUs with "
+                  "AVX512-BF16 or AMX; elsewhere f32, with a warning). Faster, less exact")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
 }

@@ -24,8 +24,9 @@ std::unique_ptr<Database> open_read_only(const std::string& path);
 // 1487 ms untuned, 91 ms so).
 KernelPolicy policy_of(const std::string& implementations, const Database* db);
 // The selection options of a model command: its policy, target, libraries and database.
-// `fpmath` ("f32", or "bf16" from --fpmath) goes to every library as its -fpmath option:
-// oneDNN's matmuls against packed weights then compute in bf16 (plugins/onednn_cpu).
+// `fpmath` ("f32", or "bf16" from --fpmath) goes to the target and every library as their
+// -fpmath option: oneDNN's matmuls against packed weights then compute in bf16
+// (plugins/onednn_cpu), the llvm target's kernels read their weights packed in bf16.
 KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
                                  const std::vector<std::string>& libraries, const Database* db,
                                  const std::string& fpmath = "f32");

@@ -141,6 +141,31 @@ TEST(KernelSelection, LibraryKernelsTakeTheModelsWeightsPacked) {
     ASSERT_NEAR(got2[i], want2[i], 1e-6 * std::max(1.0, std::abs(want2[i]))) << "logit " << i;
 }
 
+// The tiny GPT's logits with `so`'s kernels, their weights packed (*packed_bytes: how many
+// bytes the packed copies take).
+graph_test::Matrix packed_logits(const TinyGpt& m, const std::map<std::string, NDArray>& params,
+                                 const KernelSelectionOptions& so, size_t* packed_bytes) {
+  std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), so), m.tasks);
+  ModelExecutor exec(m.graph, m.groups, group_kernels(m.tasks, kernels, m.groups.size()));
+  exec.set_params(params);
+  auto cache = std::make_shared<PackedParams>();
+  exec.pack_params(cache);
+  *packed_bytes = cache->bytes();
+  return graph_test::run_on_ids(exec, {3, 14, 15, 9, 26});
+}
+
+// The largest difference between two runs' logits, and the largest logit of the first.
+std::pair<double, double> worst_and_scale(const graph_test::Matrix& want,
+                                          const graph_test::Matrix& got) {
+  EXPECT_EQ(got.size(), want.size());
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+  }
+  return {worst, scale};
+}
+
 // A library given -fpmath=bf16 ("--fpmath bf16") packs the weights in bf16 where the CPU has
 // bf16 instructions: the logits within bf16's error of the f32 run's, and not equal to them.
 // (The tiny model's packed bytes are not halved: oneDNN's bf16 blocks pad its 32-wide
@@ -149,32 +174,18 @@ TEST(KernelSelection, Bf16FpmathRunsTheLibrarysMatmulsInBf16) {
   if (!has_onednn()) GTEST_SKIP() << "no onednn.cpu in this build";
   TinyGpt m;
   std::map<std::string, NDArray> params = init_params(m.graph.params, 1);
-  const std::vector<int32_t> ids = {3, 14, 15, 9, 26};
-  auto run = [&](const std::string& library, size_t* packed_bytes) {
-    KernelSelectionOptions so;
-    so.policy = KernelPolicy::Library;
-    so.libraries = {library};
-    std::vector<TaskKernel> kernels = select_kernels(KernelSelector(host(), so), m.tasks);
-    ModelExecutor exec(m.graph, m.groups, group_kernels(m.tasks, kernels, m.groups.size()));
-    exec.set_params(params);
-    auto cache = std::make_shared<PackedParams>();
-    EXPECT_GT(exec.pack_params(cache), 0u) << library;
-    *packed_bytes = cache->bytes();
-    return graph_test::run_on_ids(exec, ids);
-  };
+  KernelSelectionOptions so;
+  so.policy = KernelPolicy::Library;
   size_t f32_bytes = 0, bf16_bytes = 0;
-  graph_test::Matrix want = run("onednn.cpu", &f32_bytes);
-  graph_test::Matrix got = run("onednn.cpu -fpmath=bf16", &bf16_bytes);
-  const bool bf16 = open_library_targets(host(), {"onednn.cpu -fpmath=bf16"}, "llvm.cpu")
+  graph_test::Matrix want = packed_logits(m, params, so, &f32_bytes);
+  so.libraries = {"onednn.cpu -fpmath=bf16"};
+  graph_test::Matrix got = packed_logits(m, params, so, &bf16_bytes);
+  EXPECT_GT(f32_bytes, 0u) << "oneDNN takes the projections' weights packed";
+  const bool bf16 = open_library_targets(host(), so.libraries, "llvm.cpu")
                         .front()
                         .target->describe_device()
                         .find("\"fpmath\": \"bf16\"") != std::string::npos;
-  ASSERT_EQ(got.size(), want.size());
-  double scale = 0, worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::abs(want[i]));
-    worst = std::max(worst, std::abs(got[i] - want[i]));
-  }
+  auto [worst, scale] = worst_and_scale(want, got);
   if (bf16) {
     EXPECT_NE(bf16_bytes, f32_bytes) << "bf16 layouts";
     EXPECT_LE(worst, 2e-2 * std::max(1.0, scale)) << "beyond bf16's error";
@@ -183,6 +194,29 @@ TEST(KernelSelection, Bf16FpmathRunsTheLibrarysMatmulsInBf16) {
     EXPECT_EQ(bf16_bytes, f32_bytes);
     EXPECT_LE(worst, 1e-5 * std::max(1.0, scale));
   }
+}
+
+// The tuning target given -fpmath=bf16: its kernels (here the unscheduled ones) take the
+// model's weights packed in bf16 on any CPU (they widen bf16 to f32 themselves): half the
+// bytes of the f32 weights they read, the logits within bf16's error of the f32 run's.
+TEST(KernelSelection, Bf16FpmathTheTargetsKernelsTakeTheirWeightsInBf16) {
+  TinyGpt m;
+  std::map<std::string, NDArray> params = init_params(m.graph.params, 1);
+  KernelSelectionOptions so; // untuned: the llvm target's kernels only
+  size_t f32_bytes = 0, bf16_bytes = 0;
+  graph_test::Matrix want = packed_logits(m, params, so, &f32_bytes);
+  so.target = "llvm -fpmath=bf16";
+  graph_test::Matrix got = packed_logits(m, params, so, &bf16_bytes);
+  EXPECT_EQ(f32_bytes, 0u) << "without -fpmath=bf16 the llvm kernels take nothing packed";
+  size_t weight_bytes = 0; // the projections' and the head's weights: every 2-d parameter
+  for (const ModelParam& p : m.graph.params)
+    if (params.at(p.path).shape().size() == 2 && p.path.find("emb") == std::string::npos)
+      weight_bytes += params.at(p.path).nbytes();
+  EXPECT_GT(bf16_bytes, 0u);
+  EXPECT_LE(bf16_bytes, weight_bytes / 2) << "bf16 copies of the matmuls' weights";
+  auto [worst, scale] = worst_and_scale(want, got);
+  EXPECT_LE(worst, 2e-2 * std::max(1.0, scale)) << "beyond bf16's error";
+  EXPECT_GT(worst, 0.0) << "bit-identical to f32: the bf16 path did not run";
 }
 
 // set_params reads the caller's arrays in place: a change to them shows in the next run. Given

@@ -1,13 +1,18 @@
 // The LLVM CPU target as a metatune plugin: registers the component "llvm.cpu" through the SDK.
-// Configuration (JSON, all optional): {"target": "llvm -mcpu=... -mattr=...",
+// Configuration (JSON, all optional): {"target": "llvm -mcpu=... -mattr=... -fpmath=bf16",
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
 // export_library() compiles the same trees ahead of time into one shared library.
+// -fpmath=bf16 (not part of the records' target string): a module takes its weights packed in
+// bf16 (bf16_weights.h), compiled a second time to read them so; f32 is the default.
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -18,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bf16_weights.h"
 #include "metatune/llvm_cpu/compiler.hpp"
 #include "metatune/llvm_cpu/runtime.hpp"
 #include "metatune/sdk/plugin.hpp"
@@ -34,7 +40,70 @@ public:
   LlvmModule(std::unique_ptr<JitKernel> kernel, std::vector<P::Buffer> params)
       : kernel_(std::move(kernel)), params_(std::move(params)) {}
 
-  void run(const std::vector<sdk::TensorView>& args) override {
+  // -fpmath=bf16: the tree to compile again for weights handed over in bf16, and which params
+  // may be (bf16_weight_candidates).
+  void offer_bf16_weights(P::Program tree, CompileOptions opts) {
+    bf16_candidates_ = bf16_weight_candidates(tree);
+    tree_ = std::move(tree);
+    opts_ = std::move(opts);
+  }
+
+  // A weight in bf16, row-major as declared. The variant reading the params offered so far in
+  // bf16 is compiled here, not on the first packed run: the host asks for each weight before
+  // it runs anything, and a decode step's first call should not pay for a compile.
+  std::optional<PackedLayout> packed_layout(size_t param) override {
+    if (param >= bf16_candidates_.size() || !bf16_candidates_[param]) return std::nullopt;
+    offered_.resize(params_.size(), 0);
+    offered_[param] = 1;
+    variant(offered_);
+    const P::BufferNode& b = *params_[param];
+    std::string shape;
+    for (int64_t d : b.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    return PackedLayout{static_cast<size_t>(b.num_elements()) * 2,
+                        "bf16 row-major [" + shape + "]"};
+  }
+
+  void pack(size_t param, const void* src, void* dst) override {
+    if (param >= bf16_candidates_.size() || !bf16_candidates_[param])
+      throw sdk::Error(MT_ERROR_UNSUPPORTED, kernel_->symbol() + ": param " +
+                                                 std::to_string(param) + " is not taken packed");
+    round_to_bf16(static_cast<const float*>(src), static_cast<uint16_t*>(dst),
+                  static_cast<size_t>(params_[param]->num_elements()));
+  }
+
+  void run_packed(const std::vector<sdk::TensorView>& args,
+                  const std::vector<uint8_t>& packed) override {
+    std::vector<uint8_t> which(params_.size(), 0);
+    bool any = false;
+    for (size_t i = 0; i < packed.size() && i < which.size(); ++i) {
+      if (!packed[i]) continue;
+      if (i >= bf16_candidates_.size() || !bf16_candidates_[i])
+        throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                         kernel_->symbol() + ": argument " + std::to_string(i) + " ('" +
+                             params_[i]->name + "') given packed, but it is not taken packed");
+      which[i] = 1;
+      any = true;
+    }
+    call(any ? variant(which) : *kernel_, args);
+  }
+
+  void run(const std::vector<sdk::TensorView>& args) override { call(*kernel_, args); }
+
+private:
+  // The kernel reading the params flagged in `which` in bf16, compiled once per set.
+  JitKernel& variant(const std::vector<uint8_t>& which) {
+    auto it = variants_.find(which);
+    if (it != variants_.end()) return *it->second;
+    try {
+      return *variants_.emplace(which, jit_compile(with_bf16_params(tree_, which), opts_))
+                  .first->second;
+    } catch (const CodegenError& e) {
+      throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": bf16 weights: " + e.what());
+    }
+  }
+
+  void call(JitKernel& kernel, const std::vector<sdk::TensorView>& args) {
     if (args.size() != params_.size())
       throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                        kernel_->symbol() + ": " + std::to_string(args.size()) + " arguments for " +
@@ -49,16 +118,21 @@ public:
                              " with " + std::to_string(b.shape.size()) + " dimensions)");
       ptrs[i] = args[i].data;
     }
-    int32_t rc = (*kernel_)(ptrs.data());
+    int32_t rc = kernel(ptrs.data());
     if (rc != MT_LLVM_OK)
       throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + " failed with code " +
                                              std::to_string(rc) +
                                              (rc == MT_LLVM_ERR_ALLOC ? " (out of memory)" : ""));
   }
 
-private:
   std::unique_ptr<JitKernel> kernel_;
   std::vector<P::Buffer> params_;
+  // -fpmath=bf16 only
+  std::vector<bool> bf16_candidates_;
+  P::Program tree_;
+  CompileOptions opts_;
+  std::vector<uint8_t> offered_;
+  std::map<std::vector<uint8_t>, std::unique_ptr<JitKernel>> variants_;
 };
 
 class LlvmCpuTarget : public sdk::Target {
@@ -72,7 +146,7 @@ public:
         throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                          std::string("llvm.cpu: configuration is not JSON: ") + e.what());
       }
-      opts_.target = j.value("target", std::string());
+      opts_.target = without_fpmath(j.value("target", std::string()));
       opts_.opt_level = j.value("opt_level", 3);
       if (j.contains("num_threads")) set_num_threads(j["num_threads"].get<int>());
     }
@@ -130,7 +204,9 @@ public:
     try {
       dump_assembly(tree);
       auto kernel = jit_compile(tree, opts_);
-      return std::make_unique<LlvmModule>(std::move(kernel), tree.params);
+      auto module = std::make_unique<LlvmModule>(std::move(kernel), tree.params);
+      if (bf16_weights_) module->offer_bf16_weights(std::move(tree), opts_);
+      return module;
     } catch (const CodegenError& e) {
       throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("llvm.cpu: ") + e.what());
     }
@@ -152,6 +228,23 @@ public:
   }
 
 private:
+  // The target string without its -fpmath option (which llvm's own parser does not know).
+  std::string without_fpmath(const std::string& target) {
+    std::istringstream words(target);
+    std::string w, out;
+    while (words >> w) {
+      if (w.rfind("-fpmath=", 0) == 0) {
+        if (w != "-fpmath=bf16" && w != "-fpmath=f32")
+          throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                           "llvm.cpu: unknown option '" + w + "' (-fpmath=f32 or -fpmath=bf16)");
+        bf16_weights_ = w == "-fpmath=bf16";
+        continue;
+      }
+      out += (out.empty() ? "" : " ") + w;
+    }
+    return out;
+  }
+
   // METATUNE_LLVM_DUMP_DIR=DIR: the assembly of every kernel this process builds goes to
   // DIR/kernel-PID-N.s and its IR before optimisation to .ll, to read what a schedule became
   // (register tiles, spills, gathers).
@@ -192,6 +285,7 @@ private:
   }
 
   CompileOptions opts_;
+  bool bf16_weights_ = false;
   llvm_cpu::Target target_; // (sdk::Target is the base class)
 };
 
