@@ -2,6 +2,7 @@
 #include "core/graph/kernel_selection.h"
 
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 
 #include <metatune/plugin_api/types.h>
@@ -53,6 +54,10 @@ KernelSelector::KernelSelector(const PluginHost& host, KernelSelectionOptions op
                           !is_gpu_kind(device_kind(target_.device_json))) {
   if (options_.policy != KernelPolicy::Untuned)
     libraries_ = open_library_targets(host, options_.libraries, target_.component);
+  choice_key_ = target_.target_string;
+  std::istringstream words(options_.target);
+  for (std::string w; words >> w;)
+    if (w.rfind("-fpmath=", 0) == 0 && w != "-fpmath=f32") choice_key_ += " " + w;
   if ((options_.policy == KernelPolicy::Tuned || options_.policy == KernelPolicy::Best) &&
       !options_.db)
     throw std::invalid_argument(std::string("the '") + to_string(options_.policy) +
@@ -101,7 +106,7 @@ std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
 }
 
 std::optional<ModelChoice> KernelSelector::model_choice(int64_t workload_id) const {
-  std::optional<ModelChoice> c = options_.db->model_choice(workload_id, target_.target_string);
+  std::optional<ModelChoice> c = options_.db->model_choice(workload_id, choice_key_);
   if (!c || c->implementation == "tuned") return c;
   for (const LibraryTarget& lib : libraries_)
     if (lib.key == c->implementation) return c;

@@ -4,7 +4,8 @@
 // workloads it recognises. With the `best` policy each task runs whichever of the tuned
 // record and the library record is faster in the database -- the same records, the same
 // means, `metatune tune` and `metatune best` decide on -- so a model runs what tuning found;
-// where `model tune` timed both inside the model (Database::model_choice), that decides.
+// where `model tune` timed both inside the model (Database::model_choice), that decides --
+// a choice made with the same -fpmath option as the target string's (choice_key()).
 #pragma once
 
 #include <functional>
@@ -68,6 +69,10 @@ public:
   TaskKernel select(const GraphTask& task) const;
   const TargetSetup& target() const { return target_; }
   bool has_library() const { return !libraries_.empty(); }
+  // The key of this selection's model choices (Database::model_choice): the tuning target's
+  // records key, plus its -fpmath option where that is not f32 -- a choice made with the
+  // weights in bf16 says nothing about f32 kernels, and the other way round.
+  const std::string& choice_key() const { return choice_key_; }
 
 private:
   TaskKernel untuned(const GraphTask& task, std::string note) const;
@@ -82,6 +87,7 @@ private:
   TargetSetup target_;
   bool parallel_fallbacks_; // untuned(): spatial_loops_parallel, not the program as written
   std::vector<LibraryTarget> libraries_;
+  std::string choice_key_;
 };
 
 // Every task's kernel, in task order; `progress(done, total)` is called after each.

@@ -122,6 +122,7 @@ struct ModelTuneOptions : TuneFlags {
   std::vector<int64_t> decode_capacities; // also the decode steps of `model generate`
   std::string only_tasks;                 // --tasks: a regular expression on the task names
   int choice_rounds = 5; // --model-choice-rounds: the in-model comparison (model_choice.h)
+  std::string fpmath = "f32"; // --fpmath: the kernels the in-model comparison runs
 };
 
 // The tasks whose names --tasks matches (all without it); none matching is an error that lists
@@ -218,11 +219,11 @@ int tune_model(ModelTuneOptions& o) {
     ModelChoiceSummary c, g;
     try {
       std::unique_ptr<Database> db = Database::open(o.tune.db_path);
-      c = choose_in_model(m, *db, o.tune.target, libraries, o.choice_rounds, o.quiet);
+      c = choose_in_model(m, *db, o.tune.target, libraries, o.fpmath, o.choice_rounds, o.quiet);
       if (!o.decode_capacities.empty() && !m.encoder) {
         std::cerr << "and in generation: a prompt of " << m.seq
                   << " tokens and decode steps at each capacity\n";
-        g = choose_in_generation(m, *db, o.tune.target, libraries, o.choice_rounds,
+        g = choose_in_generation(m, *db, o.tune.target, libraries, o.fpmath, o.choice_rounds,
                                  o.decode_capacities, o.quiet);
       }
     } catch (const std::exception& e) {
@@ -364,6 +365,13 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
                    "At the end, the model run this many times with the library's and with "
                    "the tuned kernels, alternating, profiled: each task's faster one in the "
                    "model is what `best` runs (0 = none; docs/tuning.md)")
+      ->capture_default_str();
+  tune_cmd
+      ->add_option("--fpmath", tune_opt->fpmath,
+                   "f32, or bf16: the in-model comparison times the kernels as `--fpmath bf16` "
+                   "runs them (weights in bf16), and its choices serve `best` with --fpmath bf16 "
+                   "only, beside the f32 ones (the records are timed in f32 either way)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   tune_cmd->add_option("--tasks", tune_opt->only_tasks,
                        "Tune only the tasks whose names this regular expression matches (e.g. "

@@ -100,7 +100,8 @@ void alternate(int rounds, const std::function<void()>& library,
 // Adds one task's two timings to *out and, where both kernels exist (a library kernel and a
 // tuned record), stores the faster as the database's model choice.
 void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKernel& tuned, double l,
-                   double u, double calls, Database& db, bool quiet, ModelChoiceSummary* out) {
+                   double u, double calls, const std::string& key, Database& db, bool quiet,
+                   ModelChoiceSummary* out) {
   const bool both = lib.library && tuned.tuned;
   out->library_seconds += l * calls;
   out->tuned_seconds += u * calls;
@@ -108,7 +109,7 @@ void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKerne
   if (!both || tuned.workload_id == 0) return;
   ModelChoice c;
   c.workload_id = tuned.workload_id;
-  c.target = tuned.key;
+  c.target = key;
   c.implementation = u <= l ? "tuned" : lib.key;
   c.tuned_seconds = u;
   c.library_seconds = l;
@@ -124,12 +125,12 @@ void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKerne
 } // namespace
 
 ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std::string& target,
-                                   const std::vector<std::string>& libraries, int rounds,
-                                   bool quiet) {
+                                   const std::vector<std::string>& libraries,
+                                   const std::string& fpmath, int rounds, bool quiet) {
   ModelChoiceSummary out;
-  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db));
+  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db, fpmath));
   if (!lib_sel.has_library()) return out;
-  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db));
+  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db, fpmath));
   CompiledModel lib = compile_model(m, lib_sel, quiet), tuned = compile_model(m, tuned_sel, quiet);
   // The tasks both implement: the ones compared.
   std::vector<bool> both(m.tasks.size());
@@ -143,18 +144,20 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
       rounds, [&] { lib_times.run(*lib.executor); }, [&] { tuned_times.run(*tuned.executor); });
   for (size_t t = 0; t < m.tasks.size(); ++t)
     record_choice(m.tasks[t], lib.kernels[t], tuned.kernels[t], lib_times.per_call(t),
-                  tuned_times.per_call(t), tuned_times.calls(t), db, quiet, &out);
+                  tuned_times.per_call(t), tuned_times.calls(t), tuned_sel.choice_key(), db, quiet,
+                  &out);
   return out;
 }
 
 ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                                         const std::string& target,
-                                        const std::vector<std::string>& libraries, int rounds,
+                                        const std::vector<std::string>& libraries,
+                                        const std::string& fpmath, int rounds,
                                         const std::vector<int64_t>& capacities, bool quiet) {
   ModelChoiceSummary out;
-  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db));
+  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db, fpmath));
   if (!lib_sel.has_library()) return out;
-  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db));
+  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db, fpmath));
   // The prompt: the model's own ids (its first sequence), those the prompt graph is timed on.
   const int64_t seq = m.seq;
   const auto* ids = m.inputs.at(0).data_as<int32_t>();
@@ -175,8 +178,8 @@ ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
       const CompiledGraph& tg = tuned.graph(phase);
       for (size_t t = 0; t < lg.tasks.size() && t < tg.tasks.size(); ++t)
         record_choice(tg.tasks[t], lg.kernels[t], tg.kernels[t], lib.per_call(phase, t),
-                      tuned.per_call(phase, t), static_cast<double>(tg.tasks[t].groups.size()), db,
-                      quiet, &out);
+                      tuned.per_call(phase, t), static_cast<double>(tg.tasks[t].groups.size()),
+                      tuned_sel.choice_key(), db, quiet, &out);
     }
   }
   return out;

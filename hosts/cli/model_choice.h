@@ -27,10 +27,12 @@ struct ModelChoiceSummary {
 };
 
 // Times both models of `m` in `rounds` alternating profiled rounds and stores a choice per
-// compared task in `db`. Nothing to compare (no library, no tuned record): a zero summary.
+// compared task in `db`, under the selection's choice key (KernelSelector::choice_key: with
+// `fpmath` "bf16" the choices of the bf16 kernels, apart from the f32 ones). Nothing to
+// compare (no library, no tuned record): a zero summary.
 ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std::string& target,
-                                   const std::vector<std::string>& libraries, int rounds,
-                                   bool quiet);
+                                   const std::vector<std::string>& libraries,
+                                   const std::string& fpmath, int rounds, bool quiet);
 
 // The same for what generation runs: per cache capacity, the model's prompt and a few
 // decode steps with the library's and with the tuned kernels (Generator, so the library's
@@ -38,7 +40,8 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
 // choices of the decode steps' tasks (and of the prefill's own) are stored.
 ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                                         const std::string& target,
-                                        const std::vector<std::string>& libraries, int rounds,
+                                        const std::vector<std::string>& libraries,
+                                        const std::string& fpmath, int rounds,
                                         const std::vector<int64_t>& capacities, bool quiet);
 
 } // namespace mt::cli

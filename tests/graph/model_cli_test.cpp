@@ -156,6 +156,43 @@ TEST(ModelCli, TuneChoosesEachTasksKernelInsideTheModel) {
   std::remove(db.c_str());
 }
 
+// `model tune --fpmath bf16` times the kernels inside the model as `--fpmath bf16` runs them
+// and keeps those choices apart from the f32 ones: `best --fpmath bf16` follows them, `best`
+// in f32 does not.
+TEST(ModelCli, TuneWithFpmathBf16KeepsItsChoicesApart) {
+  if (metatune("plugins").output.find("onednn.cpu") == std::string::npos)
+    GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
+  const std::string db = ::testing::TempDir() + "/model_tune_choice_bf16.db";
+  std::remove(db.c_str());
+  Result r = metatune(kQuickTune +
+                      "--seq 4 --trials 12 --model-choice-rounds 2 --fpmath bf16 -q --db " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("in the model: library kernels"), std::string::npos) << r.output;
+  {
+    mt::DatabaseOptions ro;
+    ro.read_only = true;
+    std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
+    size_t bf16 = 0, f32 = 0;
+    for (const mt::WorkloadEntry& w : d->workloads())
+      for (const mt::TuningRecord& rec : d->records(w.id)) {
+        bf16 += d->model_choice(w.id, rec.target + " -fpmath=bf16").has_value();
+        f32 += d->model_choice(w.id, rec.target).has_value();
+      }
+    EXPECT_GT(bf16, 0u) << r.output;
+    EXPECT_EQ(f32, 0u) << "a bf16 comparison stored as an f32 choice";
+  }
+  const std::string bench = "model bench --config " + kData +
+                            "tiny-gpt.json --seq 4 --policies best --repeats 1 --profile -q --db " +
+                            db;
+  Result with = metatune(bench + " --fpmath bf16");
+  ASSERT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("faster in the model: "), std::string::npos) << with.output;
+  Result without = metatune(bench);
+  ASSERT_EQ(without.status, 0) << without.output;
+  EXPECT_EQ(without.output.find("faster in the model: "), std::string::npos) << without.output;
+  std::remove(db.c_str());
+}
+
 // With --decode-capacities the choice is made in generation too (the library's kernels with
 // their weights packed, as `model generate` runs them): the decode step's tasks get choices,
 // which `model generate --db` follows.
