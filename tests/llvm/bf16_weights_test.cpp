@@ -15,11 +15,13 @@
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
+#include "plugin_test_util.h"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
 namespace {
 
+// The llvm plugin loaded once; its target with -fpmath=bf16.
 PluginHost& host() {
   static PluginHost* h = [] {
     auto* p = new PluginHost();
@@ -36,25 +38,11 @@ PluginTarget& bf16_target() {
   return *t;
 }
 
+// Inputs in [0, 4) (positive: every product moves when a weight is rounded).
 std::vector<NDArray> make_args(const Function& f) {
-  std::vector<NDArray> args;
-  std::vector<bool> outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i])
-      args.back().fill(NAN);
-    else
-      args.back().fill_random(7 + i, 0, 4); // integer params: indices into a table of 4 rows
-  }
-  return args;
+  return llvm_plugin_test::make_args(f, 7, 0, 4);
 }
-
-std::vector<NDArray*> ptrs(std::vector<NDArray>& v) {
-  std::vector<NDArray*> out;
-  for (auto& a : v)
-    out.push_back(&a);
-  return out;
-}
+using llvm_plugin_test::ptrs;
 
 // `a` rounded to bf16 and back (round to nearest even, as NDArray stores a bf16).
 NDArray rounded_to_bf16(const NDArray& a) {

@@ -10,30 +10,14 @@
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
 #include "core/workload/library.h"
+#include "plugin_test_util.h"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
 namespace {
 
-std::vector<NDArray> make_args(const Function& f) {
-  std::vector<NDArray> args;
-  auto outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i])
-      args.back().fill(NAN);
-    else
-      args.back().fill_random(7 + i);
-  }
-  return args;
-}
-
-std::vector<NDArray*> ptrs(std::vector<NDArray>& v) {
-  std::vector<NDArray*> out;
-  for (auto& a : v)
-    out.push_back(&a);
-  return out;
-}
+using llvm_plugin_test::make_args;
+using llvm_plugin_test::ptrs;
 
 TEST(LlvmPlugin, LoadsAndBuildsAScheduledWorkload) {
   PluginHost host;

@@ -113,27 +113,31 @@ TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
   }
 }
 
-TEST(OnednnPackedWeights, FusedQkvSlicesAreOnePackedCopy) {
+// The fused QKV projection's kernel of a small attention layer (3 heads, width 24).
+std::optional<Function> fused_qkv() {
   PluginHost& h = host();
   const PluginRecord& rec = h.load(MT_STD_LAYERS_PLUGIN);
-  ASSERT_TRUE(rec.loaded()) << rec.message;
+  if (!rec.loaded()) throw std::runtime_error("std_layers refused: " + rec.message);
   ConfigRegistry layers = layer_config_registry(h);
   Config c = layers.make("std.MultiheadAttention");
   c.set("input_dim", 24).set("num_heads", 3).set("causal", true);
   c.set("qkv", layers.make("std.FusedQKVLinear"));
   ModelGraph g = instantiate_model(h, c, {te::placeholder({2, 5, 24}, DType::f32(), "x")});
-  for (const FusedGroup& grp : fuse(g.outputs)) {
-    if (grp.name != "fused_qkv_proj") continue;
-    auto packed = check_packed(grp.func);
-    ASSERT_EQ(packed.size(), 1u);
-    const std::string& key = packed[0].second.key;
-    size_t views = 0;
-    for (size_t at = 0; (at = key.find("view [", at)) != std::string::npos; ++at)
-      ++views;
-    EXPECT_EQ(views, 3u) << "q, k and v: three slices of the weight in one copy: " << key;
-    return;
-  }
-  FAIL() << "no fused_qkv_proj kernel";
+  for (const FusedGroup& grp : fuse(g.outputs))
+    if (grp.name == "fused_qkv_proj") return grp.func;
+  return std::nullopt;
+}
+
+TEST(OnednnPackedWeights, FusedQkvSlicesAreOnePackedCopy) {
+  std::optional<Function> f = fused_qkv();
+  ASSERT_TRUE(f) << "no fused_qkv_proj kernel";
+  auto packed = check_packed(*f);
+  ASSERT_EQ(packed.size(), 1u);
+  const std::string& key = packed[0].second.key;
+  size_t views = 0;
+  for (size_t at = 0; (at = key.find("view [", at)) != std::string::npos; ++at)
+    ++views;
+  EXPECT_EQ(views, 3u) << "q, k and v: three slices of the weight in one copy: " << key;
 }
 
 // out = x w + w: the weight is also the epilogue's operand, which reads it as declared.
@@ -220,22 +224,11 @@ TEST(OnednnPackedWeights, Bf16FpmathReachesTheFusedQkvSlices) {
   if (!computes_in_bf16(bf16_target()))
     GTEST_SKIP() << "no bf16 instructions here (Bf16FpmathPacksTheWeightsInBf16 checks the "
                     "f32 fallback)";
-  PluginHost& h = host();
-  const PluginRecord& rec = h.load(MT_STD_LAYERS_PLUGIN);
-  ASSERT_TRUE(rec.loaded()) << rec.message;
-  ConfigRegistry layers = layer_config_registry(h);
-  Config c = layers.make("std.MultiheadAttention");
-  c.set("input_dim", 24).set("num_heads", 3).set("causal", true);
-  c.set("qkv", layers.make("std.FusedQKVLinear"));
-  ModelGraph g = instantiate_model(h, c, {te::placeholder({2, 5, 24}, DType::f32(), "x")});
-  for (const FusedGroup& grp : fuse(g.outputs)) {
-    if (grp.name != "fused_qkv_proj") continue;
-    auto packed = check_packed(grp.func, bf16_target(), within_bf16);
-    ASSERT_EQ(packed.size(), 1u);
-    EXPECT_NE(packed[0].second.key.find(" as bf16 "), std::string::npos) << packed[0].second.key;
-    return;
-  }
-  FAIL() << "no fused_qkv_proj kernel";
+  std::optional<Function> f = fused_qkv();
+  ASSERT_TRUE(f) << "no fused_qkv_proj kernel";
+  auto packed = check_packed(*f, bf16_target(), within_bf16);
+  ASSERT_EQ(packed.size(), 1u);
+  EXPECT_NE(packed[0].second.key.find(" as bf16 "), std::string::npos) << packed[0].second.key;
 }
 
 TEST(OnednnPackedWeights, AnUnknownOptionIsRefusedByName) {

@@ -1,0 +1,37 @@
+// Helpers of the tests that run the llvm target as a plugin through the host: a function's
+// arguments, random inputs and NaN outputs (so that an element never written shows), and the
+// pointers PluginModule::run takes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/ir/function.h"
+#include "core/runtime/ndarray.h"
+
+namespace mt::llvm_plugin_test {
+
+// Inputs uniform in [lo, hi) (integers: small values in it), seeded per param from `seed`.
+inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 7, double lo = -1,
+                                      double hi = 1) {
+  std::vector<NDArray> args;
+  std::vector<bool> outs = f.output_mask();
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
+    if (outs[i])
+      args.back().fill(NAN);
+    else
+      args.back().fill_random(seed + i, lo, hi);
+  }
+  return args;
+}
+
+inline std::vector<NDArray*> ptrs(std::vector<NDArray>& v) {
+  std::vector<NDArray*> out;
+  for (auto& a : v)
+    out.push_back(&a);
+  return out;
+}
+
+} // namespace mt::llvm_plugin_test
