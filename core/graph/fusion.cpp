@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/graph/repeated_groups.h"
+
 namespace mt {
 
 bool is_contraction(const te::Tensor& t) {
@@ -182,7 +184,7 @@ private:
 } // namespace
 
 std::vector<FusedGroup> fuse(const std::vector<te::Tensor>& outputs) {
-  return Fuser(outputs).groups();
+  return without_repeated_groups(Fuser(outputs).groups(), outputs);
 }
 
 } // namespace mt

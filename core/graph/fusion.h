@@ -34,6 +34,8 @@ struct FusedGroup {
 };
 
 // The groups, in an order that runs each after the groups it reads. `outputs`: the model's.
+// Groups that would compute the same function of the same tensors are one
+// (repeated_groups.h).
 std::vector<FusedGroup> fuse(const std::vector<te::Tensor>& outputs);
 
 // Whether the reduction compute `t` is a contraction (as above).
