@@ -154,20 +154,25 @@ int run_best(const BestOptions& opt) {
           std::cout << buf;
         }
       }
-      // `model tune`'s comparison inside the model, which a model's `best` kernels follow.
-      if (std::optional<ModelChoice> c =
-              lib_target ? std::nullopt : db->model_choice(w.id, target)) {
-        j["model_choice"] = {{"implementation", c->implementation},
-                             {"tuned_seconds", c->tuned_seconds},
-                             {"library_seconds", c->library_seconds}};
+      // `model tune`'s comparisons inside the model, which a model's `best` kernels follow:
+      // with the weights in f32, and with `--fpmath bf16` (kept apart, KernelSelector).
+      for (const char* fpmath : {"", " -fpmath=bf16"}) {
+        std::optional<ModelChoice> c =
+            lib_target ? std::nullopt : db->model_choice(w.id, target + fpmath);
+        if (!c) continue;
+        j[*fpmath ? "model_choice_bf16" : "model_choice"] = {
+            {"implementation", c->implementation},
+            {"tuned_seconds", c->tuned_seconds},
+            {"library_seconds", c->library_seconds}};
         if (text) {
-          char buf[300];
-          std::snprintf(buf, sizeof buf,
-                        "  in the model: tuned %.4f ms, library %.4f ms per call -> %s (what a "
-                        "model's best runs)\n",
-                        c->tuned_seconds * 1e3, c->library_seconds * 1e3,
-                        c->implementation == "tuned" ? first_word(target).c_str()
-                                                     : c->implementation.c_str());
+          char buf[320];
+          std::snprintf(
+              buf, sizeof buf,
+              "  in the model%s: tuned %.4f ms, library %.4f ms per call -> %s (what a "
+              "model's best%s runs)\n",
+              *fpmath ? " with bf16 weights" : "", c->tuned_seconds * 1e3, c->library_seconds * 1e3,
+              c->implementation == "tuned" ? first_word(target).c_str() : c->implementation.c_str(),
+              *fpmath ? " --fpmath bf16" : "");
           std::cout << buf;
         }
       }

@@ -190,6 +190,12 @@ TEST(ModelCli, TuneWithFpmathBf16KeepsItsChoicesApart) {
   Result without = metatune(bench);
   ASSERT_EQ(without.status, 0) << without.output;
   EXPECT_EQ(without.output.find("faster in the model: "), std::string::npos) << without.output;
+  // `metatune best` shows them under the records, said to be bf16's.
+  Result best = metatune("best --db " + db);
+  ASSERT_EQ(best.status, 0) << best.output;
+  EXPECT_NE(best.output.find("in the model with bf16 weights: tuned "), std::string::npos)
+      << best.output;
+  EXPECT_EQ(best.output.find("in the model: tuned "), std::string::npos) << best.output;
   std::remove(db.c_str());
 }
 
