@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../function_args.h"
 #include "core/ir/parser.h"
 #include "core/lower/interpreter.h"
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
-#include "plugin_test_util.h"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
@@ -40,9 +40,9 @@ PluginTarget& bf16_target() {
 
 // Inputs in [0, 4) (positive: every product moves when a weight is rounded).
 std::vector<NDArray> make_args(const Function& f) {
-  return llvm_plugin_test::make_args(f, 7, 0, 4);
+  return test_args::make_args(f, 7, 0, 4);
 }
-using llvm_plugin_test::ptrs;
+using test_args::ptrs;
 
 // `a` rounded to bf16 and back (round to nearest even, as NDArray stores a bf16).
 NDArray rounded_to_bf16(const NDArray& a) {

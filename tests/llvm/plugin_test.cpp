@@ -5,19 +5,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../function_args.h"
 #include "core/lower/interpreter.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
 #include "core/schedule/schedule.h"
 #include "core/workload/library.h"
-#include "plugin_test_util.h"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
 namespace {
 
-using llvm_plugin_test::make_args;
-using llvm_plugin_test::ptrs;
+using test_args::make_args;
+using test_args::ptrs;
 
 TEST(LlvmPlugin, LoadsAndBuildsAScheduledWorkload) {
   PluginHost host;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../function_args.h"
 #include "core/ir/function.h"
 #include "core/lower/interpreter.h"
 #include "core/plugin/plugin_host.h"
@@ -42,24 +43,9 @@ inline bool offered(const Function& f, std::string* why = nullptr) {
 
 // Inputs random in [-1, 1) (deterministic), outputs NaN so that an unwritten element shows.
 inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 11) {
-  std::vector<NDArray> args;
-  std::vector<bool> outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i])
-      args.back().fill(NAN);
-    else
-      args.back().fill_random(seed + i);
-  }
-  return args;
+  return test_args::make_args(f, seed);
 }
-
-inline std::vector<NDArray*> ptrs(std::vector<NDArray>& a) {
-  std::vector<NDArray*> p;
-  for (auto& x : a)
-    p.push_back(&x);
-  return p;
-}
+using test_args::ptrs;
 
 inline size_t output_index(const Function& f) {
   std::vector<bool> outs = f.output_mask();

@@ -1,6 +1,6 @@
-// Helpers of the tests that run the llvm target as a plugin through the host: a function's
-// arguments, random inputs and NaN outputs (so that an element never written shows), and the
-// pointers PluginModule::run takes.
+// Arguments of a function for the tests that run kernels through the host (llvm, oneDNN):
+// random inputs and NaN outputs (so that an element never written shows), and the pointers
+// PluginModule::run and the interpreter take.
 #pragma once
 
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "core/ir/function.h"
 #include "core/runtime/ndarray.h"
 
-namespace mt::llvm_plugin_test {
+namespace mt::test_args {
 
 // Inputs uniform in [lo, hi) (integers: small values in it), seeded per param from `seed`.
 inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 7, double lo = -1,
@@ -34,4 +34,4 @@ inline std::vector<NDArray*> ptrs(std::vector<NDArray>& v) {
   return out;
 }
 
-} // namespace mt::llvm_plugin_test
+} // namespace mt::test_args
