@@ -73,6 +73,9 @@ public:
   static ModelGraph prefill_graph(const PluginHost& host, const Config& config, int64_t seq);
   static ModelGraph decode_graph(const PluginHost& host, const Config& config, int64_t capacity);
 
+  // The weights packed for the kernels that take them so, shared by every graph.
+  const PackedParams& packed_params() const { return *packed_; }
+
 private:
   int64_t prompt_bucket(int64_t n) const;
   int64_t capacity_for(int64_t length) const;

@@ -52,6 +52,8 @@ public:
   size_t pack_params(std::shared_ptr<PackedParams> cache = nullptr);
   // How many of group g's arguments its kernel takes packed (0 before pack_params).
   size_t packed_args(size_t group) const;
+  // The packed copies (null before pack_params).
+  const PackedParams* packed_params() const { return packed_params_.get(); }
   // The model's outputs for `inputs` (in the graph's input order).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
   // run() without copying the outputs out: they stay in the executor's buffers, read with

@@ -104,6 +104,7 @@ int run_model(const ModelRunOptions& o) {
   std::printf("built in %.1f s; latency %.2f ms (median of %zu runs; %s kernels: %s)\n",
               c.build_seconds, 1e3 * t.median(), t.runs.size(), to_string(policy),
               c.summary().c_str());
+  if (const PackedParams* packed = c.executor->packed_params()) print_packed_weights(*packed);
   const MemoryPlan& plan = c.executor->memory_plan();
   std::printf("intermediates: %.1f MB in the memory plan (%.1f MB without reuse)\n",
               plan.arena_bytes / 1e6, plan.unplanned_bytes / 1e6);
@@ -121,7 +122,7 @@ struct ModelTuneOptions : TuneFlags {
   ModelSourceOptions source;
   std::vector<int64_t> decode_capacities; // also the decode steps of `model generate`
   std::string only_tasks;                 // --tasks: a regular expression on the task names
-  int choice_rounds = 5; // --model-choice-rounds: the in-model comparison (model_choice.h)
+  int choice_rounds = 5;      // --model-choice-rounds: the in-model comparison (model_choice.h)
   std::string fpmath = "f32"; // --fpmath: the kernels the in-model comparison runs
 };
 

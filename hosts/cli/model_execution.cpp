@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/database/database.h"
+#include "core/graph/packed_params.h"
 
 namespace mt::cli {
 
@@ -74,6 +75,12 @@ CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector
   c.executor->pack_params();
   c.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
+}
+
+void print_packed_weights(const PackedParams& packed) {
+  if (packed.copies() == 0) return;
+  std::printf("weights packed for their kernels: %zu copies, %.1f MB\n", packed.copies(),
+              static_cast<double>(packed.bytes()) / 1e6);
 }
 
 ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, int repeats) {

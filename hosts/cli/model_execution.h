@@ -14,6 +14,10 @@
 #include "core/graph/model_executor.h"
 #include "hosts/cli/model_source.h"
 
+namespace mt {
+class PackedParams;
+}
+
 namespace mt::cli {
 
 // The tuning database of --db opened read-only; nullptr when `path` is empty.
@@ -48,6 +52,10 @@ struct ModelTiming {
   std::vector<double> runs; // seconds, sorted
   double median() const { return runs.empty() ? 0 : runs[runs.size() / 2]; }
 };
+// "weights packed for their kernels: N copies, X MB" (--fpmath bf16 halves the MB), unless
+// none are packed.
+void print_packed_weights(const PackedParams& packed);
+
 // One warm-up run, then `repeats` timed runs of the whole model.
 ModelTiming time_model(ModelExecutor& exec, const std::vector<NDArray>& inputs, int repeats);
 

@@ -268,6 +268,7 @@ int generate_text(const ModelGenerateOptions& o) {
               static_cast<long long>(n), 1e3 * prefill_s, static_cast<long long>(steps), tps,
               steps ? 1e3 * decode_s / static_cast<double>(steps) : 0.0, to_string(policy),
               gen.kernels().size(), tuned, library, graphs.c_str(), compile_s);
+  print_packed_weights(gen.packed_params());
   // A database that was tuned for other shapes, or none: say which graphs ran without
   // records, and how to tune them (their kernels are oneDNN's where it implements them, else
   // unscheduled).
@@ -321,7 +322,8 @@ int generate_text(const ModelGenerateOptions& o) {
                         {"decode_tokens_per_s", tps},
                         {"implementations", to_string(policy)},
                         {"compiled", gen.compiled()},
-                        {"compile_seconds", compile_s}};
+                        {"compile_seconds", compile_s},
+                        {"packed_weight_bytes", gen.packed_params().bytes()}};
     std::ofstream(o.report_json) << r.dump(2) << "\n";
   }
   return 0;

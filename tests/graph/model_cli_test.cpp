@@ -348,6 +348,7 @@ TEST(ModelCli, FpmathBf16ReachesTheLibrarysMatmuls) {
               r.output.find("-fpmath=bf16 asked, but this CPU") != std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("decode steps"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("weights packed for their kernels: "), std::string::npos) << r.output;
   Result f32 = metatune(gen + "--log-level info");
   ASSERT_EQ(f32.status, 0) << f32.output;
   EXPECT_EQ(f32.output.find("in bf16"), std::string::npos) << f32.output;
