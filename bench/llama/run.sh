@@ -3,7 +3,8 @@
 # position's logits, what generation needs) and greedy decode tokens/s
 # (NEW_TOKENS after it) of a small Llama-style decoder (125M parameters, random weights in
 # Hugging Face naming), by ONNX Runtime and, when the metatune build has `model generate`,
-# metatune untuned, with the library, tuned and best; every greedy generation checked against
+# metatune untuned, with the library, tuned and best (columns ending in _bf16: the same policy
+# with --fpmath bf16, its logits within TOL_BF16); every greedy generation checked against
 # reference.py's float64 one (recomputing the whole sequence each step), the prefills' logits
 # against its forward (metatune's whole model through `model bench`: every position). Rows are appended to bench/results/llama_generation.csv.
 #

@@ -9,6 +9,8 @@
 #   MODELS=gpt2-small REPEATS=20 bash bench/model/run.sh
 #   BUILD=build SEQ=64 BENCH_COLUMNS="ort metatune_untuned" bash bench/model/run.sh
 #   TINY=1 SEQ=16 bash bench/model/run.sh   # the harness itself, on small models in seconds
+#   BENCH_COLUMNS="ort metatune_library metatune_library_bf16" TRIALS=0 bash bench/model/run.sh
+#                                           # the library in f32 and with --fpmath bf16
 #
 # A column is a function column_NAME MODEL DIR that sets lat[NAME] (ms), detail[NAME] and
 # cmd[NAME], and writes its output to "$(npy NAME)" when it can; the check then compares every
