@@ -54,10 +54,11 @@ KernelSelector::KernelSelector(const PluginHost& host, KernelSelectionOptions op
                           !is_gpu_kind(device_kind(target_.device_json))) {
   if (options_.policy != KernelPolicy::Untuned)
     libraries_ = open_library_targets(host, options_.libraries, target_.component);
-  choice_key_ = target_.target_string;
+  std::string fpmath = "f32";
   std::istringstream words(options_.target);
   for (std::string w; words >> w;)
-    if (w.rfind("-fpmath=", 0) == 0 && w != "-fpmath=f32") choice_key_ += " " + w;
+    if (w.rfind("-fpmath=", 0) == 0) fpmath = w.substr(8);
+  choice_key_ = model_choice_key(target_.target_string, fpmath);
   if ((options_.policy == KernelPolicy::Tuned || options_.policy == KernelPolicy::Best) &&
       !options_.db)
     throw std::invalid_argument(std::string("the '") + to_string(options_.policy) +
@@ -158,6 +159,10 @@ std::optional<TaskKernel> KernelSelector::library_build(const GraphTask& task,
   }
   if (libraries_.empty()) *why = "no library target is loaded";
   return std::nullopt;
+}
+
+std::string model_choice_key(const std::string& records_key, const std::string& fpmath) {
+  return fpmath == "f32" ? records_key : records_key + " -fpmath=" + fpmath;
 }
 
 TaskKernel KernelSelector::select(const GraphTask& task) const {

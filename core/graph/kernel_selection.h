@@ -90,6 +90,11 @@ private:
   std::string choice_key_;
 };
 
+// The key the in-model choices made with `fpmath` ("f32", "bf16") are filed under, for a
+// tuning target whose records are filed under `records_key`: the key itself for f32, else
+// with " -fpmath=<fpmath>" after it.
+std::string model_choice_key(const std::string& records_key, const std::string& fpmath);
+
 // Every task's kernel, in task order; `progress(done, total)` is called after each.
 std::vector<TaskKernel> select_kernels(const KernelSelector& selector,
                                        const std::vector<GraphTask>& tasks,

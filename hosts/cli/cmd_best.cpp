@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/database/database.h"
+#include "core/graph/kernel_selection.h"
 #include "core/measure/cold_inputs.h"
 #include "core/tuner/target_setup.h"
 #include "core/tuner/tune_log.h"
@@ -156,23 +157,23 @@ int run_best(const BestOptions& opt) {
       }
       // `model tune`'s comparisons inside the model, which a model's `best` kernels follow:
       // with the weights in f32, and with `--fpmath bf16` (kept apart, KernelSelector).
-      for (const char* fpmath : {"", " -fpmath=bf16"}) {
+      for (const std::string fpmath : {"f32", "bf16"}) {
+        const bool bf16 = fpmath == "bf16";
         std::optional<ModelChoice> c =
-            lib_target ? std::nullopt : db->model_choice(w.id, target + fpmath);
+            lib_target ? std::nullopt : db->model_choice(w.id, model_choice_key(target, fpmath));
         if (!c) continue;
-        j[*fpmath ? "model_choice_bf16" : "model_choice"] = {
-            {"implementation", c->implementation},
-            {"tuned_seconds", c->tuned_seconds},
-            {"library_seconds", c->library_seconds}};
+        j[bf16 ? "model_choice_bf16" : "model_choice"] = {{"implementation", c->implementation},
+                                                          {"tuned_seconds", c->tuned_seconds},
+                                                          {"library_seconds", c->library_seconds}};
         if (text) {
           char buf[320];
           std::snprintf(
               buf, sizeof buf,
               "  in the model%s: tuned %.4f ms, library %.4f ms per call -> %s (what a "
               "model's best%s runs)\n",
-              *fpmath ? " with bf16 weights" : "", c->tuned_seconds * 1e3, c->library_seconds * 1e3,
+              bf16 ? " with bf16 weights" : "", c->tuned_seconds * 1e3, c->library_seconds * 1e3,
               c->implementation == "tuned" ? first_word(target).c_str() : c->implementation.c_str(),
-              *fpmath ? " --fpmath bf16" : "");
+              bf16 ? " --fpmath bf16" : "");
           std::cout << buf;
         }
       }

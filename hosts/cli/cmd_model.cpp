@@ -367,13 +367,10 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
                    "the tuned kernels, alternating, profiled: each task's faster one in the "
                    "model is what `best` runs (0 = none; docs/tuning.md)")
       ->capture_default_str();
-  tune_cmd
-      ->add_option("--fpmath", tune_opt->fpmath,
-                   "f32, or bf16: the in-model comparison times the kernels as `--fpmath bf16` "
-                   "runs them (weights in bf16), and its choices serve `best` with --fpmath bf16 "
-                   "only, beside the f32 ones (the records are timed in f32 either way)")
-      ->check(CLI::IsMember({"f32", "bf16"}))
-      ->capture_default_str();
+  add_fpmath_option(tune_cmd, tune_opt->fpmath,
+                    "f32, or bf16: the in-model comparison times the kernels as `--fpmath bf16` "
+                    "runs them (weights in bf16), and its choices serve `best` with --fpmath "
+                    "bf16 only, beside the f32 ones (the records are timed in f32 either way)");
   tune_cmd->add_option("--tasks", tune_opt->only_tasks,
                        "Tune only the tasks whose names this regular expression matches (e.g. "
                        "'@decode' for the decode steps' kernels); the budget is theirs");

@@ -40,12 +40,14 @@ KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
   return s;
 }
 
-void add_fpmath_option(CLI::App* cmd, std::string& fpmath) {
+void add_fpmath_option(CLI::App* cmd, std::string& fpmath, const std::string& help) {
   cmd->add_option("--fpmath", fpmath,
-                  "f32, or bf16: the model's weights packed in bf16 -- the tuning target's "
-                  "kernels widen them to f32 as they load them; the library's matmuls also "
-                  "round their inputs to bf16 and accumulate in f32 (oneDNN on CPUs with "
-                  "AVX512-BF16 or AMX; elsewhere f32, with a warning). Faster, less exact")
+                  !help.empty()
+                      ? help
+                      : "f32, or bf16: the model's weights packed in bf16 -- the tuning target's "
+                        "kernels widen them to f32 as they load them; the library's matmuls also "
+                        "round their inputs to bf16 and accumulate in f32 (oneDNN on CPUs with "
+                        "AVX512-BF16 or AMX; elsewhere f32, with a warning). Faster, less exact")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
 }

@@ -34,8 +34,9 @@ KernelPolicy policy_of(const std::string& implementations, const Database* db);
 KernelSelectionOptions selection(KernelPolicy policy, const std::string& target,
                                  const std::vector<std::string>& libraries, const Database* db,
                                  const std::string& fpmath = "f32");
-// --fpmath: "f32" (default) or "bf16", for the library kernels' matmuls against the weights.
-void add_fpmath_option(CLI::App* cmd, std::string& fpmath);
+// --fpmath: "f32" (default) or "bf16"; `help` says what it changes for the command (the
+// default: how model run, bench and generate run the kernels).
+void add_fpmath_option(CLI::App* cmd, std::string& fpmath, const std::string& help = "");
 
 struct CompiledModel {
   KernelPolicy policy = KernelPolicy::Untuned;
