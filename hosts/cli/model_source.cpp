@@ -99,11 +99,16 @@ LoadedModel load_model(const ModelSourceOptions& o) {
   if (!o.hf.empty() && !o.weights.empty())
     throw std::invalid_argument("--weights is for --config; an --hf folder has its own weights");
   // A model mixes kernels of targets with different thread runtimes on the same cores: the
-  // llvm target's pool sleeps between kernels, while OpenMP (oneDNN's) spins for
-  // milliseconds after each primitive by default and starves the next kernel's threads
-  // (GPT-2's oneDNN layer norms ran 100x slower mixed than alone). Read by libgomp when a
-  // plugin first loads it, so it is set before any plugin is loaded; a user's value wins.
-  setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+  // llvm target's pool, and oneDNN's GNU OpenMP. OpenMP's default keeps its threads spinning
+  // for about 3 ms after each primitive, taking the cores the next llvm kernel's threads need
+  // (GPT-2's oneDNN layer norms once ran 100x slower mixed than alone); not spinning at all
+  // (OMP_WAIT_POLICY=passive) makes every primitive wake its sleeping threads, tens of
+  // microseconds on a VM, which a decode step of some 60 short primitives paid with a quarter
+  // of its time. A short spin bridges the gap between one primitive and the next without
+  // holding the cores for long. Read by libgomp when a plugin first loads it, so it is set
+  // before any plugin is loaded; a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
+    setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
   LoadedModel m;
   m.host = std::make_unique<PluginHost>();
   m.host->discover(plugin_search_path(o.plugin_paths));

@@ -1,9 +1,15 @@
 // The thread pool behind parallel loops, target detection/parsing, ahead-of-time output.
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -67,6 +73,71 @@ TEST(LlvmRuntime, ParallelLoopWithClosureOfOuterVariables) {
         for (int k = 0; k < 5; ++k)
           EXPECT_EQ(x[(i * 7 + j) * 5 + k], i * 100 + j * 10 + k);
   }
+  set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// A pool worker the OS does not run (here: held in a signal handler; in a model: its core taken
+// by oneDNN's spinning OpenMP threads) must not hold the caller up: the caller claims every
+// chunk itself and returns. A static range per thread waited for the worker's range forever.
+std::atomic<bool> g_hold_worker{false};
+std::atomic<bool> g_worker_held{false};
+void hold_this_thread(int) {
+  g_worker_held.store(true);
+  while (g_hold_worker.load()) {
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  g_worker_held.store(false);
+}
+
+TEST(LlvmRuntime, AWorkerThatCannotRunDoesNotHoldTheCallerUp) {
+  set_num_threads(2);
+  const mt_llvm_runtime* rt = default_runtime();
+  struct Seen {
+    pthread_t caller;
+    std::mutex m;
+    std::vector<pthread_t> others;
+    std::vector<std::atomic<int>> hits;
+  };
+  Seen seen{pthread_self(), {}, {}, std::vector<std::atomic<int>>(64)};
+  auto record = [](int64_t i, void* c) {
+    auto* s = static_cast<Seen*>(c);
+    s->hits[static_cast<size_t>(i)]++;
+    if (!pthread_equal(pthread_self(), s->caller)) {
+      std::lock_guard<std::mutex> lk(s->m);
+      s->others.push_back(pthread_self());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200)); // time for the worker to join
+  };
+  // Find the worker: it takes part in a job of slow iterations.
+  for (int tries = 0; tries < 50 && seen.others.empty(); ++tries)
+    rt->parallel_for(rt->self, record, &seen, 64);
+  ASSERT_FALSE(seen.others.empty()) << "the pool's worker never ran a chunk";
+  const pthread_t worker = seen.others.front();
+
+  struct sigaction sa {};
+  sa.sa_handler = hold_this_thread;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+  g_hold_worker.store(true);
+  ASSERT_EQ(pthread_kill(worker, SIGUSR1), 0);
+  for (int i = 0; i < 5000 && !g_worker_held.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(g_worker_held.load());
+
+  for (auto& h : seen.hits)
+    h = 0;
+  seen.others.clear();
+  auto job = std::async(std::launch::async, [&] {
+    seen.caller = pthread_self();
+    rt->parallel_for(rt->self, record, &seen, 64);
+  });
+  const bool returned = job.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  g_hold_worker.store(false); // let the worker go, and a caller stuck on it with it
+  job.wait();
+  EXPECT_TRUE(returned) << "parallel_for waited for a worker that could not run";
+  for (auto& h : seen.hits)
+    EXPECT_EQ(h.load(), 1);
+  EXPECT_TRUE(seen.others.empty()) << "the held worker ran a chunk";
   set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 

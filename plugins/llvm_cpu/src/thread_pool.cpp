@@ -1,5 +1,6 @@
 #include "thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -27,11 +28,26 @@ void run_serial(mt_llvm_task_fn fn, void* closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
     fn(i, closure);
 }
+
+// The ticket's fields (thread_pool.h).
+constexpr uint64_t kGenerationShift = 32, kChunksShift = 16, kFieldMask = 0xffff;
+inline uint32_t ticket_generation(uint64_t t) {
+  return static_cast<uint32_t>(t >> kGenerationShift);
+}
+inline uint32_t ticket_chunks(uint64_t t) {
+  return static_cast<uint32_t>((t >> kChunksShift) & kFieldMask);
+}
+inline uint32_t ticket_next(uint64_t t) {
+  return static_cast<uint32_t>(t & kFieldMask);
+}
+// Chunks a thread: enough that a thread that starts late finds work left to share, few enough
+// that each stays a long contiguous range.
+constexpr int64_t kChunksPerThread = 4;
 } // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   for (int i = 1; i < num_threads; ++i)
-    workers_.emplace_back([this, i] { worker_loop(i); });
+    workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -56,28 +72,36 @@ template <class Ready> void ThreadPool::await(std::condition_variable& cv, const
   cv.wait(lk, ready);
 }
 
-void ThreadPool::run_range(int part, int parts) {
-  int64_t begin = n_ * part / parts;
-  int64_t end = n_ * (part + 1) / parts;
-  run_serial(fn_, closure_, begin, end);
+void ThreadPool::run_chunks(uint32_t generation) {
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    if (ticket_generation(t) != generation || ticket_next(t) >= ticket_chunks(t)) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      continue;
+    // Chunk `c` is ours: until it is counted done the job cannot finish, so its fields hold.
+    const int64_t c = ticket_next(t), chunks = ticket_chunks(t);
+    run_serial(fn_, closure_, n_ * c / chunks, n_ * (c + 1) / chunks);
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      // Under the lock: a caller that found chunks left under it is waiting by now.
+      std::lock_guard<std::mutex> lk(m_);
+      done_cv_.notify_one();
+    }
+    t = ticket_.load(std::memory_order_acquire);
+  }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   t_inside_pool = true;
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
     await(wake_, [&] {
       return stop_.load(std::memory_order_acquire) ||
-             generation_.load(std::memory_order_acquire) != seen;
+             ticket_generation(ticket_.load(std::memory_order_acquire)) != seen;
     });
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    if (index < parts_) run_range(index, parts_);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // Under the lock: a caller that found pending_ > 0 under it is waiting by now.
-      std::lock_guard<std::mutex> lk(m_);
-      done_.notify_one();
-    }
+    seen = ticket_generation(ticket_.load(std::memory_order_acquire));
+    run_chunks(seen);
   }
 }
 
@@ -86,22 +110,26 @@ void ThreadPool::parallel_for(mt_llvm_task_fn fn, void* closure, int64_t n) {
   if (workers_.empty() || n == 1 || t_inside_pool) return run_serial(fn, closure, 0, n);
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock()) return run_serial(fn, closure, 0, n);
-  // The job is written before generation_ moves (release); a worker reads it after seeing the
-  // new generation (acquire), and none is still reading the last one (pending_ was 0).
+  // The job is written before the ticket moves (release); a worker reads it only after claiming
+  // a chunk of the new ticket (acquire). No thread still runs the last job: all its chunks were
+  // counted done before its caller returned.
+  const auto chunks = static_cast<uint32_t>(
+      std::min<int64_t>({n, kChunksPerThread * size(), static_cast<int64_t>(kFieldMask)}));
   fn_ = fn;
   closure_ = closure;
   n_ = n;
-  parts_ = static_cast<int>(std::min<int64_t>(n, size()));
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = ticket_generation(ticket_.load(std::memory_order_relaxed)) + 1;
   {
     std::lock_guard<std::mutex> lk(m_);
-    generation_.fetch_add(1, std::memory_order_release);
+    ticket_.store((uint64_t{generation} << kGenerationShift) | (uint64_t{chunks} << kChunksShift),
+                  std::memory_order_release);
   }
   wake_.notify_all();
   t_inside_pool = true;
-  run_range(0, parts_);
+  run_chunks(generation);
   t_inside_pool = false;
-  await(done_, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  await(done_cv_, [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; });
 }
 
 // ---- the default runtime ----------------------------------------------------------------------
