@@ -6,6 +6,7 @@
 #include <new>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "metatune/llvm_cpu/runtime.hpp"
 
@@ -15,14 +16,6 @@ namespace {
 // Set on pool threads (and on a caller while it runs its share) so that a nested
 // parallel_for runs serially instead of deadlocking on the pool.
 thread_local bool t_inside_pool = false;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 void run_serial(mt_llvm_task_fn fn, void* closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
@@ -65,8 +58,10 @@ template <class Ready> void ThreadPool::await(std::condition_variable& cv, const
   auto until = std::chrono::steady_clock::now() + kSpinMicros;
   for (int i = 0;; ++i) {
     if (ready()) return;
-    cpu_relax();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+    // Yield, not just pause: a thread spinning here may share its core with another runtime's
+    // thread that has work (oneDNN's OpenMP team, in a model); the spin then costs it nothing.
+    sched_yield();
+    if ((i & 7) == 7 && std::chrono::steady_clock::now() > until) break;
   }
   std::unique_lock<std::mutex> lk(m_);
   cv.wait(lk, ready);

@@ -6,8 +6,8 @@
 // each of its calls: on two cores a pool worker woken then waits for a core, and a static
 // partition made each small llvm kernel of a decode step wait with it (docs/models.md).
 // Nested or concurrent calls from other pool users run serially on their own thread instead of
-// waiting. Workers and the caller spin for a short while (kSpinMicros) before they sleep on a
-// condition variable: waking a sleeping thread costs tens of microseconds on a VM, more than a
+// waiting. Workers and the caller spin (yielding) for a short while (kSpinMicros) before they sleep
+// on a condition variable: waking a sleeping thread costs tens of microseconds on a VM, more than a
 // whole small kernel (a layernorm of 128 x 768 runs in 25 us), and a kernel of several parallel
 // loops pays it for each.
 #pragma once
