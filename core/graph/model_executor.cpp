@@ -111,6 +111,55 @@ ModelExecutor::ModelExecutor(const ModelGraph& graph, std::vector<FusedGroup> gr
   for (const ModelParam& p : graph_.params)
     param_by_path_[p.path] = p.placeholder.get();
   allocate();
+  plan_state_writes();
+}
+
+void ModelExecutor::plan_state_writes() {
+  state_writes_.assign(groups_.size() + 1, {});
+  if (graph_.mode.kind != BuildMode::Kind::Decode) return;
+  auto group_index = [&](auto&& has) {
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (has(groups_[g])) return g;
+    return groups_.size();
+  };
+  for (size_t i = 0; i < graph_.states.size(); ++i) {
+    const ModelState& st = graph_.states[i];
+    if (!st.written_in_place || !st.cache) continue;
+    auto in = [](const std::vector<te::Tensor>& v, const te::Tensor& t) {
+      return std::any_of(v.begin(), v.end(),
+                         [&](const te::Tensor& x) { return x.get() == t.get(); });
+    };
+    // The kernel computing the rows (none: the rows are an input, written before the first).
+    size_t producer = group_index([&](const FusedGroup& g) { return in(g.outputs, st.rows); });
+    if (producer == groups_.size() && !st.rows.is_placeholder())
+      throw std::invalid_argument("state '" + st.path + "': no kernel computes its rows");
+    size_t reader = group_index([&](const FusedGroup& g) { return in(g.inputs, st.cache); });
+    if (reader != groups_.size() && producer != groups_.size() && reader <= producer)
+      throw std::invalid_argument("state '" + st.path + "': kernel '" + groups_[reader].name +
+                                  "' reads the cache before kernel '" + groups_[producer].name +
+                                  "' has computed the step's rows it must hold");
+    state_writes_[producer == groups_.size() ? 0 : producer + 1].push_back(i);
+  }
+}
+
+void ModelExecutor::write_states(size_t before_group) {
+  for (size_t i : state_writes_[before_group]) {
+    const ModelState& st = graph_.states[i];
+    const NDArray& rows = buffer_of(st.rows.get());
+    NDArray& cache = buffer_of(st.cache.get());
+    const NDArray& positions = buffer_of(graph_.positions.get());
+    const int64_t B = rows.shape()[0], S = rows.shape()[1], C = cache.shape()[1];
+    const size_t row = static_cast<size_t>(rows.shape()[2]) * rows.dtype().bytes();
+    const auto* pos = positions.data_as<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < S; ++j) {
+        const int64_t p = pos[b * S + j];
+        if (p < 0 || p >= C) continue; // beyond the cache: no kernel can read it
+        std::memcpy(static_cast<char*>(cache.data()) + static_cast<size_t>(b * C + p) * row,
+                    static_cast<const char*>(rows.data()) + static_cast<size_t>(b * S + j) * row,
+                    row);
+      }
+  }
 }
 
 void ModelExecutor::allocate() {
@@ -253,6 +302,7 @@ void ModelExecutor::execute(const std::vector<NDArray>& inputs) {
   }
   group_seconds_.assign(profiling_ ? groups_.size() : 0, 0.0);
   for (size_t g = 0; g < groups_.size(); ++g) {
+    write_states(g);
     const bool packed = g < packed_flags_.size() && !packed_flags_[g].empty();
     std::vector<NDArray*> args;
     for (size_t i = 0; i < groups_[g].inputs.size(); ++i)
@@ -275,6 +325,7 @@ void ModelExecutor::execute(const std::vector<NDArray>& inputs) {
     group_seconds_[g] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  write_states(groups_.size());
 }
 
 } // namespace mt

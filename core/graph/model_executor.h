@@ -54,7 +54,9 @@ public:
   size_t packed_args(size_t group) const;
   // The packed copies (null before pack_params).
   const PackedParams* packed_params() const { return packed_params_.get(); }
-  // The model's outputs for `inputs` (in the graph's input order).
+  // The model's outputs for `inputs` (in the graph's input order). A decode step's caches of
+  // states written in place (ModelState::written_in_place) are written: the step's rows at
+  // their positions, the rest of each cache untouched.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
   // run() without copying the outputs out: they stay in the executor's buffers, read with
   // output(i) until the next call (a GPT-2 forward's logits are 26 MB; timing loops use this).
@@ -73,6 +75,10 @@ private:
   void check_params(const std::map<std::string, NDArray>& values) const;
   void drop_packed(); // new parameter values: the packed copies are stale
   void allocate();
+  // ABI 1.9 states written in place (ModelState::written_in_place): which are written into
+  // their caches before group g runs (state_writes_[g]; the last entry: after the last group).
+  void plan_state_writes();
+  void write_states(size_t before_group);
 
   const ModelGraph& graph_;
   std::vector<FusedGroup> groups_;
@@ -87,6 +93,7 @@ private:
   std::vector<std::vector<uint8_t>> packed_flags_;
   std::vector<std::vector<NDArray>> packed_views_;
   std::map<std::string, const te::TensorNode*> param_by_path_;
+  std::vector<std::vector<size_t>> state_writes_;
 };
 
 } // namespace mt

@@ -31,6 +31,7 @@ public:
                                      const std::vector<te::Tensor>& inputs) override;
   te::Tensor positions() override;
   te::Tensor state_append(const std::string& name, const te::Tensor& rows) override;
+  te::Tensor state_write(const std::string& name, const te::Tensor& rows) override;
 
   std::vector<te::Tensor> build(const std::vector<te::Tensor>& inputs);
   const std::string& path() const { return path_; }
@@ -83,8 +84,8 @@ public:
   std::vector<ModelState>& states() { return states_; }
 
   // The state `path` appends `rows` to (see host_api.h layer_state_append).
-  te::Tensor state_append(const std::string& where, const std::string& path,
-                          const te::Tensor& rows) {
+  te::Tensor state_append(const std::string& where, const std::string& path, const te::Tensor& rows,
+                          bool written_in_place) {
     if (mode_.kind == BuildMode::Kind::Whole) return {};
     if (rows.ndim() != 3 || rows.shape()[0] != batch_ || rows.shape()[1] != seq_)
       throw std::invalid_argument(where + ": state rows must be [" + std::to_string(batch_) + ", " +
@@ -95,6 +96,7 @@ public:
     ModelState s;
     s.path = path;
     s.rows = rows;
+    s.written_in_place = written_in_place;
     if (mode_.kind == BuildMode::Kind::Decode)
       s.cache = te::placeholder({batch_, mode_.capacity, rows.shape()[2]}, rows.dtype(), path);
     states_.push_back(s);
@@ -173,7 +175,15 @@ te::Tensor LayerNode::positions() {
 te::Tensor LayerNode::state_append(const std::string& name, const te::Tensor& rows) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw std::invalid_argument(where() + ": state name '" + name + "' is empty or has a '.'");
-  return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows);
+  return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows,
+                             /*written_in_place=*/false);
+}
+
+te::Tensor LayerNode::state_write(const std::string& name, const te::Tensor& rows) {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw std::invalid_argument(where() + ": state name '" + name + "' is empty or has a '.'");
+  return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows,
+                             /*written_in_place=*/true);
 }
 
 const SchemaChildField& LayerNode::child_field(const std::string& field) const {

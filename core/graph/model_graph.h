@@ -52,6 +52,9 @@ struct ModelState {
   te::Tensor cache;  // [B, capacity, W]: a graph input (Decode only)
   size_t output = 0; // index of rows in ModelGraph::outputs
   size_t input = 0;  // index of cache in ModelGraph::inputs (Decode only)
+  // ABI 1.9 layer_state_write: when decoding, the executor writes the rows into the cache at
+  // their positions right after the kernel computing them, and the layer reads the cache alone.
+  bool written_in_place = false;
 };
 
 struct ModelGraph {

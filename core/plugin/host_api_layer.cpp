@@ -109,6 +109,16 @@ mt_status layer_state_append(mt_layer_context* ctx, mt_str name, const mt_te_ten
   });
 }
 
+mt_status layer_state_write(mt_layer_context* ctx, mt_str name, const mt_te_tensor* rows,
+                            const mt_te_tensor** cache) {
+  return guard("layer_state_write", [&] {
+    LayerBackend& b = backend_of(ctx);
+    require(cache, "cache");
+    te::Tensor c = b.state_write(std::string(view(name)), tensor_of(rows, "rows"));
+    *cache = c ? b.builder().keep(c) : nullptr;
+  });
+}
+
 } // namespace
 
 void fill_layer_api(mt_host_api& t) {
@@ -119,6 +129,7 @@ void fill_layer_api(mt_host_api& t) {
   t.layer_call_child = layer_call_child;
   t.layer_positions = layer_positions;
   t.layer_state_append = layer_state_append;
+  t.layer_state_write = layer_state_write;
 }
 
 } // namespace mt::plugin_detail

@@ -39,6 +39,9 @@ public:
   // given back when decoding (an undefined tensor otherwise).
   virtual te::Tensor positions() = 0;
   virtual te::Tensor state_append(const std::string& name, const te::Tensor& rows) = 0;
+  // ABI 1.9 (layer_state_write): the same, the rows written into the cache in place before
+  // anything reads it, which then holds the step's positions too.
+  virtual te::Tensor state_write(const std::string& name, const te::Tensor& rows) = 0;
 };
 
 } // namespace mt

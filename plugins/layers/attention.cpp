@@ -161,15 +161,22 @@ std::vector<TeTensor> MultiheadAttention::build(sdk::LayerContext& ctx,
 
   // Generation (ABI 1.7): this step's keys and values go to the host's caches; a decode step
   // reads the keys of every earlier position back (row j = position j) and attends over the
-  // cache's capacity, the rows after its own positions masked.
-  TeTensor k_cache = ctx.state_append("k", k), v_cache = ctx.state_append("v", v);
+  // cache's capacity, the rows after its own positions masked. A host of ABI 1.9 writes the
+  // step's rows into the caches itself before they are read, so the step reads them alone;
+  // an older one keeps the cache of the earlier rows only, and the step splices its rows in.
+  const bool written = ctx.can_write_state();
+  TeTensor k_cache = written ? ctx.state_write("k", k) : ctx.state_append("k", k);
+  TeTensor v_cache = written ? ctx.state_write("v", v) : ctx.state_append("v", v);
   const bool decode = k_cache.get() != nullptr;
   if (decode && !causal_)
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + ": a decode step needs causal attention");
   if (decode && mask)
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + ": a decode step takes no padding mask");
   const int64_t Sk = decode ? k_cache.shape()[1] : S; // key positions attended over
-  if (decode) {
+  if (decode && written) {
+    k = k_cache;
+    v = v_cache;
+  } else if (decode) {
     auto with_step = [&](const std::string& name, const TeTensor& rows, const TeTensor& cache) {
       return b.compute(name, cache.shape(), [&](const std::vector<TeExpr>& a) {
         TeExpr first = ctx.position(a[0], b.int_imm(0));

@@ -85,6 +85,79 @@ TEST(Generator, DecodeStepsMatchRecomputingTheWholeSequence) {
   (void)tasks;
 }
 
+// ABI 1.9 (layer_state_write): a decode step's attention reads its caches alone, the host
+// having written the step's keys and values into them at their positions right after the kernel
+// that computes them -- no kernel copies a cache to splice the step's rows in (what a host of
+// ABI 1.7 makes the layer do, a copy of the whole cache per layer and step). The rest of the
+// cache is left as it was, and an order of kernels that would read a cache before its rows are
+// written is refused, naming the state.
+TEST(Generator, ADecodeStepWritesItsRowsIntoTheCacheAndReadsItAlone) {
+  Config c = tiny("tiny-gpt.json");
+  constexpr int64_t kCapacity = 8, kPosition = 5;
+  ModelGraph g = Generator::decode_graph(host(), c, kCapacity);
+  ASSERT_FALSE(g.states.empty());
+  std::vector<FusedGroup> groups = fuse(g.outputs);
+  for (const ModelState& st : g.states) {
+    EXPECT_TRUE(st.written_in_place) << st.path;
+    for (const FusedGroup& fg : groups)
+      for (const te::Tensor& t : fg.computes)
+        EXPECT_NE(t.shape(), st.cache.shape())
+            << "kernel " << fg.name << " computes " << t.name() << ", a copy of " << st.path;
+  }
+  ModelExecutor exec(g, groups, llvm());
+  exec.set_params(init_params(g.params, 14));
+  std::vector<NDArray> inputs;
+  for (const te::Tensor& t : g.inputs) {
+    NDArray a(t.dtype(), t.shape());
+    if (t.dtype() == DType::f32()) {
+      float* d = a.data_as<float>();
+      for (int64_t i = 0; i < a.num_elements(); ++i)
+        d[i] = static_cast<float>((i * 37) % 101) / 101.f - 0.5f;
+    } else {
+      std::fill(a.data_as<int32_t>(), a.data_as<int32_t>() + a.num_elements(), 0);
+    }
+    inputs.push_back(std::move(a));
+  }
+  inputs[g.positions_input].data_as<int32_t>()[0] = kPosition;
+  std::vector<std::vector<float>> before;
+  for (const ModelState& st : g.states) {
+    const NDArray& cache = inputs[st.input];
+    before.emplace_back(cache.data_as<float>(), cache.data_as<float>() + cache.num_elements());
+  }
+  exec.run(inputs);
+  for (size_t s = 0; s < g.states.size(); ++s) {
+    const ModelState& st = g.states[s];
+    const int64_t width = st.cache.shape()[2];
+    const float* cache = inputs[st.input].data_as<float>();
+    const float* rows = exec.output(st.output).data_as<float>();
+    for (int64_t r = 0; r < kCapacity; ++r)
+      for (int64_t w = 0; w < width; ++w) {
+        const float want = r == kPosition ? rows[w] : before[s][static_cast<size_t>(r * width + w)];
+        ASSERT_EQ(cache[r * width + w], want) << st.path << " row " << r << " column " << w;
+      }
+  }
+  // The same kernels in an order that reads the first cache before its rows are computed.
+  const ModelState& first = g.states.front();
+  auto reads = [&](const FusedGroup& fg) {
+    return std::any_of(fg.inputs.begin(), fg.inputs.end(),
+                       [&](const te::Tensor& t) { return t.get() == first.cache.get(); });
+  };
+  auto reader = std::find_if(groups.begin(), groups.end(), reads);
+  ASSERT_NE(reader, groups.end());
+  std::vector<FusedGroup> wrong;
+  wrong.push_back(*reader);
+  for (auto it = groups.begin(); it != groups.end(); ++it)
+    if (it != reader) wrong.push_back(*it);
+  try {
+    ModelExecutor bad(g, wrong, llvm());
+    ADD_FAILURE() << "a cache read before its rows are written";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("state '" + first.path + "'"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("reads the cache before"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Generator, PromptBucketsPadTheAfterwardInvisibly) {
   Config c = tiny("tiny-gpt.json");
   ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);

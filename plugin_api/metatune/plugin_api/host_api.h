@@ -396,8 +396,7 @@ typedef struct mt_host_api {
    * convention. */
   mt_status (*layer_call_child)(mt_layer_context* ctx, mt_str field, size_t index,
                                 const mt_te_tensor* const* inputs, size_t num_inputs,
-                                const mt_te_tensor** outputs, size_t capacity,
-                                size_t* num_outputs);
+                                const mt_te_tensor** outputs, size_t capacity, size_t* num_outputs);
   /* End of version 1.5 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 
   /* ---- version 1.7: positions and decoding state of model layers (check MT_HAS_FIELD) -----
@@ -417,6 +416,17 @@ typedef struct mt_host_api {
   mt_status (*layer_state_append)(mt_layer_context* ctx, mt_str name, const mt_te_tensor* rows,
                                   const mt_te_tensor** cache);
   /* End of version 1.7 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
+
+  /* ---- version 1.9: a state the host writes in place (check MT_HAS_FIELD) ------------------
+   * As layer_state_append, but when decoding the host writes `rows` into the cache at their
+   * positions as soon as they are computed, before any kernel that reads the cache runs: *cache
+   * holds every position up to the step's last (rows after it undefined). A layer reads the
+   * cache alone instead of splicing this step's rows into a copy of it, a copy of the whole
+   * cache per layer and step. The model fails to build, naming the state, when the kernel
+   * computing `rows` would have to run after one reading the cache. */
+  mt_status (*layer_state_write)(mt_layer_context* ctx, mt_str name, const mt_te_tensor* rows,
+                                 const mt_te_tensor** cache);
+  /* End of version 1.9 - DO NOT MODIFY ABOVE (add new functions below, bump the minor) */
 } mt_host_api;
 
 /* Version 1 is frozen: these offsets (in pointer slots) must never change. */
@@ -451,6 +461,8 @@ MT_STATIC_ASSERT(offsetof(mt_host_api, layer_positions) / sizeof(void*) == 170,
                  host_api_v1_7_positions);
 MT_STATIC_ASSERT(offsetof(mt_host_api, layer_state_append) / sizeof(void*) == 171,
                  host_api_v1_7_state_append);
+MT_STATIC_ASSERT(offsetof(mt_host_api, layer_state_write) / sizeof(void*) == 172,
+                 host_api_v1_9_state_write);
 
 #ifdef __cplusplus
 } /* extern "C" */

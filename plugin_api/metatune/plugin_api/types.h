@@ -19,7 +19,7 @@ extern "C" {
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
 #define MT_PLUGIN_ABI_VERSION_MINOR                                                                \
-  8 /* 1.1: schedule_features, cost-model save/load;                                               \
+  9 /* 1.1: schedule_features, cost-model save/load;                                               \
      1.2: program_partition_loops, transform_layout;                                               \
      1.3: search strategies on a search context,                                                   \
           component_desc.joins_defaults;                                                           \
@@ -32,7 +32,9 @@ extern "C" {
      1.7: layer_positions, layer_state_append                                                      \
           (generation with a KV cache);                                                            \
      1.8: module packed_layout, pack, run_packed                                                   \
-          (prepacked weights) */
+          (prepacked weights);                                                                     \
+     1.9: layer_state_write (a decode step's rows                                                  \
+          written into the cache before it is read) */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)

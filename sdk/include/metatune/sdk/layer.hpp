@@ -159,6 +159,18 @@ public:
     check(api().layer_state_append(c_, to_mt_str(name), rows.get(), &c));
     return TeTensor(&b_, c);
   }
+  // ABI 1.9. Whether the host writes a state's rows into its cache in place (state_write).
+  bool can_write_state() const {
+    return MT_HAS_FIELD(&api(), mt_host_api, layer_state_write) && api().layer_state_write;
+  }
+  // ABI 1.9 (can_write_state()). As state_append, but when decoding the host writes `rows` into
+  // the cache at their positions before anything reads it: the cache given back holds this
+  // step's positions too, and the layer reads it alone instead of splicing the rows into a copy.
+  TeTensor state_write(std::string_view name, const TeTensor& rows) {
+    const mt_te_tensor* c = nullptr;
+    check(api().layer_state_write(c_, to_mt_str(name), rows.get(), &c));
+    return TeTensor(&b_, c);
+  }
 
 private:
   mt_layer_context* c_;
