@@ -38,6 +38,7 @@ public:
 
 private:
   std::string where() const { return "layer '" + kind_ + "' at '" + path_ + "'"; }
+  te::Tensor state(const std::string& name, const te::Tensor& rows, bool written_in_place);
   const SchemaChildField& child_field(const std::string& field) const;
   const nlohmann::json* child_config(const std::string& field, size_t index);
   std::string child_path(const std::string& field, size_t index) const;
@@ -173,17 +174,19 @@ te::Tensor LayerNode::positions() {
 }
 
 te::Tensor LayerNode::state_append(const std::string& name, const te::Tensor& rows) {
-  if (name.empty() || name.find('.') != std::string::npos)
-    throw std::invalid_argument(where() + ": state name '" + name + "' is empty or has a '.'");
-  return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows,
-                             /*written_in_place=*/false);
+  return state(name, rows, /*written_in_place=*/false);
 }
 
 te::Tensor LayerNode::state_write(const std::string& name, const te::Tensor& rows) {
+  return state(name, rows, /*written_in_place=*/true);
+}
+
+te::Tensor LayerNode::state(const std::string& name, const te::Tensor& rows,
+                            bool written_in_place) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw std::invalid_argument(where() + ": state name '" + name + "' is empty or has a '.'");
   return model_.state_append(where(), path_.empty() ? name : path_ + "." + name, rows,
-                             /*written_in_place=*/true);
+                             written_in_place);
 }
 
 const SchemaChildField& LayerNode::child_field(const std::string& field) const {
