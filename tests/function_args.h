@@ -12,7 +12,8 @@
 
 namespace mt::test_args {
 
-// Inputs uniform in [lo, hi) (integers: small values in it), seeded per param from `seed`.
+// Inputs uniform in [lo, hi) (integers: small values in it), seeded per param from `seed`;
+// outputs NaN (integer outputs 77).
 inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 7, double lo = -1,
                                       double hi = 1) {
   std::vector<NDArray> args;
@@ -20,7 +21,7 @@ inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 7, doub
   for (size_t i = 0; i < f.params.size(); ++i) {
     args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
     if (outs[i])
-      args.back().fill(NAN);
+      args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
     else
       args.back().fill_random(seed + i, lo, hi);
   }

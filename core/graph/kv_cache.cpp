@@ -52,6 +52,8 @@ void KvCache::append(const ModelGraph& graph, const ModelExecutor& exec, int64_t
       throw std::invalid_argument("kv cache: rows of '" + ms.path + "' are " + rows.shape_string() +
                                   ", " + std::to_string(count) + " rows of width " +
                                   std::to_string(s.width) + " expected");
+    // A state written in place (ABI 1.9) got its rows from the executor as the step ran.
+    if (ms.written_in_place && ms.cache) continue;
     const size_t row = static_cast<size_t>(s.width) * s.dtype.bytes();
     for (int64_t b = 0; b < batch_; ++b)
       std::memcpy(static_cast<char*>(s.buffer.data()) +

@@ -26,7 +26,8 @@ public:
   // inputs have its graph's capacity.
   void set_capacity(int64_t capacity);
   // The first `count` rows of every state output of the step just run by `exec` (built from
-  // `graph`), stored at positions length() onward; length() grows by `count`.
+  // `graph`), stored at positions length() onward (a decode step's states written in place are
+  // there already: the executor wrote them at the step's positions); length() grows by `count`.
   void append(const ModelGraph& graph, const ModelExecutor& exec, int64_t count);
   // The inputs of a decode step of `graph` other than its ids and positions: the caches, in
   // the graph's input order, as views of the buffers (capacity must match: set_capacity first).

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../function_args.h"
 #include "core/ir/function.h"
 #include "core/lower/interpreter.h"
 #include "core/plugin/host_api.h"
@@ -47,26 +48,14 @@ inline std::filesystem::path stripped_dir() {
   return plugin_dir("stripped");
 }
 
-// Arguments for `f`: inputs random (deterministic per seed), outputs NaN so that an element no
-// statement writes shows up.
+// Arguments for `f` (../function_args.h): inputs random (deterministic per seed), outputs NaN
+// so that an element no statement writes shows up.
 inline std::vector<NDArray> make_args(const Function& f, uint64_t seed = 11) {
-  std::vector<NDArray> args;
-  std::vector<bool> outs = f.output_mask();
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    args.emplace_back(f.params[i]->dtype, f.params[i]->shape);
-    if (outs[i])
-      args.back().fill(f.params[i]->dtype.is_float() ? NAN : 77);
-    else
-      args.back().fill_random(seed + i);
-  }
-  return args;
+  return test_args::make_args(f, seed);
 }
 
 inline std::vector<NDArray*> pointers(std::vector<NDArray>& args) {
-  std::vector<NDArray*> ptrs;
-  for (auto& a : args)
-    ptrs.push_back(&a);
-  return ptrs;
+  return test_args::ptrs(args);
 }
 
 inline std::vector<NDArray> interpret_on_random(const Function& f, uint64_t seed = 11) {
