@@ -11,17 +11,18 @@
 namespace mt {
 
 ModelGraph BucketedModel::graph_for(const PluginHost& host, const Config& config, int64_t batch,
-                                    int64_t seq, bool with_mask) {
+                                    int64_t seq, bool with_mask, bool with_types) {
   std::vector<te::Tensor> inputs = {te::placeholder({batch, seq}, DType::i32(), "ids")};
   if (with_mask) inputs.push_back(te::placeholder({batch, seq}, DType::f32(), "mask"));
+  if (with_types) inputs.push_back(te::placeholder({batch, seq}, DType::i32(), "token_types"));
   return instantiate_model(host, config, inputs);
 }
 
 BucketedModel::BucketedModel(const PluginHost& host, const Config& config,
                              std::vector<int64_t> buckets, int64_t batch, bool with_mask,
                              const KernelSelector& selector,
-                             const std::map<std::string, NDArray>& params)
-    : with_mask_(with_mask), batch_(batch) {
+                             const std::map<std::string, NDArray>& params, bool with_types)
+    : with_mask_(with_mask), with_types_(with_types), batch_(batch) {
   std::sort(buckets.begin(), buckets.end());
   if (buckets.empty() || buckets.front() < 1 ||
       std::adjacent_find(buckets.begin(), buckets.end()) != buckets.end())
@@ -32,7 +33,7 @@ BucketedModel::BucketedModel(const PluginHost& host, const Config& config,
   for (int64_t seq : buckets) {
     SequenceBucket& b = buckets_.emplace_back();
     b.seq = seq;
-    b.graph = graph_for(host, config, batch, seq, with_mask);
+    b.graph = graph_for(host, config, batch, seq, with_mask, with_types);
     b.groups = fuse(b.graph.outputs);
     b.tasks = graph_tasks(b.groups, config.kind() + "@" + std::to_string(seq));
     b.kernels = select_kernels(selector, b.tasks);
@@ -51,25 +52,35 @@ const SequenceBucket& BucketedModel::bucket_for(int64_t seq) const {
                               std::to_string(buckets_.back().seq) + ")");
 }
 
-std::vector<NDArray> BucketedModel::run(const NDArray& ids, const NDArray* mask) {
+std::vector<NDArray> BucketedModel::run(const NDArray& ids, const NDArray* mask,
+                                        const NDArray* types) {
   if (ids.ndim() != 2 || ids.shape()[0] != batch_ || ids.dtype() != DType::i32())
     throw std::invalid_argument("ids must be i32 [" + std::to_string(batch_) + ", S], got " +
                                 ids.shape_string());
   if (mask && mask->shape() != ids.shape())
     throw std::invalid_argument("the mask must have the shape of the ids");
+  if (types && (types->shape() != ids.shape() || types->dtype() != DType::i32()))
+    throw std::invalid_argument("the token types must be i32 of the shape of the ids, got " +
+                                types->shape_string());
   const int64_t s = ids.shape()[1];
   const SequenceBucket& b = bucket_for(s);
-  // Padding: id 0 (any valid id: it is masked or causally invisible), mask 0.
+  // Padding: id 0 and type 0 (any valid ones: masked or causally invisible), mask 0.
   NDArray padded(DType::i32(), {batch_, b.seq});
   NDArray pmask(DType::f32(), {batch_, b.seq});
+  NDArray ptypes(DType::i32(), {batch_, b.seq});
+  std::memset(ptypes.data(), 0, ptypes.nbytes());
   for (int64_t r = 0; r < batch_; ++r) {
     std::memcpy(padded.data_as<int32_t>() + r * b.seq, ids.data_as<int32_t>() + r * s,
                 static_cast<size_t>(s) * sizeof(int32_t));
+    if (types)
+      std::memcpy(ptypes.data_as<int32_t>() + r * b.seq, types->data_as<int32_t>() + r * s,
+                  static_cast<size_t>(s) * sizeof(int32_t));
     for (int64_t t = 0; t < s; ++t)
       pmask.data_as<float>()[r * b.seq + t] = mask ? mask->data_as<float>()[r * s + t] : 1.0f;
   }
   std::vector<NDArray> in = {padded};
   if (with_mask_) in.push_back(pmask);
+  if (with_types_) in.push_back(ptypes);
   std::vector<NDArray> full = b.exec->run(in);
   std::vector<NDArray> out;
   for (const NDArray& f : full) {

@@ -69,14 +69,16 @@ void print_next_token(const LoadedModel& m, const NDArray& logits) {
 int run_bucketed(const ModelRunOptions& o, const LoadedModel& m, const KernelSelector& selector,
                  KernelPolicy policy) {
   auto start = std::chrono::steady_clock::now();
-  BucketedModel model(*m.host, m.config, o.source.buckets, m.batch, m.encoder, selector, m.params);
+  BucketedModel model(*m.host, m.config, o.source.buckets, m.batch, m.encoder, selector, m.params,
+                      m.token_types);
   double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const NDArray* mask = m.encoder ? &m.inputs.at(1) : nullptr;
-  std::vector<NDArray> out = model.run(m.inputs[0], mask); // warm-up
+  const NDArray* types = m.token_types ? &m.inputs.at(2) : nullptr;
+  std::vector<NDArray> out = model.run(m.inputs[0], mask, types); // warm-up
   std::vector<double> runs;
   for (int r = 0; r < std::max(1, o.repeats); ++r) {
     auto s = std::chrono::steady_clock::now();
-    out = model.run(m.inputs[0], mask);
+    out = model.run(m.inputs[0], mask, types);
     runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(runs.begin(), runs.end());
@@ -160,7 +162,8 @@ int tune_model(ModelTuneOptions& o) {
     // Shapes differ between buckets, so their workloads do too: named by bucket.
     tasks.clear();
     for (int64_t seq : o.source.buckets) {
-      ModelGraph g = BucketedModel::graph_for(*m.host, m.config, m.batch, seq, m.encoder);
+      ModelGraph g =
+          BucketedModel::graph_for(*m.host, m.config, m.batch, seq, m.encoder, m.token_types);
       for (TuneTask& t :
            tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@" + std::to_string(seq))))
         tasks.push_back(std::move(t));

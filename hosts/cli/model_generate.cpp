@@ -51,7 +51,7 @@ std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokeniz
     for (tok::TokenId id : tokenizer->encode(o.prompt, /*add_special_tokens=*/true))
       ids.push_back(static_cast<int32_t>(id));
   } else {
-    ids = parse_tokens(o.prompt_ids);
+    ids = parse_tokens(o.prompt_ids, "--prompt-ids");
   }
   if (ids.empty())
     throw std::invalid_argument("give the prompt: --prompt TEXT or --prompt-ids 1,2");

@@ -16,7 +16,7 @@
 
 namespace mt::cli {
 
-std::vector<int32_t> parse_tokens(const std::string& text) {
+std::vector<int32_t> parse_tokens(const std::string& text, const std::string& option) {
   std::vector<int32_t> out;
   std::stringstream ss(text);
   std::string item;
@@ -26,7 +26,7 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
       out.push_back(std::stoi(item, &used));
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw std::invalid_argument("--tokens: '" + item + "' is not a token id");
+      throw std::invalid_argument(option + ": '" + item + "' is not an integer");
     }
   }
   return out;
@@ -65,6 +65,9 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_
   cmd->add_option("--tokens", o.tokens, "Comma-separated token ids (default: made up)");
   cmd->add_option("--text", o.text,
                   "The input as text, through the tokenizer (BERT: [CLS] ... [SEP] added)");
+  cmd->add_option("--token-types", o.token_types,
+                  "An encoder's token types, one per token, e.g. 0,0,0,1,1 (Hugging Face's "
+                  "token_type_ids; default: all 0)");
   cmd->add_option("--tokenizer", o.tokenizer,
                   "Folder with tokenizer.json or vocab.txt (default: the --hf folder's)");
   cmd->add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
@@ -147,9 +150,27 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     for (int64_t t = 0; t < m.seq; ++t)
       ids.push_back(static_cast<int32_t>((t * 7919 + 11) % m.vocab));
   m.encoder = m.config.kind() == "std.Encoder";
+  const std::vector<int32_t> types = parse_tokens(o.token_types, "--token-types");
+  m.token_types = !o.token_types.empty();
+  if (m.token_types) {
+    if (!m.encoder)
+      throw std::invalid_argument("--token-types: " + m.name +
+                                  " is not an encoder (std.Encoder); it takes no token types");
+    if (static_cast<int64_t>(types.size()) != m.seq)
+      throw std::invalid_argument("--token-types: " + std::to_string(types.size()) + " types for " +
+                                  std::to_string(m.seq) + " tokens");
+    const int64_t n = resolved.get<int64_t>("type_vocab_size");
+    for (size_t t = 0; t < types.size(); ++t)
+      if (types[t] < 0 || types[t] >= n)
+        throw std::invalid_argument("--token-types: type " + std::to_string(types[t]) + " (token " +
+                                    std::to_string(t) + ") is outside [0, " + std::to_string(n) +
+                                    ") (type_vocab_size)");
+  }
 
   std::vector<te::Tensor> inputs = {te::placeholder({m.batch, m.seq}, DType::i32(), "ids")};
   if (m.encoder) inputs.push_back(te::placeholder({m.batch, m.seq}, DType::f32(), "mask"));
+  if (m.token_types)
+    inputs.push_back(te::placeholder({m.batch, m.seq}, DType::i32(), "token_types"));
   m.graph = instantiate_model(*m.host, m.config, inputs);
   m.groups = fuse(m.graph.outputs);
   m.tasks = graph_tasks(m.groups, m.name);
@@ -163,6 +184,12 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     NDArray mask(DType::f32(), {m.batch, m.seq});
     mask.fill(1.0);
     m.inputs.push_back(std::move(mask));
+  }
+  if (m.token_types) {
+    NDArray in_types(DType::i32(), {m.batch, m.seq});
+    for (int64_t b = 0; b < m.batch; ++b)
+      std::copy(types.begin(), types.end(), in_types.data_as<int32_t>() + b * m.seq);
+    m.inputs.push_back(std::move(in_types));
   }
   return m;
 }

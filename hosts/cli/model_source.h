@@ -26,6 +26,9 @@ struct ModelSourceOptions {
   // The input as text through a tokenizer (--tokenizer DIR, else the --hf folder's
   // tokenizer.json or vocab.txt), its special tokens added as Hugging Face's encode() does.
   std::string text, tokenizer;
+  // An encoder's token types (segment ids, Hugging Face's token_type_ids), one per token:
+  // "0,0,0,1,1". Without them the model has no such input and every token is of type 0.
+  std::string token_types;
   int64_t seq = 16, batch = 1;
   uint64_t seed = 1;
   std::vector<std::string> plugin_paths;
@@ -42,18 +45,19 @@ struct LoadedModel {
   Config config;
   std::string name; // the config's kind, or the HF folder's model_type
   bool encoder = false;
+  bool token_types = false; // the graph's third input (--token-types given)
   int64_t batch = 1, seq = 1, vocab = 0;
   ModelGraph graph;
   std::vector<FusedGroup> groups;
   std::vector<GraphTask> tasks;
-  std::vector<NDArray> inputs;           // token ids (and an encoder's all-ones mask)
+  std::vector<NDArray> inputs; // token ids (and an encoder's all-ones mask and token types)
   std::map<std::string, NDArray> params; // the loaded weights, else initialised from the seed
   int64_t num_parameters() const;
   std::string describe() const; // "std.Decoder: 148 parameter tensors, 124.4M parameters, ..."
 };
 
-// "1,2,3" as token ids; std::invalid_argument naming the item that is not one.
-std::vector<int32_t> parse_tokens(const std::string& text);
+// "1,2,3" as token ids; std::invalid_argument naming the option and the item that is not one.
+std::vector<int32_t> parse_tokens(const std::string& text, const std::string& option = "--tokens");
 
 // Throws std::invalid_argument naming the file and field or tensor for bad input.
 LoadedModel load_model(const ModelSourceOptions& o);

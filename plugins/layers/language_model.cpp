@@ -3,6 +3,9 @@
 // of the embeddings is elementwise work fused into the gather's kernel.
 #include "language_model.hpp"
 
+#include <optional>
+#include <string>
+
 #include "te_ops.hpp"
 
 namespace mt::std_layers {
@@ -102,17 +105,52 @@ void Encoder::parameters(sdk::ParamList& p) {
   p.push("type_weight", sdk::DType::f32(), {types_, dim_});
 }
 
+namespace {
+
+// The encoder's inputs after the ids, told apart by dtype: the padding mask is f32, the token
+// types integer; each at most once, of the ids' shape.
+struct EncoderInputs {
+  std::optional<TeTensor> mask, types;
+};
+
+EncoderInputs encoder_inputs(const std::vector<TeTensor>& inputs) {
+  const std::string want = "std.Encoder takes integer ids [B, S], then optionally a padding mask "
+                           "[B, S] (f32) and token types [B, S] (integer)";
+  if (inputs.empty() || inputs.size() > 3 || !inputs[0].dtype().is_int() ||
+      inputs[0].shape().size() != 2)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, want);
+  EncoderInputs e;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    std::optional<TeTensor>& slot = inputs[i].dtype().is_int() ? e.types : e.mask;
+    if (slot || inputs[i].shape() != inputs[0].shape())
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       want + "; input " + std::to_string(i) +
+                           (slot ? " repeats one of them" : " is not of the ids' shape"));
+    slot = inputs[i];
+  }
+  return e;
+}
+
+} // namespace
+
 std::vector<TeTensor> Encoder::build(sdk::LayerContext& ctx, const std::vector<TeTensor>& inputs) {
-  check_inputs("std.Encoder", inputs);
+  const EncoderInputs extra = encoder_inputs(inputs);
   TensorBuilder& b = ctx.builder();
   const TeTensor& ids = inputs[0];
   check_positions("std.Encoder", ids.shape()[1], positions_);
   TeTensor pos = ctx.param("position_weight"), type = ctx.param("type_weight");
+  // A type outside the table is clamped into it, as ids are (an index read out of bounds
+  // would be worse than a wrong row).
+  auto type_row = [&](const std::vector<TeExpr>& v) -> TeExpr {
+    if (!extra.types) return b.int_imm(0);
+    TeExpr t = b.cast(sdk::DType::index(), (*extra.types)(v[0], v[1]));
+    return sdk::min(sdk::max(t, b.int_imm(0)), b.int_imm(types_ - 1));
+  };
   TeTensor x = gather(
       b, "embed", ids, ctx.param("token_weight"), vocab_, dim_,
-      [&](const std::vector<TeExpr>& v) { return pos(v[1], v[2]) + type(b.int_imm(0), v[2]); });
-  std::vector<TeTensor> in = inputs;
-  in[0] = ctx.call1("embedding_norm", {x});
+      [&](const std::vector<TeExpr>& v) { return pos(v[1], v[2]) + type(type_row(v), v[2]); });
+  std::vector<TeTensor> in = {ctx.call1("embedding_norm", {x})};
+  if (extra.mask) in.push_back(*extra.mask);
   return {ctx.call1("transformer", in)};
 }
 

@@ -33,8 +33,9 @@ private:
   bool tied_ = true;
 };
 
-// ids [B, S] (+ an optional padding mask [B, S]) -> hidden states [B, S, dim]; every token of
-// type 0 (token_type_ids are not an input yet).
+// ids [B, S] (+ an optional padding mask [B, S], f32; + optional token types [B, S], integer,
+// Hugging Face's token_type_ids: the segment of a sentence pair) -> hidden states [B, S, dim].
+// Without token types every token is of type 0.
 class Encoder : public sdk::ModelLayer {
 public:
   static constexpr const char* kSchema = R"json({

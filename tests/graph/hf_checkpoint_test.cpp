@@ -199,14 +199,16 @@ struct BertCheckpoint : HfTensors {
   }
   ~BertCheckpoint() { fs::remove_all(dir); }
 
-  Matrix forward(const std::vector<int32_t>& ids, const Matrix& mask) const {
+  // `types`: Hugging Face's token_type_ids (empty: all 0).
+  Matrix forward(const std::vector<int32_t>& ids, const Matrix& mask,
+                 const std::vector<int32_t>& types = {}) const {
     const size_t S = ids.size(), d = D, f = F;
     const std::string e = "bert.embeddings.";
     Matrix w = m(e + "word_embeddings.weight"), p = m(e + "position_embeddings.weight"),
            t = m(e + "token_type_embeddings.weight"), h(S * d);
     for (size_t i = 0; i < S; ++i)
       for (size_t c = 0; c < d; ++c)
-        h[i * d + c] = w[ids[i] * d + c] + p[i * d + c] + t[c];
+        h[i * d + c] = w[ids[i] * d + c] + p[i * d + c] + t[(types.empty() ? 0 : types[i]) * d + c];
     h = layer_norm_ref(h, m(e + "LayerNorm.weight"), m(e + "LayerNorm.bias"), S, d, 1e-12);
     for (int64_t l = 0; l < L; ++l) {
       std::string pre = "bert.encoder.layer." + std::to_string(l) + ".";
@@ -238,23 +240,31 @@ struct BertCheckpoint : HfTensors {
 };
 
 // The BERT folder's model on padded ids, run by `exec`, against the float64 forward.
+// (`types` given: the model's third input, its token types.)
 void expect_bert_matches(const BertCheckpoint& c, const HfModel& m, ModelExecutor& exec,
-                         const std::vector<int32_t>& ids, const Matrix& mask) {
+                         const std::vector<int32_t>& ids, const Matrix& mask,
+                         const std::vector<int32_t>& types = {}) {
   const int64_t S = static_cast<int64_t>(ids.size());
   exec.set_params(m.params);
-  NDArray x(DType::i32(), {1, S}), xm(DType::f32(), {1, S});
+  NDArray x(DType::i32(), {1, S}), xm(DType::f32(), {1, S}), xt(DType::i32(), {1, S});
   std::copy(ids.begin(), ids.end(), x.data_as<int32_t>());
   for (int64_t t = 0; t < S; ++t)
     xm.data_as<float>()[t] = static_cast<float>(mask[t]);
-  std::vector<NDArray> out = exec.run({x, xm});
+  std::vector<NDArray> in = {x, xm};
+  if (!types.empty()) {
+    std::copy(types.begin(), types.end(), xt.data_as<int32_t>());
+    in.push_back(xt);
+  }
+  std::vector<NDArray> out = exec.run(in);
   const float* got = out.at(0).data_as<float>();
-  expect_close(Matrix(got, got + out[0].num_elements()), c.forward(ids, mask), 1e-4);
+  expect_close(Matrix(got, got + out[0].num_elements()), c.forward(ids, mask, types), 1e-4);
 }
 
-ModelGraph bert_graph(const HfModel& m, int64_t S) {
-  te::Tensor in = te::placeholder({1, S}, DType::i32(), "ids");
-  te::Tensor mk = te::placeholder({1, S}, DType::f32(), "mask");
-  return instantiate_model(host(), m.config, {in, mk});
+ModelGraph bert_graph(const HfModel& m, int64_t S, bool types = false) {
+  std::vector<te::Tensor> in = {te::placeholder({1, S}, DType::i32(), "ids"),
+                                te::placeholder({1, S}, DType::f32(), "mask")};
+  if (types) in.push_back(te::placeholder({1, S}, DType::i32(), "token_types"));
+  return instantiate_model(host(), m.config, in);
 }
 
 TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
@@ -265,6 +275,16 @@ TEST(HfCheckpoint, BertFolderLoadsAndMatchesAFloat64BertForwardWithPadding) {
   ModelGraph graph = bert_graph(m, static_cast<int64_t>(ids.size()));
   ModelExecutor exec(graph, fuse(graph.outputs), llvm());
   expect_bert_matches(c, m, exec, ids, {1, 1, 1, 1, 1, 0, 0});
+}
+
+// A sentence pair's token types read the checkpoint's token_type_embeddings row by row.
+TEST(HfCheckpoint, BertFolderTakesTokenTypesAsHuggingFacesForward) {
+  BertCheckpoint c;
+  HfModel m = load_hf_checkpoint(host(), c.dir.string());
+  std::vector<int32_t> ids = {2, 30, 5, 3, 7, 8, 3};
+  ModelGraph graph = bert_graph(m, static_cast<int64_t>(ids.size()), true);
+  ModelExecutor exec(graph, fuse(graph.outputs), llvm());
+  expect_bert_matches(c, m, exec, ids, {1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 1, 1, 1});
 }
 
 TEST(HfCheckpoint, BertFolderTunedMatchesTheFloat64Forward) {

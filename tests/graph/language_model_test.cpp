@@ -1,6 +1,8 @@
 // Whole small models of the standard layers -- a GPT-style decoder (pre-norm, causal, tied LM
 // head) and a BERT-style encoder (post-norm, padding mask) -- against float64 references built
 // from the same parameters, block by block.
+#include <optional>
+
 #include "graph_test_util.h"
 
 namespace mt {
@@ -143,19 +145,23 @@ TEST(StdModels, GptStyleDecoderMatchesReference) {
   expect_close(Matrix(got, got + out[0].num_elements()), logits, 5e-5);
 }
 
-TEST(StdModels, BertStyleEncoderWithPaddingMatchesReference) {
+// A BERT-style encoder of 6 tokens, the last two padding, against the float64 reference;
+// `types` given: the token types as the model's third input (else none, all of type 0).
+void check_encoder(const std::optional<std::vector<int32_t>>& types) {
   const Shape s{29, 16, 4, 24, 2, 16};
   const int64_t S = 6;
   json cfg = {{"kind", "std.Encoder"},
               {"vocab_size", s.V},
               {"dim", s.D},
               {"max_positions", s.P},
-              {"type_vocab_size", 2},
+              {"type_vocab_size", 3},
               {"embedding_norm", {{"kind", "std.LayerNorm"}, {"input_dim", s.D}, {"eps", 1e-5}}},
               {"transformer", stack(s, false, false)}};
   te::Tensor ids = te::placeholder({1, S}, DType::i32(), "ids");
   te::Tensor mask = te::placeholder({1, S}, DType::f32(), "mask");
-  ModelGraph g = instantiate_model(host(), cfg, {ids, mask});
+  std::vector<te::Tensor> inputs = {ids, mask};
+  if (types) inputs.push_back(te::placeholder({1, S}, DType::i32(), "token_types"));
+  ModelGraph g = instantiate_model(host(), cfg, inputs);
   ModelExecutor exec(g, fuse(g.outputs), llvm());
   std::map<std::string, NDArray> params = init_params(g.params, 8);
   for (auto& [path, a] : params) {
@@ -166,25 +172,71 @@ TEST(StdModels, BertStyleEncoderWithPaddingMatchesReference) {
   exec.set_params(params);
   std::vector<int32_t> tokens = {1, 28, 4, 4, 0, 0};
   Matrix m = {1, 1, 1, 1, 0, 0}; // the last two tokens are padding
-  NDArray in(DType::i32(), {1, S}), mk(DType::f32(), {1, S});
+  NDArray in(DType::i32(), {1, S}), mk(DType::f32(), {1, S}), ty(DType::i32(), {1, S});
   std::copy(tokens.begin(), tokens.end(), in.data_as<int32_t>());
   for (int64_t t = 0; t < S; ++t)
     mk.data_as<float>()[t] = static_cast<float>(m[t]);
-  std::vector<NDArray> out = exec.run({in, mk});
+  std::vector<NDArray> args = {in, mk};
+  if (types) {
+    std::copy(types->begin(), types->end(), ty.data_as<int32_t>());
+    args.push_back(ty);
+  }
+  std::vector<NDArray> out = exec.run(args);
   const float* got = out.at(0).data_as<float>();
 
   Params ref{params};
   Matrix tok = ref.param("token_weight"), pos = ref.param("position_weight"),
          type = ref.param("type_weight");
   Matrix h(S * s.D);
-  for (int64_t t = 0; t < S; ++t)
+  for (int64_t t = 0; t < S; ++t) {
+    const int64_t row = types ? (*types)[t] : 0;
     for (int64_t d = 0; d < s.D; ++d)
-      h[t * s.D + d] = tok[tokens[t] * s.D + d] + pos[t * s.D + d] + type[d];
+      h[t * s.D + d] = tok[tokens[t] * s.D + d] + pos[t * s.D + d] + type[row * s.D + d];
+  }
   h = layer_norm_ref(h, ref.param("embedding_norm.weight"), ref.param("embedding_norm.bias"), S,
                      s.D, 1e-5);
   for (int64_t l = 0; l < s.L; ++l)
     h = block_ref(ref, "transformer.layer." + std::to_string(l) + ".", s, h, false, false, &m);
   expect_close(Matrix(got, got + out[0].num_elements()), h, 5e-5);
+}
+
+TEST(StdModels, BertStyleEncoderWithPaddingMatchesReference) {
+  check_encoder(std::nullopt);
+}
+
+// A sentence pair: the second segment's tokens read row 1 of the type table (row 2 for one of
+// them), as Hugging Face's token_type_ids.
+TEST(StdModels, BertStyleEncoderWithTokenTypesMatchesReference) {
+  check_encoder(std::vector<int32_t>{0, 0, 1, 2, 1, 0});
+}
+
+// The encoder's inputs are told apart by dtype; a second mask, a second set of types or an
+// input of another shape is refused with what it takes.
+TEST(StdModels, BertStyleEncoderRefusesInputsItDoesNotTake) {
+  const Shape s{29, 16, 4, 24, 1, 16};
+  json cfg = {{"kind", "std.Encoder"},
+              {"vocab_size", s.V},
+              {"dim", s.D},
+              {"max_positions", s.P},
+              {"embedding_norm", {{"kind", "std.LayerNorm"}, {"input_dim", s.D}, {"eps", 1e-5}}},
+              {"transformer", stack(s, false, false)}};
+  te::Tensor ids = te::placeholder({1, 6}, DType::i32(), "ids");
+  te::Tensor mask = te::placeholder({1, 6}, DType::f32(), "mask");
+  te::Tensor types = te::placeholder({1, 6}, DType::i32(), "token_types");
+  te::Tensor short_types = te::placeholder({1, 5}, DType::i32(), "token_types");
+  for (const std::vector<te::Tensor>& bad :
+       {std::vector<te::Tensor>{ids, mask, mask}, std::vector<te::Tensor>{ids, types, types},
+        std::vector<te::Tensor>{ids, mask, short_types}}) {
+    try {
+      instantiate_model(host(), cfg, bad);
+      ADD_FAILURE() << "inputs accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("token types [B, S] (integer)"), std::string::npos)
+          << e.what();
+    }
+  }
+  // Types without a mask are fine: told apart by dtype.
+  EXPECT_NO_THROW(instantiate_model(host(), cfg, {ids, types}));
 }
 
 } // namespace

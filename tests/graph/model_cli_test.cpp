@@ -3,13 +3,20 @@
 // a did-you-mean, and a non-zero exit status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "core/database/database.h"
@@ -386,6 +393,59 @@ TEST(ModelCli, RunTakesTextThroughTheTokenizer) {
   Result none = metatune("model run --config " + kData + "tiny-bert.json --text 'hello'");
   EXPECT_NE(none.status, 0);
   EXPECT_NE(none.output.find("--text needs a tokenizer"), std::string::npos) << none.output;
+}
+
+// The float32 values of an .npy file of version 1.0 (what --save-output writes).
+std::vector<float> read_npy_floats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10) return {};
+  const size_t header = 10 + static_cast<unsigned char>(bytes[8]) +
+                        256 * static_cast<size_t>(static_cast<unsigned char>(bytes[9]));
+  std::vector<float> v((bytes.size() - header) / sizeof(float));
+  std::memcpy(v.data(), bytes.data() + header, v.size() * sizeof(float));
+  return v;
+}
+
+float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return std::numeric_limits<float>::infinity();
+  float worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+// --token-types reach an encoder's type table: all 0 is the default's output, a sentence pair's
+// types change it, in a bucket as in the exact length; bad types are refused by name.
+TEST(ModelCli, RunTakesAnEncodersTokenTypes) {
+  const std::string dir = ::testing::TempDir();
+  const std::string run = "model run --config " + kData +
+                          "tiny-bert.json --tokens 2,4,5,3,6,6,3 --repeats 1 --save-output ";
+  auto out = [&](const std::string& name, const std::string& flags) {
+    Result r = metatune(run + dir + name + " " + flags);
+    EXPECT_EQ(r.status, 0) << r.output;
+    return read_npy_floats(dir + name);
+  };
+  std::vector<float> none = out("types_none.npy", "");
+  std::vector<float> zeros = out("types_zeros.npy", "--token-types 0,0,0,0,0,0,0");
+  std::vector<float> pair = out("types_pair.npy", "--token-types 0,0,0,0,1,1,1");
+  std::vector<float> bucket = out("types_bucket.npy", "--token-types 0,0,0,0,1,1,1 --buckets 16");
+  EXPECT_LT(max_difference(none, zeros), 1e-5f);
+  EXPECT_GT(max_difference(none, pair), 1e-3f);
+  EXPECT_LT(max_difference(pair, bucket), 1e-4f);
+
+  Result count = metatune(run + dir + "x.npy --token-types 0,1");
+  EXPECT_NE(count.status, 0);
+  EXPECT_NE(count.output.find("--token-types: 2 types for 7 tokens"), std::string::npos)
+      << count.output;
+  Result range = metatune(run + dir + "x.npy --token-types 0,0,0,0,1,1,2");
+  EXPECT_NE(range.status, 0);
+  EXPECT_NE(range.output.find("type 2 (token 6) is outside [0, 2)"), std::string::npos)
+      << range.output;
+  Result decoder = metatune("model run --config " + kData +
+                            "tiny-gpt.json --tokens 1,2 --token-types 0,1 --repeats 1");
+  EXPECT_NE(decoder.status, 0);
+  EXPECT_NE(decoder.output.find("is not an encoder"), std::string::npos) << decoder.output;
 }
 
 } // namespace

@@ -30,8 +30,8 @@ struct Exact {
   ModelGraph graph;
   std::unique_ptr<ModelExecutor> exec;
   Exact(const Config& c, int64_t batch, int64_t seq, bool mask,
-        const std::map<std::string, NDArray>& params) {
-    graph = BucketedModel::graph_for(host(), c, batch, seq, mask);
+        const std::map<std::string, NDArray>& params, bool types = false) {
+    graph = BucketedModel::graph_for(host(), c, batch, seq, mask, types);
     exec = std::make_unique<ModelExecutor>(graph, fuse(graph.outputs), llvm());
     exec->set_params(params);
   }
@@ -75,6 +75,30 @@ TEST(SequenceBuckets, EncoderPaddedIntoALongerBucketMatchesTheExactLength) {
   ASSERT_EQ(got.at(0).shape(), want.at(0).shape());
   std::string why;
   EXPECT_TRUE(allclose(got[0], want[0], 1e-4, 1e-5, &why)) << why;
+}
+
+// With token types (a sentence pair): padded with type 0, the real positions as the exact
+// length's; and not as the same model without types (they are read).
+TEST(SequenceBuckets, EncoderWithTokenTypesPaddedIntoALongerBucketMatchesTheExactLength) {
+  Config c = tiny("tiny-bert.json");
+  ModelGraph g = BucketedModel::graph_for(host(), c, 1, 1, true, true);
+  std::map<std::string, NDArray> params = init_params(g.params, 6);
+  KernelSelector sel = untuned_selector();
+  BucketedModel model(host(), c, {16, 8}, 1, true, sel, params, true);
+  NDArray ids = ids_of({3, 52, 7, 7, 1}, 1);
+  NDArray mask(DType::f32(), {1, 5});
+  mask.fill(1.0);
+  NDArray types = ids_of({0, 0, 0, 1, 1}, 1);
+  std::vector<NDArray> got = model.run(ids, &mask, &types);
+  Exact exact(c, 1, 5, true, params, true);
+  std::vector<NDArray> want = exact.exec->run({ids, mask, types});
+  ASSERT_EQ(got.at(0).shape(), want.at(0).shape());
+  std::string why;
+  EXPECT_TRUE(allclose(got[0], want[0], 1e-4, 1e-5, &why)) << why;
+  std::vector<NDArray> type0 = model.run(ids, &mask);
+  EXPECT_FALSE(allclose(got[0], type0.at(0), 1e-4, 1e-5, &why));
+  NDArray short_types = ids_of({0, 1}, 1);
+  EXPECT_THROW(model.run(ids, &mask, &short_types), std::invalid_argument);
 }
 
 TEST(SequenceBuckets, ALongerSequenceThanEveryBucketIsRefused) {
