@@ -5,7 +5,10 @@ of the same ids, and, with --round-trip, the lines that decoding with the specia
 does not give back.
 
     python compare.py --metatune BIN --tokenizer DIR --text FILE [--vocab-txt]
-                      [--add-special-tokens] [--round-trip] [--name NAME] [--show 5]
+                      [--add-special-tokens] [--round-trip] [--pairs] [--name NAME] [--show 5]
+
+--pairs: each line is encoded as a pair with the next line (the last with the first), ids and
+type ids compared (`metatune tokenize --pair-file`, the package's encode(a, b)); no decoding.
 
 --vocab-txt: the package side is BertWordPieceTokenizer(DIR/vocab.txt, lowercase=True), the
 metatune side the folder DIR (which holds only vocab.txt); otherwise both read
@@ -37,6 +40,25 @@ def show(i, line, what, ref, ours, tok):
         print(f"    metatune: {ours!r}")
 
 
+def compare_pairs(a, tok, lines, command):
+    seconds = lines[1:] + lines[:1]
+    pair_file = a.text + ".pairs"
+    with open(pair_file, "w", encoding="utf-8", newline="") as f:
+        f.write("".join(x + "\n" for x in seconds))
+    refs = tok.encode_batch(list(zip(lines, seconds)), add_special_tokens=a.add_special_tokens)
+    ours = [json.loads(x) for x in run(command + ["--file", a.text, "--pair-file", pair_file])]
+    if len(ours) != len(lines):
+        sys.exit(f"metatune printed {len(ours)} lines for {len(lines)} pairs")
+    diff = [i for i in range(len(lines))
+            if ours[i]["ids"] != refs[i].ids or ours[i]["type_ids"] != refs[i].type_ids]
+    for i in diff[:a.show]:
+        print(f"  pair {i + 1}: {lines[i]!r} + {seconds[i]!r}")
+        print(f"    tokenizers: {refs[i].ids} types {refs[i].type_ids}")
+        print(f"    metatune:   {ours[i]['ids']} types {ours[i]['type_ids']}")
+    print(f"{a.name}: {len(lines)} pairs compared, ids or type ids differ on {len(diff)}")
+    return 1 if diff else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--metatune", required=True)
@@ -45,6 +67,7 @@ def main():
     p.add_argument("--vocab-txt", action="store_true")
     p.add_argument("--add-special-tokens", action="store_true")
     p.add_argument("--round-trip", action="store_true")
+    p.add_argument("--pairs", action="store_true")
     p.add_argument("--name", default="")
     p.add_argument("--show", type=int, default=5)
     a = p.parse_args()
@@ -55,10 +78,12 @@ def main():
         tok = BertWordPieceTokenizer(os.path.join(a.tokenizer, "vocab.txt"), lowercase=True)
     else:
         tok = Tokenizer.from_file(os.path.join(a.tokenizer, "tokenizer.json"))
-    ref = [e.ids for e in tok.encode_batch(lines, add_special_tokens=a.add_special_tokens)]
-
     special = ["--add-special-tokens"] if a.add_special_tokens else []
     base = [a.metatune, "tokenize", "--tokenizer", a.tokenizer, "--json"]
+    if a.pairs:
+        return compare_pairs(a, tok, lines, base + special)
+    ref = [e.ids for e in tok.encode_batch(lines, add_special_tokens=a.add_special_tokens)]
+
     ours = [json.loads(x) for x in run(base + ["--file", a.text] + special)]
     if len(ours) != len(lines):
         sys.exit(f"metatune printed {len(ours)} lines for {len(lines)}")

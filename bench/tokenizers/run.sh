@@ -3,7 +3,8 @@
 # package on the same files. Trains a byte-level BPE and a BERT WordPiece with the package on
 # text found on this machine (train.py), writes a test text of real and generated lines
 # (make_text.py), and compares the ids line by line, the decoded text, and for the byte-level
-# BPE decode(encode(line)) == line (compare.py). The summary goes to bench/results/tokenizers.txt.
+# BPE decode(encode(line)) == line (compare.py); and each line with the next as a pair (ids and
+# type ids). The summary goes to bench/results/tokenizers.txt.
 #
 #   bash bench/tokenizers/run.sh
 #   LINES=20000 SEED=1 bash bench/tokenizers/run.sh
@@ -62,6 +63,12 @@ for text in "$work/text.txt" "$work/newer.txt"; do
   compare "WordPiece (vocab.txt), [CLS] ... [SEP]" "$text" --tokenizer "$work/wordpiece" \
     --vocab-txt --add-special-tokens
   compare "WordPiece (tokenizer.json)" "$text" --tokenizer "$work/wordpiece-json"
+  compare "WordPiece (vocab.txt), pairs [CLS] A [SEP] B [SEP]" "$text" \
+    --tokenizer "$work/wordpiece" --vocab-txt --add-special-tokens --pairs
+  compare "WordPiece (tokenizer.json), pairs with special tokens" "$text" \
+    --tokenizer "$work/wordpiece-json" --add-special-tokens --pairs
+  compare "byte-level BPE (tokenizer.json), pairs" "$text" --tokenizer "$work/bpe" \
+    --add-special-tokens --pairs
   if [[ "$text" == "$work/text.txt" ]]; then echo "--- characters newer than Unicode $(
     "$py" -c 'import unicodedata; print(unicodedata.unidata_version)'):" >>"$log"; fi
 done

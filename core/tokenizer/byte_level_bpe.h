@@ -50,6 +50,8 @@ public:
 
   // add_special_tokens: the post-processor's tokens around the ids (post_processor.h).
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = false) const;
+  // What add_special_tokens adds (encode_pair uses it on two sequences).
+  const PostProcessor& post_processor() const { return post_processor_; }
   // skip_special_tokens: leave out the added tokens marked special. Ids with no token are
   // skipped.
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = true) const;

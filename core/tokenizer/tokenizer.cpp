@@ -35,6 +35,22 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_t
   return std::visit([&](const auto& t) { return t.encode(text, add_special_tokens); }, impl_);
 }
 
+Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b,
+                                bool add_special_tokens) const {
+  return std::visit(
+      [&](const auto& t) {
+        try {
+          return t.post_processor().apply_pair(t.encode(a), t.encode(b), add_special_tokens);
+        } catch (const TokenizerError&) {
+          throw;
+        } catch (const std::invalid_argument& e) {
+          if (t.post_processor().pair_error().empty()) throw; // ill-formed UTF-8
+          throw TokenizerError(source(), "", e.what());
+        }
+      },
+      impl_);
+}
+
 std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
   return std::visit([&](const auto& t) { return t.decode(ids, skip_special_tokens); }, impl_);
 }

@@ -33,6 +33,12 @@ public:
   // whatever tokenizer.json's post_processor says otherwise (nothing for GPT-2). Off by
   // default, unlike the Python package's encode().
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = false) const;
+  // A pair of sequences (a question and a passage, two sentences) as one: each encoded as
+  // encode() does, then joined by the post-processor's pair template ([CLS] A [SEP] B [SEP] for
+  // BERT), with each id's type id (0 for A's part, 1 for B's in BERT; post_processor.h).
+  // Throws TokenizerError naming the file where its post-processor has no pair form.
+  Encoding encode_pair(std::string_view a, std::string_view b,
+                       bool add_special_tokens = false) const;
   // The text of `ids`; with skip_special_tokens (the default, as in the Python package) the
   // special added tokens are left out.
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = true) const;

@@ -121,7 +121,8 @@ WordPiece WordPiece::from_vocab_txt(const std::string& path, WordPieceOptions op
   }
   PostProcessor post;
   auto cls = vocab.find("[CLS]"), sep = vocab.find("[SEP]");
-  if (cls != vocab.end() && sep != vocab.end()) post = PostProcessor({cls->second}, {sep->second});
+  if (cls != vocab.end() && sep != vocab.end())
+    post = PostProcessor::bert(cls->second, sep->second);
   return WordPiece(std::move(vocab), std::move(options), std::move(specials), std::move(post),
                    path);
 }

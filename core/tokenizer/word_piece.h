@@ -52,6 +52,8 @@ public:
 
   // add_special_tokens: the post-processor's tokens around the ids ([CLS] ... [SEP]).
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = false) const;
+  // What add_special_tokens adds (encode_pair uses it on two sequences).
+  const PostProcessor& post_processor() const { return post_processor_; }
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = true) const;
 
   std::optional<TokenId> token_to_id(std::string_view token) const;

@@ -1,6 +1,7 @@
 // `metatune tokenize --tokenizer DIR (--text T | --file F) [--json] [--decode]`: text to token
 // ids with a checkpoint's tokenizer (core/tokenizer), one line of ids per input line, or with
-// --decode ids back to text (docs/tokenizers.md).
+// --decode ids back to text; with --pair / --pair-file, each line with its second sequence as
+// one pair, ids and type ids (docs/tokenizers.md).
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,7 +22,10 @@ struct TokenizeOptions {
   std::string tokenizer;
   std::string text;
   std::string file;
+  // The second sequence of a pair: --pair (with --text), --pair-file (line i with line i).
+  std::string pair, pair_file;
   bool has_text = false; // --text given (possibly empty)
+  bool has_pair = false; // --pair given (possibly empty)
   bool json = false;
   bool decode = false;
   bool whole = false;
@@ -48,18 +52,21 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-std::string read_input(const TokenizeOptions& o) {
-  if (o.file.empty()) return o.text;
-  if (o.file == "-") {
+std::string read_file(const std::string& path) {
+  if (path == "-") {
     std::ostringstream s;
     s << std::cin.rdbuf();
     return s.str();
   }
-  std::ifstream in(o.file, std::ios::binary);
-  if (!in) throw std::invalid_argument(o.file + ": cannot be opened");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ": cannot be opened");
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string read_input(const TokenizeOptions& o) {
+  return o.file.empty() ? o.text : read_file(o.file);
 }
 
 // Ids as "1 2 3" or as a JSON array "[1,2,3]".
@@ -97,6 +104,22 @@ std::string where_of(const TokenizeOptions& o, size_t line) {
   return (o.file.empty() ? std::string("--text") : o.file) + ": line " + std::to_string(line + 1);
 }
 
+std::string join(const std::vector<tok::TokenId>& ids, bool json) {
+  std::string text = json ? "[" : "";
+  for (size_t k = 0; k < ids.size(); ++k)
+    text += (k ? (json ? "," : " ") : "") + std::to_string(ids[k]);
+  return json ? text + "]" : text;
+}
+
+// One line of output for a pair: {"ids": [...], "type_ids": [...]}, or "ids | type ids".
+std::string encoded_pair(const tok::Tokenizer& tokenizer, const TokenizeOptions& o,
+                         const std::string& a, const std::string& b) {
+  const tok::Encoding e = tokenizer.encode_pair(a, b, o.add_special_tokens);
+  const std::vector<tok::TokenId> types(e.type_ids.begin(), e.type_ids.end());
+  if (o.json) return "{\"ids\":" + join(e.ids, true) + ",\"type_ids\":" + join(types, true) + "}";
+  return join(e.ids, false) + " | " + join(types, false);
+}
+
 // One line of output for one line of text: its ids, or with --pieces its words.
 std::string encoded_line(const tok::Tokenizer& tokenizer, const TokenizeOptions& o,
                          const std::string& line) {
@@ -106,11 +129,7 @@ std::string encoded_line(const tok::Tokenizer& tokenizer, const TokenizeOptions&
       words.push_back(w.text);
     return words.dump();
   }
-  const std::vector<tok::TokenId> ids = tokenizer.encode(line, o.add_special_tokens);
-  std::string text = o.json ? "[" : "";
-  for (size_t k = 0; k < ids.size(); ++k)
-    text += (k ? (o.json ? "," : " ") : "") + std::to_string(ids[k]);
-  return o.json ? text + "]" : text;
+  return join(tokenizer.encode(line, o.add_special_tokens), o.json);
 }
 
 int run(const TokenizeOptions& o) {
@@ -122,9 +141,23 @@ int run(const TokenizeOptions& o) {
   }
   const std::string input = read_input(o);
   // An empty --text is one empty line, an empty file none.
-  const std::vector<std::string> lines = o.whole || (o.has_text && input.empty())
-                                             ? std::vector<std::string>{input}
-                                             : split_lines(input);
+  auto lines_of = [&](const std::string& text, bool one) {
+    return o.whole || one ? std::vector<std::string>{text} : split_lines(text);
+  };
+  const std::vector<std::string> lines = lines_of(input, o.has_text && input.empty());
+  std::vector<std::string> pairs;
+  if (o.has_pair || !o.pair_file.empty()) {
+    if (o.decode || o.pieces)
+      throw std::invalid_argument("tokenize: --pair / --pair-file encode; not with --decode or "
+                                  "--pieces");
+    const std::string second = o.has_pair ? o.pair : read_file(o.pair_file);
+    pairs = lines_of(second, o.has_pair && second.empty());
+    if (pairs.size() != lines.size())
+      throw std::invalid_argument("tokenize: " + std::to_string(lines.size()) +
+                                  " input lines but " + std::to_string(pairs.size()) +
+                                  " second sequences (" +
+                                  (o.has_pair ? std::string("--pair") : o.pair_file) + ")");
+  }
   std::ostringstream out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (o.decode) {
@@ -134,7 +167,9 @@ int run(const TokenizeOptions& o) {
       continue;
     }
     try {
-      out << encoded_line(tokenizer, o, lines[i]) << "\n";
+      out << (pairs.empty() ? encoded_line(tokenizer, o, lines[i])
+                            : encoded_pair(tokenizer, o, lines[i], pairs[i]))
+          << "\n";
     } catch (const std::invalid_argument& e) { // ill-formed UTF-8: say which line
       throw std::invalid_argument(where_of(o, i) + ": " + e.what());
     }
@@ -153,8 +188,18 @@ RegisterCommand reg("tokenize", [](CLI::App& app) -> std::function<int()> {
   auto* text = sub->add_option("--text", o->text, "The input text (one result per line of it)");
   auto* file = sub->add_option("--file", o->file, "Read the input from this file ('-': stdin)");
   text->excludes(file);
+  auto* pair = sub->add_option("--pair", o->pair,
+                               "A second sequence: --text and it as a pair (a question and a "
+                               "passage), printed as ids | type ids");
+  auto* pair_file = sub->add_option("--pair-file", o->pair_file,
+                                    "Second sequences, one per line: line i of --file with line i "
+                                    "of this file as a pair");
+  pair->excludes(pair_file);
+  pair->needs(text);
+  pair_file->needs(file);
   sub->add_flag("--json", o->json,
-                "Ids as one JSON array per line; with --decode, texts as JSON strings");
+                "Ids as one JSON array per line (a pair: {\"ids\": [...], \"type_ids\": [...]}); "
+                "with --decode, texts as JSON strings");
   sub->add_flag("--decode", o->decode,
                 "Input lines are ids (space-separated or JSON arrays); print their text");
   sub->add_flag("--pieces", o->pieces,
@@ -166,8 +211,9 @@ RegisterCommand reg("tokenize", [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--keep-special-tokens", o->keep_special_tokens,
                 "With --decode, keep special tokens in the text (default: skipped)");
   sub->add_flag("--info", o->info, "Print the tokenizer's kind, file and vocabulary size first");
-  return [o, text] {
+  return [o, text, pair] {
     o->has_text = text->count() > 0;
+    o->has_pair = pair->count() > 0;
     if (!o->has_text && o->file.empty() && !o->info)
       throw std::invalid_argument("tokenize: give --text or --file");
     return run(*o);

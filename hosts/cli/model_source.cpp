@@ -65,6 +65,9 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_
   cmd->add_option("--tokens", o.tokens, "Comma-separated token ids (default: made up)");
   cmd->add_option("--text", o.text,
                   "The input as text, through the tokenizer (BERT: [CLS] ... [SEP] added)");
+  cmd->add_option("--text-pair", o.text_pair,
+                  "An encoder's second sequence after --text: the pair through the tokenizer "
+                  "([CLS] A [SEP] B [SEP] for BERT), with its token types");
   cmd->add_option("--token-types", o.token_types,
                   "An encoder's token types, one per token, e.g. 0,0,0,1,1 (Hugging Face's "
                   "token_type_ids; default: all 0)");
@@ -127,12 +130,25 @@ LoadedModel load_model(const ModelSourceOptions& o) {
   if (!o.text.empty() && !o.tokens.empty())
     throw std::invalid_argument("give --text or --tokens, not both");
   std::vector<int32_t> ids = parse_tokens(o.tokens);
+  std::vector<int32_t> types = parse_tokens(o.token_types, "--token-types");
+  if (!o.text_pair.empty() && o.text.empty())
+    throw std::invalid_argument("--text-pair is the second sequence of --text: give both");
+  if (!o.text_pair.empty() && !o.token_types.empty())
+    throw std::invalid_argument("give --text-pair or --token-types, not both (the pair's types "
+                                "come from the tokenizer)");
   if (!o.text.empty()) {
     std::string dir = o.tokenizer.empty() ? o.hf : o.tokenizer;
     if (dir.empty())
       throw std::invalid_argument("--text needs a tokenizer: --tokenizer DIR or an --hf folder");
-    for (tok::TokenId id : tok::Tokenizer::load(dir).encode(o.text, /*add_special_tokens=*/true))
-      ids.push_back(static_cast<int32_t>(id));
+    const tok::Tokenizer tokenizer = tok::Tokenizer::load(dir);
+    if (o.text_pair.empty()) {
+      for (tok::TokenId id : tokenizer.encode(o.text, /*add_special_tokens=*/true))
+        ids.push_back(static_cast<int32_t>(id));
+    } else {
+      const tok::Encoding pair = tokenizer.encode_pair(o.text, o.text_pair, true);
+      ids.assign(pair.ids.begin(), pair.ids.end());
+      types.assign(pair.type_ids.begin(), pair.type_ids.end());
+    }
     if (ids.empty()) throw std::invalid_argument("--text: the tokenizer gave no tokens");
   }
   m.batch = o.batch;
@@ -150,11 +166,11 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     for (int64_t t = 0; t < m.seq; ++t)
       ids.push_back(static_cast<int32_t>((t * 7919 + 11) % m.vocab));
   m.encoder = m.config.kind() == "std.Encoder";
-  const std::vector<int32_t> types = parse_tokens(o.token_types, "--token-types");
-  m.token_types = !o.token_types.empty();
+  m.token_types = !o.token_types.empty() || !o.text_pair.empty();
   if (m.token_types) {
+    const std::string option = o.text_pair.empty() ? "--token-types" : "--text-pair";
     if (!m.encoder)
-      throw std::invalid_argument("--token-types: " + m.name +
+      throw std::invalid_argument(option + ": " + m.name +
                                   " is not an encoder (std.Encoder); it takes no token types");
     if (static_cast<int64_t>(types.size()) != m.seq)
       throw std::invalid_argument("--token-types: " + std::to_string(types.size()) + " types for " +

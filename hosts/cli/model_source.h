@@ -26,6 +26,9 @@ struct ModelSourceOptions {
   // The input as text through a tokenizer (--tokenizer DIR, else the --hf folder's
   // tokenizer.json or vocab.txt), its special tokens added as Hugging Face's encode() does.
   std::string text, tokenizer;
+  // A sentence pair for an encoder: --text and --text-pair through the tokenizer's pair form
+  // ([CLS] A [SEP] B [SEP]), which gives the token types too.
+  std::string text_pair;
   // An encoder's token types (segment ids, Hugging Face's token_type_ids), one per token:
   // "0,0,0,1,1". Without them the model has no such input and every token is of type 0.
   std::string token_types;

@@ -416,7 +416,8 @@ float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // --token-types reach an encoder's type table: all 0 is the default's output, a sentence pair's
-// types change it, in a bucket as in the exact length; bad types are refused by name.
+// types change it, in a bucket as in the exact length, and --text-pair gives them through the
+// tokenizer; bad types are refused by name.
 TEST(ModelCli, RunTakesAnEncodersTokenTypes) {
   const std::string dir = ::testing::TempDir();
   const std::string run = "model run --config " + kData +
@@ -442,6 +443,28 @@ TEST(ModelCli, RunTakesAnEncodersTokenTypes) {
   EXPECT_NE(range.status, 0);
   EXPECT_NE(range.output.find("type 2 (token 6) is outside [0, 2)"), std::string::npos)
       << range.output;
+  // A sentence pair through the tokenizer gives the same ids and types as written out.
+  const std::string vocab = dir + "/mt_cli_pair_vocab";
+  ASSERT_EQ(std::system(("mkdir -p " + vocab +
+                         " && printf '[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nhello\\nworld\\n##s\\n' > " +
+                         vocab + "/vocab.txt")
+                            .c_str()),
+            0);
+  const std::string bert = "model run --config " + kData + "tiny-bert.json --repeats 1 ";
+  Result text = metatune(bert + "--tokenizer " + vocab +
+                         " --text Hello --text-pair worlds --save-output " + dir + "pair_text.npy");
+  ASSERT_EQ(text.status, 0) << text.output;
+  Result written = metatune(bert + "--tokens 2,4,3,5,6,3 --token-types 0,0,0,1,1,1 --save-output " +
+                            dir + "pair_ids.npy");
+  ASSERT_EQ(written.status, 0) << written.output;
+  EXPECT_LT(
+      max_difference(read_npy_floats(dir + "pair_text.npy"), read_npy_floats(dir + "pair_ids.npy")),
+      1e-6f);
+  Result both = metatune(bert + "--tokenizer " + vocab +
+                         " --text Hello --text-pair worlds --token-types 0,0,0,1,1,1");
+  EXPECT_NE(both.status, 0);
+  EXPECT_NE(both.output.find("not both"), std::string::npos) << both.output;
+
   Result decoder = metatune("model run --config " + kData +
                             "tiny-gpt.json --tokens 1,2 --token-types 0,1 --repeats 1");
   EXPECT_NE(decoder.status, 0);

@@ -136,6 +136,36 @@ TEST(TokenizeCli, TextOptionAndSpecialTokens) {
   EXPECT_EQ(r.out, "WordPiece from " + dir.path("bert/vocab.txt") + ", 6 tokens\n");
 }
 
+// --pair and --pair-file: each line with its second sequence, ids | type ids (or JSON), as the
+// library's encode_pair gives them; line counts that differ are refused.
+TEST(TokenizeCli, PairsGiveIdsAndTypeIds) {
+  const TempDir dir;
+  dir.write("bert/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##s\n");
+  const Tokenizer tok = Tokenizer::load(dir.path("bert"));
+  const std::string bert = "--tokenizer " + dir.path("bert");
+  CliRun r = run(bert + " --text hello --pair hellos --add-special-tokens");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "2 4 3 4 5 3 | 0 0 0 1 1 1\n");
+  const std::string a = dir.write("a.txt", "hello\nhellos hello\n");
+  const std::string b = dir.write("b.txt", "hellos\nhello\n");
+  r = run(bert + " --file " + a + " --pair-file " + b + " --add-special-tokens --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  const std::vector<std::pair<std::string, std::string>> texts = {{"hello", "hellos"},
+                                                                  {"hellos hello", "hello"}};
+  for (size_t i = 0; i < 2; ++i) {
+    const Encoding e = tok.encode_pair(texts[i].first, texts[i].second, true);
+    const json got = json::parse(lines[i]);
+    EXPECT_EQ(got.at("ids").get<std::vector<TokenId>>(), e.ids) << lines[i];
+    EXPECT_EQ(got.at("type_ids").get<std::vector<uint32_t>>(), e.type_ids) << lines[i];
+  }
+  const std::string one = dir.write("one.txt", "hello\n");
+  r = run(bert + " --file " + a + " --pair-file " + one);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("2 input lines but 1 second sequences"), std::string::npos) << r.out;
+}
+
 TEST(TokenizeCli, ErrorsNameTheFile) {
   const TempDir dir;
   const std::string bpe = write_bpe(dir);

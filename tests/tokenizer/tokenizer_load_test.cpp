@@ -15,21 +15,8 @@ namespace mt::tok {
 namespace {
 
 using json = nlohmann::json;
+using testing::bpe_json;
 using testing::TempDir;
-
-// A small valid byte-level BPE: the bytes of "ab" and one merge.
-json bpe_json() {
-  return json{
-      {"added_tokens", json::array({{{"id", 3}, {"content", "<|endoftext|>"}, {"special", true}}})},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-      {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}}},
-      {"model",
-       {{"type", "BPE"},
-        {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"<|endoftext|>", 3}}},
-        {"merges", json::array({"a b"})}}}};
-}
 
 // The message of the TokenizerError that loading `doc` (written as DIR/tokenizer.json) throws,
 // and that it names the file first.

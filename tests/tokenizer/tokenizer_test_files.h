@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 namespace mt::tok::testing {
 
 // A fresh directory under /tmp, unique per process and test, removed at the end.
@@ -34,5 +36,21 @@ struct TempDir {
     return p;
   }
 };
+
+// A small valid byte-level BPE (tokenizer.json): the bytes of "ab", one merge, one special
+// token, no post-processor.
+inline nlohmann::json bpe_json() {
+  using json = nlohmann::json;
+  return json{
+      {"added_tokens", json::array({{{"id", 3}, {"content", "<|endoftext|>"}, {"special", true}}})},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"<|endoftext|>", 3}}},
+        {"merges", json::array({"a b"})}}}};
+}
 
 } // namespace mt::tok::testing
