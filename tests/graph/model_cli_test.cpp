@@ -33,6 +33,13 @@ const std::string kQuickTune = "model tune --config " + kData +
                                "tiny-gpt.json --no-compare --verify-top 0 --reference-cache none "
                                "--repeats 1 --min-repeat-ms 1 --cost-model none ";
 
+// `args` exits non-zero and says `message`.
+void expect_refused(const std::string& args, const std::string& message) {
+  Result r = metatune(args);
+  EXPECT_NE(r.status, 0) << args;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+}
+
 TEST(ModelCli, RunsASmallDecoder) {
   Result r = metatune("model run --config " + kData + "tiny-gpt.json --seq 5 --repeats 1");
   EXPECT_EQ(r.status, 0) << r.output;
@@ -365,18 +372,15 @@ TEST(ModelCli, FpmathBf16ReachesTheLibrarysMatmuls) {
 }
 
 TEST(ModelCli, GenerateRefusesAnEncoderAndABadPrompt) {
-  Result e = metatune("model generate --config " + kData +
-                      "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2");
-  EXPECT_NE(e.status, 0);
-  EXPECT_NE(e.output.find("encoder"), std::string::npos) << e.output;
-  Result p = metatune("model generate --config " + kData +
-                      "tiny-gpt.json --prompt-ids 1,999 --max-new-tokens 2");
-  EXPECT_NE(p.status, 0);
-  EXPECT_NE(p.output.find("999"), std::string::npos) << p.output;
-  Result t = metatune("model generate --config " + kData +
-                      "tiny-gpt.json --prompt 'hello' --max-new-tokens 2");
-  EXPECT_NE(t.status, 0);
-  EXPECT_NE(t.output.find("needs a tokenizer"), std::string::npos) << t.output;
+  expect_refused("model generate --config " + kData +
+                     "tiny-bert.json --prompt-ids 1,2 --max-new-tokens 2",
+                 "encoder");
+  expect_refused("model generate --config " + kData +
+                     "tiny-gpt.json --prompt-ids 1,999 --max-new-tokens 2",
+                 "999");
+  expect_refused("model generate --config " + kData +
+                     "tiny-gpt.json --prompt 'hello' --max-new-tokens 2",
+                 "needs a tokenizer");
 }
 
 // --text goes through the tokenizer: a BERT vocab.txt gives [CLS] hello world ##s [SEP].
@@ -435,14 +439,9 @@ TEST(ModelCli, RunTakesAnEncodersTokenTypes) {
   EXPECT_GT(max_difference(none, pair), 1e-3f);
   EXPECT_LT(max_difference(pair, bucket), 1e-4f);
 
-  Result count = metatune(run + dir + "x.npy --token-types 0,1");
-  EXPECT_NE(count.status, 0);
-  EXPECT_NE(count.output.find("--token-types: 2 types for 7 tokens"), std::string::npos)
-      << count.output;
-  Result range = metatune(run + dir + "x.npy --token-types 0,0,0,0,1,1,2");
-  EXPECT_NE(range.status, 0);
-  EXPECT_NE(range.output.find("type 2 (token 6) is outside [0, 2)"), std::string::npos)
-      << range.output;
+  expect_refused(run + dir + "x.npy --token-types 0,1", "--token-types: 2 types for 7 tokens");
+  expect_refused(run + dir + "x.npy --token-types 0,0,0,0,1,1,2",
+                 "type 2 (token 6) is outside [0, 2)");
   // A sentence pair through the tokenizer gives the same ids and types as written out.
   const std::string vocab = dir + "/mt_cli_pair_vocab";
   ASSERT_EQ(std::system(("mkdir -p " + vocab +
@@ -460,15 +459,12 @@ TEST(ModelCli, RunTakesAnEncodersTokenTypes) {
   EXPECT_LT(
       max_difference(read_npy_floats(dir + "pair_text.npy"), read_npy_floats(dir + "pair_ids.npy")),
       1e-6f);
-  Result both = metatune(bert + "--tokenizer " + vocab +
-                         " --text Hello --text-pair worlds --token-types 0,0,0,1,1,1");
-  EXPECT_NE(both.status, 0);
-  EXPECT_NE(both.output.find("not both"), std::string::npos) << both.output;
-
-  Result decoder = metatune("model run --config " + kData +
-                            "tiny-gpt.json --tokens 1,2 --token-types 0,1 --repeats 1");
-  EXPECT_NE(decoder.status, 0);
-  EXPECT_NE(decoder.output.find("is not an encoder"), std::string::npos) << decoder.output;
+  expect_refused(bert + "--tokenizer " + vocab +
+                     " --text Hello --text-pair worlds --token-types 0,0,0,1,1,1",
+                 "not both");
+  expect_refused("model run --config " + kData +
+                     "tiny-gpt.json --tokens 1,2 --token-types 0,1 --repeats 1",
+                 "is not an encoder");
 }
 
 } // namespace

@@ -47,16 +47,18 @@ json template_with(const json& pair) {
             {"S", {{"id", "S"}, {"ids", {1}}, {"tokens", {"b"}}}}}}};
 }
 
+void expect_pair(const Encoding& got, const Ids& ids, const Types& types) {
+  EXPECT_EQ(got.ids, ids);
+  EXPECT_EQ(got.type_ids, types);
+}
+
 TEST(PairEncoding, VocabTxtIsBertsClsASepBSep) {
   const TempDir dir;
   dir.write("bert/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n");
   const Tokenizer tok = Tokenizer::load(dir.path("bert"));
-  const Encoding e = tok.encode_pair("Hello", "worlds", /*add_special_tokens=*/true);
-  EXPECT_EQ(e.ids, (Ids{2, 4, 3, 5, 6, 3}));
-  EXPECT_EQ(e.type_ids, (Types{0, 0, 0, 1, 1, 1}));
-  const Encoding bare = tok.encode_pair("Hello", "worlds");
-  EXPECT_EQ(bare.ids, (Ids{4, 5, 6}));
-  EXPECT_EQ(bare.type_ids, (Types{0, 1, 1}));
+  expect_pair(tok.encode_pair("Hello", "worlds", /*add_special_tokens=*/true),
+              Ids{2, 4, 3, 5, 6, 3}, Types{0, 0, 0, 1, 1, 1});
+  expect_pair(tok.encode_pair("Hello", "worlds"), Ids{4, 5, 6}, Types{0, 1, 1});
 }
 
 TEST(PairEncoding, TemplateProcessingsPairWithItsTypeIds) {
@@ -64,33 +66,23 @@ TEST(PairEncoding, TemplateProcessingsPairWithItsTypeIds) {
   const Tokenizer tok =
       bpe_with(dir, template_with(json::array({special("C", 0), sequence("A", 0), special("S", 0),
                                                sequence("B", 1), special("S", 1)})));
-  const Encoding e = tok.encode_pair("ab", "aab", true);
-  EXPECT_EQ(e.ids, (Ids{3, 2, 1, 0, 2, 1}));
-  EXPECT_EQ(e.type_ids, (Types{0, 0, 0, 1, 1, 1}));
+  expect_pair(tok.encode_pair("ab", "aab", true), Ids{3, 2, 1, 0, 2, 1}, Types{0, 0, 0, 1, 1, 1});
   // B before A, types as the template says.
   const Tokenizer swapped = bpe_with(
       dir, template_with(json::array({sequence("B", 0), special("S", 2), sequence("A", 1)})));
-  const Encoding s = swapped.encode_pair("ab", "a", true);
-  EXPECT_EQ(s.ids, (Ids{0, 1, 2}));
-  EXPECT_EQ(s.type_ids, (Types{0, 2, 1}));
+  expect_pair(swapped.encode_pair("ab", "a", true), Ids{0, 1, 2}, Types{0, 2, 1});
   // Without special tokens: A then B, types 0 and 1.
-  const Encoding bare = tok.encode_pair("ab", "aab");
-  EXPECT_EQ(bare.ids, (Ids{2, 0, 2}));
-  EXPECT_EQ(bare.type_ids, (Types{0, 1, 1}));
+  expect_pair(tok.encode_pair("ab", "aab"), Ids{2, 0, 2}, Types{0, 1, 1});
 }
 
 TEST(PairEncoding, BertAndRobertaProcessing) {
   const TempDir dir;
   const Tokenizer bert =
       bpe_with(dir, {{"type", "BertProcessing"}, {"cls", {"<|endoftext|>", 3}}, {"sep", {"b", 1}}});
-  const Encoding b = bert.encode_pair("a", "ab", true);
-  EXPECT_EQ(b.ids, (Ids{3, 0, 1, 2, 1}));
-  EXPECT_EQ(b.type_ids, (Types{0, 0, 0, 1, 1}));
+  expect_pair(bert.encode_pair("a", "ab", true), Ids{3, 0, 1, 2, 1}, Types{0, 0, 0, 1, 1});
   const Tokenizer roberta = bpe_with(
       dir, {{"type", "RobertaProcessing"}, {"cls", {"<|endoftext|>", 3}}, {"sep", {"b", 1}}});
-  const Encoding r = roberta.encode_pair("a", "ab", true);
-  EXPECT_EQ(r.ids, (Ids{3, 0, 1, 1, 2, 1}));
-  EXPECT_EQ(r.type_ids, (Types{0, 0, 0, 0, 0, 0}));
+  expect_pair(roberta.encode_pair("a", "ab", true), Ids{3, 0, 1, 1, 2, 1}, Types{0, 0, 0, 0, 0, 0});
   EXPECT_EQ(roberta.encode_pair("a", "ab").type_ids, (Types{0, 0})); // Roberta: always 0
 }
 
@@ -98,9 +90,7 @@ TEST(PairEncoding, NoPostProcessorOrByteLevelOrASequenceAroundOne) {
   const TempDir dir;
   for (const json& none : {json(nullptr), json{{"type", "ByteLevel"}, {"trim_offsets", false}}}) {
     const Tokenizer tok = bpe_with(dir, none);
-    const Encoding e = tok.encode_pair("ab", "a", true);
-    EXPECT_EQ(e.ids, (Ids{2, 0}));
-    EXPECT_EQ(e.type_ids, (Types{0, 1}));
+    expect_pair(tok.encode_pair("ab", "a", true), Ids{2, 0}, Types{0, 1});
   }
   const Tokenizer seq = bpe_with(
       dir,
@@ -109,9 +99,7 @@ TEST(PairEncoding, NoPostProcessorOrByteLevelOrASequenceAroundOne) {
         json::array(
             {json{{"type", "ByteLevel"}, {"trim_offsets", false}},
              {{"type", "BertProcessing"}, {"cls", {"<|endoftext|>", 3}}, {"sep", {"b", 1}}}})}});
-  const Encoding e = seq.encode_pair("a", "a", true);
-  EXPECT_EQ(e.ids, (Ids{3, 0, 1, 0, 1}));
-  EXPECT_EQ(e.type_ids, (Types{0, 0, 0, 1, 1}));
+  expect_pair(seq.encode_pair("a", "a", true), Ids{3, 0, 1, 0, 1}, Types{0, 0, 0, 1, 1});
 }
 
 // What a pair template this cannot use does: the file loads, single sequences encode, a pair
