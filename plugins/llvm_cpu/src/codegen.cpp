@@ -16,6 +16,7 @@
 #include "metatune/llvm_cpu/compiler.hpp"
 #include "metatune/sdk/expr_equal.hpp"
 #include "metatune/sdk/index_analysis.hpp"
+#include "transposed_copy.h"
 #include "vector_legality.h"
 
 namespace mt::llvm_cpu {
@@ -875,15 +876,23 @@ private:
   }
 
   void store(const P::StmtNode& s) {
+    check_store_dtype(s);
+    store_value(s, is_reduction_update(s) ? reduction_update(s) : expr(s.value));
+  }
+
+  void check_store_dtype(const P::StmtNode& s) {
+    if (!(s.value->dtype == s.buffer->dtype))
+      throw CodegenError("store of a " + P::to_string(s.value->dtype) + " value into " +
+                         P::to_string(s.buffer->dtype) + " buffer '" + s.buffer->name +
+                         "' in program " + prog_.name);
+  }
+
+  // Store `val` (s's value, already computed) where s stores.
+  void store_value(const P::StmtNode& s, const Val& val) {
     const BufferBinding& bb = binding(s.buffer, "store");
     P::DType t = s.buffer->dtype;
-    if (!(s.value->dtype == t))
-      throw CodegenError("store of a " + P::to_string(s.value->dtype) + " value into " +
-                         P::to_string(t) + " buffer '" + s.buffer->name + "' in program " +
-                         prog_.name);
     llvm::Type* mt = mem_type(t);
     P::Expr flat = P::flat_index(*s.buffer, s.indices);
-    Val val = is_reduction_update(s) ? reduction_update(s) : expr(s.value);
     int64_t id = s.buffer->id;
     if (!vec_ || !P::uses_var(flat, vec_->var_id)) {
       llvm::Value* idx = vec_ ? scalar_at_lane0(flat) : expr(flat).v;
@@ -1020,7 +1029,7 @@ private:
     if (s.extent <= 0) return;
     int64_t id = s.loop_var->var_id;
     bounds_[id] = {0, s.extent - 1};
-    if (horizontal_sum(s)) {
+    if (horizontal_sum(s) || transposed_copy(s)) {
       bounds_.erase(id);
       return;
     }
@@ -1103,6 +1112,83 @@ private:
     llvm::Value* sum = b_.CreateFAddReduce(start, terms);
     tag(b_.CreateAlignedStore(sum, at, elem_align(st->buffer->dtype)), st->buffer->id);
     return true;
+  }
+
+  // A copy that transposes (transposed_copy.h), in blocks of B x B elements, B the lanes of
+  // one machine vector of f32: for each block, B vectors loaded contiguously along the outer
+  // variable a (one per value of the vectorized v), transposed in registers, stored
+  // contiguously along v. Measured on the dense layer's weight packing: README (operator
+  // suite, AVX-512).
+  bool transposed_copy(const P::StmtNode& s) {
+    const int64_t block = cfg_.target.vector_bits() / 32;
+    if (vec_ || block < 4) return false;
+    const std::optional<TransposedCopy> tc = match_transposed_copy(s, block);
+    if (!tc) return false;
+    const P::StmtNode& inner = *tc->inner;
+    check_store_dtype(*tc->store);
+    const unsigned lanes = static_cast<unsigned>(block);
+    bounds_[tc->inner_var] = {0, inner.extent - 1};
+    auto at = [&](llvm::Value* base, unsigned k) {
+      return b_.CreateAdd(base, b_.getInt64(k), "", true, true);
+    };
+    auto with_vector = [&](int64_t var, llvm::Value* base, const std::function<void()>& f) {
+      VecCtx ctx;
+      ctx.var_id = var;
+      ctx.width = lanes;
+      ctx.base = base;
+      vec_ = &ctx;
+      f();
+      vec_ = nullptr;
+    };
+    counted_loop(
+        s.extent / block, s.loop_var->name + ".tr",
+        [&](llvm::Value* ia) {
+          llvm::Value* a0 = b_.CreateMul(ia, b_.getInt64(block), "", true, true);
+          counted_loop(
+              inner.extent / block, inner.loop_var->name + ".tr",
+              [&](llvm::Value* iv) {
+                llvm::Value* v0 = b_.CreateMul(iv, b_.getInt64(block), "", true, true);
+                std::vector<llvm::Value*> rows(lanes);
+                for (unsigned r = 0; r < lanes; ++r) {
+                  frame_->vars[tc->inner_var] = at(v0, r);
+                  with_vector(tc->outer_var, a0, [&] { rows[r] = as_vec(expr(tc->store->value)); });
+                }
+                frame_->vars.erase(tc->inner_var);
+                transpose_in_registers(rows);
+                for (unsigned c = 0; c < lanes; ++c) {
+                  frame_->vars[tc->outer_var] = at(a0, c);
+                  with_vector(tc->inner_var, v0, [&] {
+                    store_value(*tc->store, Val{rows[c], true});
+                  });
+                }
+                frame_->vars.erase(tc->outer_var);
+              },
+              nullptr);
+        },
+        nullptr);
+    bounds_.erase(tc->inner_var);
+    return true;
+  }
+
+  // rows[r][l] becomes rows[l][r] (B vectors of B lanes, B a power of two): stage b exchanges
+  // bit b of the row with bit b of the lane, pairing rows r and r + 2^b by two-source shuffles.
+  void transpose_in_registers(std::vector<llvm::Value*>& rows) {
+    const unsigned n = static_cast<unsigned>(rows.size());
+    for (unsigned step = 1; step < n; step *= 2) {
+      std::vector<int> lo_mask(n), hi_mask(n);
+      for (unsigned l = 0; l < n; ++l) {
+        const bool high = (l & step) != 0;
+        lo_mask[l] = static_cast<int>(high ? n + l - step : l);
+        hi_mask[l] = static_cast<int>(high ? n + l : l + step);
+      }
+      for (unsigned r = 0; r < n; ++r) {
+        if (r & step) continue;
+        llvm::Value* lo = rows[r];
+        llvm::Value* hi = rows[r + step];
+        rows[r] = b_.CreateShuffleVector(lo, hi, lo_mask, "transpose");
+        rows[r + step] = b_.CreateShuffleVector(lo, hi, hi_mask, "transpose");
+      }
+    }
   }
 
   // for (i = 0; i < extent; ++i) body(i), in rotated form (extent >= 1 is known).
