@@ -58,6 +58,9 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& o, bool shapes_
                   "Sequence-length buckets, e.g. 32,64,128: one compiled model each, a sequence "
                   "runs padded in the smallest that holds it")
       ->delimiter(',');
+  cmd->add_flag("--with-token-types", o.with_token_types,
+                "An encoder takes token types as an input (all 0 unless --token-types or "
+                "--text-pair give them): tune with it for runs that give them");
   if (shapes_only) return; // tuning: the plugin path and seed are the tuning flags'
   cmd->add_option("--weights", o.weights,
                   "Weights for --config: a safetensors file named by parameter paths "
@@ -166,9 +169,12 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     for (int64_t t = 0; t < m.seq; ++t)
       ids.push_back(static_cast<int32_t>((t * 7919 + 11) % m.vocab));
   m.encoder = m.config.kind() == "std.Encoder";
-  m.token_types = !o.token_types.empty() || !o.text_pair.empty();
+  m.token_types = !o.token_types.empty() || !o.text_pair.empty() || o.with_token_types;
   if (m.token_types) {
-    const std::string option = o.text_pair.empty() ? "--token-types" : "--text-pair";
+    const std::string option = !o.text_pair.empty()     ? "--text-pair"
+                               : !o.token_types.empty() ? "--token-types"
+                                                        : "--with-token-types";
+    if (types.empty()) types.assign(static_cast<size_t>(m.seq), 0);
     if (!m.encoder)
       throw std::invalid_argument(option + ": " + m.name +
                                   " is not an encoder (std.Encoder); it takes no token types");

@@ -32,6 +32,9 @@ struct ModelSourceOptions {
   // An encoder's token types (segment ids, Hugging Face's token_type_ids), one per token:
   // "0,0,0,1,1". Without them the model has no such input and every token is of type 0.
   std::string token_types;
+  // The model takes token types without their values (all 0): what `model tune` compiles for a
+  // model that will run with --token-types or --text-pair.
+  bool with_token_types = false;
   int64_t seq = 16, batch = 1;
   uint64_t seed = 1;
   std::vector<std::string> plugin_paths;

@@ -399,6 +399,26 @@ TEST(ModelCli, RunTakesTextThroughTheTokenizer) {
   EXPECT_NE(none.output.find("--text needs a tokenizer"), std::string::npos) << none.output;
 }
 
+// --with-token-types tunes the model that takes token types: a run with them then finds a
+// record for every kernel, the type-reading embedding included (one without them does not).
+TEST(ModelCli, TuneWithTokenTypesCoversTheirEmbedding) {
+  const std::string db = ::testing::TempDir() + "/mt_cli_types.db";
+  std::remove(db.c_str());
+  const std::string bert = "--config " + kData + "tiny-bert.json ";
+  Result t = metatune("model tune " + bert + "--seq 6 --with-token-types --trials 24 --db " + db +
+                      " --no-compare --verify-top 0 --reference-cache none --repeats 1 "
+                      "--min-repeat-ms 1 --cost-model none --model-choice-rounds 0 -q");
+  ASSERT_EQ(t.status, 0) << t.output;
+  const std::string run =
+      "model run " + bert + "--tokens 2,4,5,3,6,3 --db " + db + " --implementations tuned ";
+  Result with = metatune(run + "--token-types 0,0,0,1,1,1 --repeats 1");
+  ASSERT_EQ(with.status, 0) << with.output;
+  EXPECT_EQ(with.output.find("untuned"), std::string::npos) << with.output;
+  Result without = metatune(run + "--repeats 1");
+  ASSERT_EQ(without.status, 0) << without.output;
+  EXPECT_NE(without.output.find("1 llvm.cpu untuned"), std::string::npos) << without.output;
+}
+
 // The float32 values of an .npy file of version 1.0 (what --save-output writes).
 std::vector<float> read_npy_floats(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
