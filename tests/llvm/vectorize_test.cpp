@@ -322,3 +322,45 @@ TEST(LlvmVectorize, SerialRowSumAndMaxBecomeVectorReductions) {
 
 } // namespace
 } // namespace mt::llvm_cpu::test
+
+namespace mt::llvm_cpu::test {
+namespace {
+
+// y[n] = sum_k W[n, k] * x[k] with W in `wt`: a bf16 weight's vector loads also prefetch ahead
+// (a decode step streams it from memory); an f32 one's do not. Both compute the same sums.
+TEST(LlvmVectorize, AStreamedBf16WeightIsPrefetchedAhead) {
+  const int n = 8, kk = 64;
+  for (P::DType wt : {P::DType::bf16(), P::DType::f32()}) {
+    auto W = P::make_buffer("W", wt, {n, kk});
+    auto X = P::make_buffer("x", P::DType::f32(), {kk});
+    auto Y = P::make_buffer("y", P::DType::f32(), {n, 16});
+    auto i = P::make_var("i"), k = P::make_var("k"), l = P::make_var("l"), l2 = P::make_var("l2");
+    auto init = P::make_for(l2, 16, P::make_store(Y, {i, l2}, 0.0), P::ForKind::Vectorized);
+    auto w = P::make_load(W, {i, k * 16 + l});
+    auto update = P::make_for(
+        k, kk / 16,
+        P::make_for(l, 16,
+                    P::make_store(Y, {i, l},
+                                  P::make_load(Y, {i, l}) + P::make_cast(P::DType::f32(), w) *
+                                                                P::make_load(X, {k * 16 + l})),
+                    P::ForKind::Vectorized));
+    P::Program p{"matvec", {W, X, Y}, P::make_for(i, n, P::make_seq({init, update}))};
+    const bool bf16 = wt == P::DType::bf16();
+    EXPECT_EQ(emit_ir(p, {}, false).find("llvm.prefetch") != std::string::npos, bf16);
+    std::vector<float> wf = random_floats(n * kk, 40), x = random_floats(kk, 41);
+    std::vector<uint16_t> wb(wf.size());
+    for (size_t e = 0; e < wf.size(); ++e) {
+      wb[e] = float_to_bf16(wf[e]);
+      if (bf16) wf[e] = bf16_to_float(wb[e]);
+    }
+    std::vector<float> y(n * 16, -1.f), want(n * 16, 0.f);
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < kk; ++c)
+        want[r * 16 + c % 16] += wf[r * kk + c] * x[c];
+    run(p, {bf16 ? static_cast<void*>(wb.data()) : wf.data(), x.data(), y.data()});
+    expect_close(y, want, 1e-5, 1e-5);
+  }
+}
+
+} // namespace
+} // namespace mt::llvm_cpu::test

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <llvm/IR/Constants.h>
@@ -54,6 +55,8 @@ constexpr int64_t kMaxUnrolledWeight = 8192;
 // inline polynomial of a few dozen instructions (math_ir.cpp).
 constexpr int64_t kMathCallWeight = 32;
 constexpr unsigned kLocalAlign = 64;
+// How far ahead a streamed bf16 weight is prefetched (prefetch_ahead).
+constexpr int64_t kBf16PrefetchBytes = 8192;
 
 // An emitted value: a scalar, or a vector of the current vector width.
 struct Val {
@@ -199,6 +202,7 @@ public:
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr_, fn->getArg(0), i);
       auto* p = b_.CreateAlignedLoad(ptr_, slot, llvm::Align(8), buf->name);
       frame.buffers[buf->id] = {p, buf.get()};
+      if (buf->dtype == P::DType::bf16()) bf16_params_.insert(buf->id);
     }
     stmt(prog_.body);
     b_.CreateRet(llvm::ConstantInt::get(i32_, MT_LLVM_OK));
@@ -683,6 +687,7 @@ private:
     llvm::Value* raw;
     if (coef && *coef == 1) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, bb.ptr, scalar_at_lane0(flat));
+      if (!vec_->mask && bf16_params_.count(id)) prefetch_ahead(p);
       if (vec_->mask)
         raw = b_.CreateMaskedLoad(vt, p, elem_align(t), vec_->mask, llvm::PoisonValue::get(vt));
       else
@@ -696,6 +701,16 @@ private:
     }
     tag(raw, id);
     return {mem_to_compute(raw, t), true};
+  }
+
+  // A weight handed over in bf16 (-fpmath=bf16) is streamed by a decode step's matrix-vector
+  // products at a memory bandwidth the hardware prefetcher alone did not reach: every vector
+  // load of it also prefetches the bytes kBf16PrefetchBytes further on (bench/llama/README.md
+  // has the decode figures; f32 weights gained nothing from it and are left alone).
+  void prefetch_ahead(llvm::Value* p) {
+    llvm::Value* ahead = b_.CreateGEP(i8_, p, b_.getInt64(kBf16PrefetchBytes));
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                       {ahead, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
 
   llvm::Value* gather(const P::Expr& flat, llvm::Type* vt, llvm::Align align, llvm::Value* base) {
@@ -1343,7 +1358,8 @@ private:
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
   const CodegenConfig& cfg_;
-  bool fast_gather_ = false; // AVX-512 targets: a hardware gather beats scalar loads
+  bool fast_gather_ = false;      // AVX-512 targets: a hardware gather beats scalar loads
+  std::set<int64_t> bf16_params_; // params in bf16: weights streamed from memory (prefetch_ahead)
   const P::Program& prog_;
   llvm::Type *i1_, *i8_, *i32_, *i64_, *ptr_;
   Frame* frame_ = nullptr;
