@@ -2,11 +2,13 @@
 #include "hosts/cli/model_choice.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/database/database.h"
 #include "core/graph/generator.h"
@@ -87,6 +89,37 @@ private:
   std::map<std::pair<int, size_t>, std::vector<double>> times_;
 };
 
+// Wall seconds per phase (0 the prefill, 1 a decode step) of generation with one selection,
+// not profiled: what a step costs with the hand-offs between runtimes that per-kernel times
+// leave out (oneDNN's OpenMP team and the llvm pool share the cores; docs/models.md,
+// "Threads").
+class GenerationWall {
+public:
+  GenerationWall(const LoadedModel& m, const KernelSelector& selector, GenerationShape shape,
+                 int64_t seq, int64_t steps)
+      : gen_(*m.host, m.config, selector, m.params, std::move(shape)), steps_(steps) {
+    gen_.prepare(seq, seq + steps + 1);
+  }
+
+  void run(const std::vector<int32_t>& prompt) {
+    auto seconds_of = [](const std::function<void()>& f) {
+      const auto start = std::chrono::steady_clock::now();
+      f();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    wall_[0].push_back(seconds_of([&] { gen_.prefill(prompt); }));
+    for (int64_t s = 0; s < steps_; ++s)
+      wall_[1].push_back(seconds_of([&] { gen_.step(prompt.back()); }));
+  }
+  void clear() { wall_[0].clear(), wall_[1].clear(); }
+  double median(int phase) const { return median_of(wall_[phase]); }
+
+private:
+  Generator gen_;
+  int64_t steps_;
+  std::vector<double> wall_[2];
+};
+
 // `rounds` rounds of one library run and one tuned run: library first, then tuned first, so
 // that a drift of the machine favours neither.
 void alternate(int rounds, const std::function<void()>& library,
@@ -120,6 +153,57 @@ void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKerne
     std::fprintf(stderr, "  %-40s tuned %8.4f ms, %s %8.4f ms per call in the model: %s\n",
                  task.name.c_str(), u * 1e3, lib.component.c_str(), l * 1e3,
                  u <= l ? "tuned" : lib.component.c_str());
+}
+
+// Each task's faster kernel need not make the faster step: a step that mixes oneDNN's and the
+// llvm target's kernels hands the cores from one thread team to the other at every switch, a
+// cost that no kernel's own time holds (Llama's bf16 decode step: 111 tokens/s with each task's
+// faster kernel against 118 with all tuned). So the step is timed whole, unprofiled, with the
+// choices just made and with every compared task on one side; where one side alone is the
+// faster, that phase's choices go to it.
+void check_mixed_phases(const LoadedModel& m, Database& db, const std::string& target,
+                        const std::vector<std::string>& libraries, const std::string& fpmath,
+                        int rounds, const GenerationShape& shape, int64_t seq, int64_t steps,
+                        const std::vector<int32_t>& prompt, const GenerationTimes& lib_times,
+                        const GenerationTimes& tuned_times, bool quiet) {
+  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db, fpmath));
+  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db, fpmath));
+  KernelSelector best_sel(*m.host, selection(KernelPolicy::Best, target, libraries, &db, fpmath));
+  GenerationWall lib(m, lib_sel, shape, seq, steps), tuned(m, tuned_sel, shape, seq, steps),
+      best(m, best_sel, shape, seq, steps);
+  for (GenerationWall* w : {&lib, &tuned, &best}) { // warm-up
+    w->run(prompt);
+    w->clear();
+  }
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    std::vector<GenerationWall*> order = {&lib, &tuned, &best};
+    std::rotate(order.begin(), order.begin() + r % 3, order.end());
+    for (GenerationWall* w : order)
+      w->run(prompt);
+  }
+  const char* names[2] = {"prefill", "decode step"};
+  for (int phase = 0; phase < 2; ++phase) {
+    const double l = lib.median(phase), u = tuned.median(phase), b = best.median(phase);
+    const bool uniform = std::min(l, u) < b;
+    if (!quiet)
+      std::fprintf(stderr,
+                   "  %s at capacity %lld, whole: each task's faster %.3f ms, all library %.3f "
+                   "ms, all tuned %.3f ms%s\n",
+                   names[phase], static_cast<long long>(shape.capacities.at(0)), b * 1e3, l * 1e3,
+                   u * 1e3, uniform ? (u <= l ? ": all tuned kept" : ": all library kept") : "");
+    if (!uniform) continue;
+    const CompiledGraph& lg = lib_times.graph(phase);
+    const CompiledGraph& tg = tuned_times.graph(phase);
+    for (size_t t = 0; t < lg.tasks.size() && t < tg.tasks.size(); ++t) {
+      const TaskKernel& lk = lg.kernels[t];
+      const TaskKernel& tk = tg.kernels[t];
+      if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
+      std::optional<ModelChoice> c = db.model_choice(tk.workload_id, tuned_sel.choice_key());
+      if (!c) continue;
+      c->implementation = u <= l ? "tuned" : lk.key;
+      db.set_model_choice(*c);
+    }
+  }
 }
 
 } // namespace
@@ -181,6 +265,8 @@ ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                       tuned.per_call(phase, t), static_cast<double>(tg.tasks[t].groups.size()),
                       tuned_sel.choice_key(), db, quiet, &out);
     }
+    check_mixed_phases(m, db, target, libraries, fpmath, rounds, shape, seq, steps, prompt, lib,
+                       tuned, quiet);
   }
   return out;
 }

@@ -221,21 +221,34 @@ TEST(ModelCli, TuneChoosesTheDecodeStepsKernelsInGeneration) {
     GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
   const std::string db = ::testing::TempDir() + "/model_tune_generation_choice.db";
   std::remove(db.c_str());
-  Result r =
-      metatune(kQuickTune +
-               "--seq 4 --decode-capacities 16 --trials 40 --model-choice-rounds 2 -q --db " + db);
+  Result r = metatune(
+      kQuickTune + "--seq 4 --decode-capacities 16 --trials 40 --model-choice-rounds 2 --db " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("in generation: library kernels"), std::string::npos) << r.output;
+  // The decode step timed whole too; where one side alone was the faster, every choice of the
+  // step's compared tasks went to it.
+  const size_t whole = r.output.find("decode step at capacity 16, whole: ");
+  ASSERT_NE(whole, std::string::npos) << r.output;
+  const std::string verdict = r.output.substr(whole, r.output.find('\n', whole) - whole);
   {
     mt::DatabaseOptions ro;
     ro.read_only = true;
     std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
-    size_t decode_choices = 0;
+    size_t decode_choices = 0, tuned = 0;
     for (const mt::WorkloadEntry& w : d->workloads())
-      for (const mt::TuningRecord& rec : d->records(w.id))
-        if (d->model_choice(w.id, rec.target) && w.spec.find("@decode16/") != std::string::npos)
-          ++decode_choices;
+      for (const mt::TuningRecord& rec : d->records(w.id)) {
+        std::optional<mt::ModelChoice> c = d->model_choice(w.id, rec.target);
+        if (!c || w.spec.find("@decode16/") == std::string::npos) continue;
+        ++decode_choices;
+        tuned += c->implementation == "tuned";
+      }
     EXPECT_GT(decode_choices, 0u) << r.output;
+    if (verdict.find("all tuned kept") != std::string::npos) {
+      EXPECT_EQ(tuned, decode_choices) << verdict;
+    }
+    if (verdict.find("all library kept") != std::string::npos) {
+      EXPECT_EQ(tuned, 0u) << verdict;
+    }
   }
   Result g = metatune("model generate --config " + kData +
                       "tiny-gpt.json --prompt-ids 5,60,17,2 --max-new-tokens 3 --capacities 16 "
