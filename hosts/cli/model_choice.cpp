@@ -50,73 +50,61 @@ private:
   std::vector<std::vector<double>> per_task_;
 };
 
-// The generation of one prompt and a few decode steps, profiled: per phase (0 the prefill,
-// 1 the decode steps) and task, seconds per call.
+// The generation of one prompt and a few decode steps: per phase (0 the prefill, 1 the decode
+// steps) its wall seconds and, profiled, each task's seconds per call. Unprofiled, the wall time
+// holds what per-kernel times leave out: the hand-offs between oneDNN's OpenMP team and the llvm
+// pool sharing the cores (docs/models.md, "Threads").
 class GenerationTimes {
 public:
   GenerationTimes(const LoadedModel& m, const KernelSelector& selector, GenerationShape shape,
-                  int64_t seq, int64_t steps)
-      : gen_(*m.host, m.config, selector, m.params, std::move(shape)), steps_(steps) {
+                  int64_t seq, int64_t steps, bool profiled = true)
+      : gen_(*m.host, m.config, selector, m.params, std::move(shape)), steps_(steps),
+        profiled_(profiled) {
     gen_.prepare(seq, seq + steps + 1);
-    gen_.set_profiling(true);
+    gen_.set_profiling(profiled);
   }
 
   void run(const std::vector<int32_t>& prompt) {
-    gen_.prefill(prompt);
+    wall_[0].push_back(seconds_of([&] { gen_.prefill(prompt); }));
     for (int64_t s = 0; s <= steps_; ++s) {
-      const int phase = s == 0 ? 0 : 1;
-      const CompiledGraph& c = gen_.last_run();
-      if (graphs_[phase] != &c) task_of_[phase] = task_of_group(c.tasks, c.groups.size());
-      graphs_[phase] = &c;
-      std::vector<double> sum(c.tasks.size(), 0);
-      for (size_t g = 0; g < task_of_[phase].size(); ++g)
-        sum[task_of_[phase][g]] += c.exec->group_seconds()[g];
-      for (size_t t = 0; t < sum.size(); ++t)
-        times_[{phase, t}].push_back(
-            sum[t] / static_cast<double>(std::max<size_t>(1, c.tasks[t].groups.size())));
-      if (s < steps_) gen_.step(prompt.back());
+      if (profiled_) record_tasks(s == 0 ? 0 : 1);
+      if (s < steps_) wall_[1].push_back(seconds_of([&] { gen_.step(prompt.back()); }));
     }
   }
-  void clear() { times_.clear(); }
+  void clear() {
+    times_.clear();
+    wall_[0].clear(), wall_[1].clear();
+  }
   const CompiledGraph& graph(int phase) const { return *graphs_[phase]; }
   double per_call(int phase, size_t task) const { return median_of(times_.at({phase, task})); }
+  double wall(int phase) const { return median_of(wall_[phase]); }
 
 private:
+  static double seconds_of(const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The last run graph's kernel times, per task.
+  void record_tasks(int phase) {
+    const CompiledGraph& c = gen_.last_run();
+    if (graphs_[phase] != &c) task_of_[phase] = task_of_group(c.tasks, c.groups.size());
+    graphs_[phase] = &c;
+    std::vector<double> sum(c.tasks.size(), 0);
+    for (size_t g = 0; g < task_of_[phase].size(); ++g)
+      sum[task_of_[phase][g]] += c.exec->group_seconds()[g];
+    for (size_t t = 0; t < sum.size(); ++t)
+      times_[{phase, t}].push_back(
+          sum[t] / static_cast<double>(std::max<size_t>(1, c.tasks[t].groups.size())));
+  }
+
   Generator gen_;
   int64_t steps_;
+  bool profiled_;
   const CompiledGraph* graphs_[2] = {nullptr, nullptr};
   std::vector<size_t> task_of_[2]; // per phase: the task of each group of its graph
   std::map<std::pair<int, size_t>, std::vector<double>> times_;
-};
-
-// Wall seconds per phase (0 the prefill, 1 a decode step) of generation with one selection,
-// not profiled: what a step costs with the hand-offs between runtimes that per-kernel times
-// leave out (oneDNN's OpenMP team and the llvm pool share the cores; docs/models.md,
-// "Threads").
-class GenerationWall {
-public:
-  GenerationWall(const LoadedModel& m, const KernelSelector& selector, GenerationShape shape,
-                 int64_t seq, int64_t steps)
-      : gen_(*m.host, m.config, selector, m.params, std::move(shape)), steps_(steps) {
-    gen_.prepare(seq, seq + steps + 1);
-  }
-
-  void run(const std::vector<int32_t>& prompt) {
-    auto seconds_of = [](const std::function<void()>& f) {
-      const auto start = std::chrono::steady_clock::now();
-      f();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    wall_[0].push_back(seconds_of([&] { gen_.prefill(prompt); }));
-    for (int64_t s = 0; s < steps_; ++s)
-      wall_[1].push_back(seconds_of([&] { gen_.step(prompt.back()); }));
-  }
-  void clear() { wall_[0].clear(), wall_[1].clear(); }
-  double median(int phase) const { return median_of(wall_[phase]); }
-
-private:
-  Generator gen_;
-  int64_t steps_;
   std::vector<double> wall_[2];
 };
 
@@ -169,21 +157,21 @@ void check_mixed_phases(const LoadedModel& m, Database& db, const std::string& t
   KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db, fpmath));
   KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db, fpmath));
   KernelSelector best_sel(*m.host, selection(KernelPolicy::Best, target, libraries, &db, fpmath));
-  GenerationWall lib(m, lib_sel, shape, seq, steps), tuned(m, tuned_sel, shape, seq, steps),
-      best(m, best_sel, shape, seq, steps);
-  for (GenerationWall* w : {&lib, &tuned, &best}) { // warm-up
+  GenerationTimes lib(m, lib_sel, shape, seq, steps, false),
+      tuned(m, tuned_sel, shape, seq, steps, false), best(m, best_sel, shape, seq, steps, false);
+  for (GenerationTimes* w : {&lib, &tuned, &best}) { // warm-up
     w->run(prompt);
     w->clear();
   }
   for (int r = 0; r < std::max(1, rounds); ++r) {
-    std::vector<GenerationWall*> order = {&lib, &tuned, &best};
+    std::vector<GenerationTimes*> order = {&lib, &tuned, &best};
     std::rotate(order.begin(), order.begin() + r % 3, order.end());
-    for (GenerationWall* w : order)
+    for (GenerationTimes* w : order)
       w->run(prompt);
   }
   const char* names[2] = {"prefill", "decode step"};
   for (int phase = 0; phase < 2; ++phase) {
-    const double l = lib.median(phase), u = tuned.median(phase), b = best.median(phase);
+    const double l = lib.wall(phase), u = tuned.wall(phase), b = best.wall(phase);
     const bool uniform = std::min(l, u) < b;
     if (!quiet)
       std::fprintf(stderr,
