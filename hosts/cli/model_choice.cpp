@@ -75,6 +75,11 @@ public:
     times_.clear();
     wall_[0].clear(), wall_[1].clear();
   }
+  // Profiling off: the same generator's runs then time whole phases only.
+  void set_profiled(bool on) {
+    profiled_ = on;
+    gen_.set_profiling(on);
+  }
   const CompiledGraph& graph(int phase) const { return *graphs_[phase]; }
   double per_call(int phase, size_t task) const { return median_of(times_.at({phase, task})); }
   double wall(int phase) const { return median_of(wall_[phase]); }
@@ -149,17 +154,16 @@ void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKerne
 // faster kernel against 118 with all tuned). So the step is timed whole, unprofiled, with the
 // choices just made and with every compared task on one side; where one side alone is the
 // faster, that phase's choices go to it.
-void check_mixed_phases(const LoadedModel& m, Database& db, const std::string& target,
-                        const std::vector<std::string>& libraries, const std::string& fpmath,
-                        int rounds, const GenerationShape& shape, int64_t seq, int64_t steps,
-                        const std::vector<int32_t>& prompt, const GenerationTimes& lib_times,
-                        const GenerationTimes& tuned_times, bool quiet) {
-  KernelSelector lib_sel(*m.host, selection(KernelPolicy::Library, target, libraries, &db, fpmath));
-  KernelSelector tuned_sel(*m.host, selection(KernelPolicy::Tuned, target, libraries, &db, fpmath));
-  KernelSelector best_sel(*m.host, selection(KernelPolicy::Best, target, libraries, &db, fpmath));
-  GenerationTimes lib(m, lib_sel, shape, seq, steps, false),
-      tuned(m, tuned_sel, shape, seq, steps, false), best(m, best_sel, shape, seq, steps, false);
-  for (GenerationTimes* w : {&lib, &tuned, &best}) { // warm-up
+// `lib` and `tuned` are the generators the per-task choices were timed on: run again
+// unprofiled, beside one with the choices just made (`best`, built here).
+void check_mixed_phases(const LoadedModel& m, Database& db, const KernelSelector& best_sel,
+                        const std::string& choice_key, int rounds, const GenerationShape& shape,
+                        int64_t seq, int64_t steps, const std::vector<int32_t>& prompt,
+                        GenerationTimes& lib, GenerationTimes& tuned, bool quiet) {
+  GenerationTimes best(m, best_sel, shape, seq, steps, false);
+  lib.set_profiled(false);
+  tuned.set_profiled(false);
+  for (GenerationTimes* w : {&lib, &tuned, &best}) { // warm-up, and the profiled rounds' walls
     w->run(prompt);
     w->clear();
   }
@@ -180,13 +184,13 @@ void check_mixed_phases(const LoadedModel& m, Database& db, const std::string& t
                    names[phase], static_cast<long long>(shape.capacities.at(0)), b * 1e3, l * 1e3,
                    u * 1e3, uniform ? (u <= l ? ": all tuned kept" : ": all library kept") : "");
     if (!uniform) continue;
-    const CompiledGraph& lg = lib_times.graph(phase);
-    const CompiledGraph& tg = tuned_times.graph(phase);
+    const CompiledGraph& lg = lib.graph(phase);
+    const CompiledGraph& tg = tuned.graph(phase);
     for (size_t t = 0; t < lg.tasks.size() && t < tg.tasks.size(); ++t) {
       const TaskKernel& lk = lg.kernels[t];
       const TaskKernel& tk = tg.kernels[t];
       if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
-      std::optional<ModelChoice> c = db.model_choice(tk.workload_id, tuned_sel.choice_key());
+      std::optional<ModelChoice> c = db.model_choice(tk.workload_id, choice_key);
       if (!c) continue;
       c->implementation = u <= l ? "tuned" : lk.key;
       db.set_model_choice(*c);
@@ -253,8 +257,10 @@ ModelChoiceSummary choose_in_generation(const LoadedModel& m, Database& db,
                       tuned.per_call(phase, t), static_cast<double>(tg.tasks[t].groups.size()),
                       tuned_sel.choice_key(), db, quiet, &out);
     }
-    check_mixed_phases(m, db, target, libraries, fpmath, rounds, shape, seq, steps, prompt, lib,
-                       tuned, quiet);
+    // Built after the choices above, so that it follows them.
+    KernelSelector best_sel(*m.host, selection(KernelPolicy::Best, target, libraries, &db, fpmath));
+    check_mixed_phases(m, db, best_sel, tuned_sel.choice_key(), rounds, shape, seq, steps, prompt,
+                       lib, tuned, quiet);
   }
   return out;
 }
