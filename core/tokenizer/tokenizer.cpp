@@ -39,14 +39,11 @@ Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b,
                                 bool add_special_tokens) const {
   return std::visit(
       [&](const auto& t) {
-        try {
-          return t.post_processor().apply_pair(t.encode(a), t.encode(b), add_special_tokens);
-        } catch (const TokenizerError&) {
-          throw;
-        } catch (const std::invalid_argument& e) {
-          if (t.post_processor().pair_error().empty()) throw; // ill-formed UTF-8
-          throw TokenizerError(source(), "", e.what());
-        }
+        const PostProcessor& post = t.post_processor();
+        if (!post.pair_error().empty())
+          throw TokenizerError(source(), "",
+                               "cannot encode a pair of sequences: " + post.pair_error());
+        return post.apply_pair(t.encode(a), t.encode(b), add_special_tokens);
       },
       impl_);
 }

@@ -9,10 +9,12 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "amx_tile.h"
 #include "math_ir.h"
 #include "metatune/llvm_cpu/compiler.hpp"
 #include "metatune/sdk/expr_equal.hpp"
@@ -70,6 +72,13 @@ struct BufferBinding {
 };
 
 // State of one LLVM function being filled (the kernel, or an outlined parallel body).
+constexpr int64_t kAmxRowBytes = 64; // a tile row: 16 f32 or 32 bf16
+
+// -fpmath=bf16 on a CPU with AMX-BF16: marked nests become tile products (amx_tile.h).
+bool uses_amx(const CodegenConfig& cfg) {
+  return cfg.bf16_products && cfg.target.has("amx-tile") && cfg.target.has("amx-bf16");
+}
+
 struct Frame {
   llvm::Function* fn = nullptr;
   llvm::Value* rt = nullptr;
@@ -183,6 +192,7 @@ public:
     i64_ = b_.getInt64Ty();
     ptr_ = b_.getPtrTy();
     fast_gather_ = cfg_.target.has("avx512f");
+    amx_ = uses_amx(cfg_);
   }
 
   void run() {
@@ -204,6 +214,7 @@ public:
       frame.buffers[buf->id] = {p, buf.get()};
       if (buf->dtype == P::DType::bf16()) bf16_params_.insert(buf->id);
     }
+    if (amx_ && has_amx_product()) request_amx();
     stmt(prog_.body);
     b_.CreateRet(llvm::ConstantInt::get(i32_, MT_LLVM_OK));
     frame_ = nullptr;
@@ -1044,7 +1055,7 @@ private:
     if (s.extent <= 0) return;
     int64_t id = s.loop_var->var_id;
     bounds_[id] = {0, s.extent - 1};
-    if (horizontal_sum(s) || transposed_copy(s)) {
+    if (horizontal_sum(s) || transposed_copy(s) || amx_product(s)) {
       bounds_.erase(id);
       return;
     }
@@ -1183,6 +1194,166 @@ private:
         nullptr);
     bounds_.erase(tc->inner_var);
     return true;
+  }
+
+  // ---- AMX tile products (amx_tile.h) ---------------------------------------------------------
+
+  bool has_amx_product() const {
+    bool found = false;
+    P::visit_stmts(prog_.body, [&](const P::Stmt& s) {
+      found = found || (is_amx_marked(*s) && match_amx_tile(*s));
+      return !found;
+    });
+    return found;
+  }
+
+  // Linux hands out AMX's tile state only to a process that asked for it (arch_prctl
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without that the first tile instruction is
+  // SIGILL. The kernel asks once per module, at entry, so that an ahead-of-time library needs
+  // no help from its host, and fails with MT_LLVM_ERR_UNSUPPORTED where the system refuses.
+  void request_amx() {
+    constexpr int64_t kSysArchPrctl = 158, kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    auto* state = new llvm::GlobalVariable(m_, i32_, false, llvm::GlobalValue::InternalLinkage,
+                                           llvm::ConstantInt::get(i32_, 0), "mt.amx.state");
+    llvm::Function* fn = frame_->fn;
+    auto* ask = llvm::BasicBlock::Create(ctx_, "amx.ask", fn);
+    auto* refused = llvm::BasicBlock::Create(ctx_, "amx.refused", fn);
+    auto* ready = llvm::BasicBlock::Create(ctx_, "amx.ready", fn);
+    llvm::LoadInst* now = b_.CreateAlignedLoad(i32_, state, llvm::Align(4));
+    now->setAtomic(llvm::AtomicOrdering::Monotonic);
+    b_.CreateCondBr(b_.CreateICmpEQ(now, b_.getInt32(1)), ready, ask);
+    b_.SetInsertPoint(ask);
+    llvm::FunctionCallee syscall =
+        m_.getOrInsertFunction("syscall", llvm::FunctionType::get(i64_, {i64_}, true));
+    llvm::Value* rc =
+        b_.CreateCall(syscall, {b_.getInt64(kSysArchPrctl), b_.getInt64(kReqXcompPerm),
+                                b_.getInt64(kXfeatureXtiledata)});
+    llvm::Value* ok = b_.CreateICmpEQ(rc, b_.getInt64(0));
+    llvm::StoreInst* keep = b_.CreateAlignedStore(
+        b_.CreateSelect(ok, b_.getInt32(1), b_.getInt32(2)), state, llvm::Align(4));
+    keep->setAtomic(llvm::AtomicOrdering::Monotonic);
+    b_.CreateCondBr(ok, ready, refused);
+    b_.SetInsertPoint(refused);
+    b_.CreateRet(llvm::ConstantInt::get(i32_, MT_LLVM_ERR_UNSUPPORTED));
+    b_.SetInsertPoint(ready);
+  }
+
+  // A marked nest as one tdpbf16ps: C's tile loaded, A's and B's loaded where they are laid
+  // out for it or converted into stack tiles, multiplied, C stored back.
+  bool amx_product(const P::StmtNode& s) {
+    if (vec_ || !amx_ || !is_amx_marked(s)) return false;
+    const std::optional<AmxTile> t = match_amx_tile(s);
+    if (!t) return false;
+    for (int64_t v : {t->i_var, t->j_var, t->k_var})
+      bounds_[v] = {0, (v == t->i_var ? t->m : v == t->j_var ? t->n : t->k) - 1};
+    llvm::Value* a_ptr = nullptr;
+    llvm::Value* a_stride = nullptr;
+    llvm::Value* b_ptr = nullptr;
+    llvm::Value* b_stride = nullptr;
+    if (t->a.direct) {
+      a_ptr = tile_origin(t->a.load, *t);
+      a_stride = b_.getInt64(t->a.row_stride * 2);
+    } else {
+      a_ptr = a_tile_on_stack(*t);
+      a_stride = b_.getInt64(kAmxRowBytes);
+    }
+    if (t->b.direct) {
+      b_ptr = tile_origin(t->b.load, *t);
+      b_stride = b_.getInt64(t->b.pair_row_stride * 2);
+    } else {
+      b_ptr = b_tile_on_stack(*t);
+      b_stride = b_.getInt64(kAmxRowBytes);
+    }
+    const P::StmtNode& st = *t->store;
+    const BufferBinding& cb = binding(st.buffer, "store");
+    llvm::Value* c_ptr = b_.CreateInBoundsGEP(
+        b_.getFloatTy(), cb.ptr, at_tile_origin(P::flat_index(*st.buffer, st.indices), *t));
+    llvm::Value* c_stride = b_.getInt64(t->c_row_stride * 4);
+    auto i16 = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
+    llvm::Value *rows = i16(t->m), *c_bytes = i16(t->n * 4), *a_bytes = i16(t->k * 2);
+    llvm::Value* c = b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                        {rows, c_bytes, c_ptr, c_stride});
+    llvm::Value* a = b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                        {rows, a_bytes, a_ptr, a_stride});
+    llvm::Value* b = b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                        {i16(t->k / 2), c_bytes, b_ptr, b_stride});
+    llvm::Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
+                                          {rows, c_bytes, a_bytes, c, a, b});
+    b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                       {rows, c_bytes, c_ptr, c_stride, sum});
+    for (int64_t v : {t->i_var, t->j_var, t->k_var})
+      bounds_.erase(v);
+    return true;
+  }
+
+  // `flat` with the tile's three variables at 0.
+  llvm::Value* at_tile_origin(const P::Expr& flat, const AmxTile& t) {
+    for (int64_t v : {t.i_var, t.j_var, t.k_var})
+      frame_->vars[v] = b_.getInt64(0);
+    llvm::Value* at = expr(flat).v;
+    for (int64_t v : {t.i_var, t.j_var, t.k_var})
+      frame_->vars.erase(v);
+    return at;
+  }
+
+  llvm::Value* tile_origin(const P::Expr& load, const AmxTile& t) {
+    const BufferBinding& bb = binding(load->buffer, "load");
+    return b_.CreateInBoundsGEP(b_.getInt16Ty(), bb.ptr,
+                                at_tile_origin(P::flat_index(*load->buffer, load->args), t));
+  }
+
+  llvm::Value* stack_tile(const char* name) {
+    llvm::BasicBlock& entry = frame_->fn->getEntryBlock();
+    llvm::IRBuilder<> eb(&entry, entry.begin());
+    auto* a = eb.CreateAlloca(llvm::ArrayType::get(i8_, kAmxMaxRows * kAmxRowBytes), nullptr, name);
+    a->setAlignment(llvm::Align(kLocalAlign));
+    return a;
+  }
+
+  // `value` over `var` (0 .. width-1) as one vector of bf16 bits, other variables as bound.
+  llvm::Value* bf16_row(const P::Expr& value, int64_t var, int64_t width) {
+    VecCtx ctx;
+    ctx.var_id = var;
+    ctx.width = static_cast<unsigned>(width);
+    ctx.base = b_.getInt64(0);
+    vec_ = &ctx;
+    llvm::Value* v = as_vec(expr(value));
+    vec_ = nullptr;
+    return f32_to_bf16_bits(v);
+  }
+
+  // A's rows, each of k bf16 values.
+  llvm::Value* a_tile_on_stack(const AmxTile& t) {
+    llvm::Value* tile = stack_tile("amx.a.stack");
+    for (int64_t r = 0; r < t.m; ++r) {
+      frame_->vars[t.i_var] = b_.getInt64(r);
+      llvm::Value* row = bf16_row(t.a.value, t.k_var, t.k);
+      b_.CreateAlignedStore(row, b_.CreateConstInBoundsGEP1_64(i8_, tile, r * kAmxRowBytes),
+                            llvm::Align(2));
+    }
+    frame_->vars.erase(t.i_var);
+    return tile;
+  }
+
+  // B's rows 2p and 2p + 1 interleaved into row p: (B[2p, j], B[2p + 1, j]) for each j.
+  llvm::Value* b_tile_on_stack(const AmxTile& t) {
+    llvm::Value* tile = stack_tile("amx.b.stack");
+    std::vector<int> zip;
+    for (int j = 0; j < static_cast<int>(t.n); ++j) {
+      zip.push_back(j);
+      zip.push_back(j + static_cast<int>(t.n));
+    }
+    for (int64_t p = 0; p < t.k / 2; ++p) {
+      frame_->vars[t.k_var] = b_.getInt64(2 * p);
+      llvm::Value* even = bf16_row(t.b.value, t.j_var, t.n);
+      frame_->vars[t.k_var] = b_.getInt64(2 * p + 1);
+      llvm::Value* odd = bf16_row(t.b.value, t.j_var, t.n);
+      b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, zip),
+                            b_.CreateConstInBoundsGEP1_64(i8_, tile, p * kAmxRowBytes),
+                            llvm::Align(2));
+    }
+    frame_->vars.erase(t.k_var);
+    return tile;
   }
 
   // rows[r][l] becomes rows[l][r] (B vectors of B lanes, B a power of two): stage b exchanges
@@ -1358,7 +1529,8 @@ private:
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
   const CodegenConfig& cfg_;
-  bool fast_gather_ = false;      // AVX-512 targets: a hardware gather beats scalar loads
+  bool fast_gather_ = false; // AVX-512 targets: a hardware gather beats scalar loads
+  bool amx_ = false; // -fpmath=bf16 on a CPU with AMX-BF16: marked nests become tile products
   std::set<int64_t> bf16_params_; // params in bf16: weights streamed from memory (prefetch_ahead)
   const P::Program& prog_;
   llvm::Type *i1_, *i8_, *i32_, *i64_, *ptr_;
@@ -1376,7 +1548,12 @@ std::unique_ptr<llvm::Module> generate_module(const P::Program& p, llvm::LLVMCon
   if (!p.body) throw CodegenError("program '" + p.name + "' has no body");
   auto m = std::make_unique<llvm::Module>(cfg.symbol, ctx);
   m->setTargetTriple(cfg.target.triple);
-  CodeGen(*m, cfg, p).run();
+  if (uses_amx(cfg)) {
+    const P::Program q = with_amx_operands(p);
+    CodeGen(*m, cfg, q).run();
+  } else {
+    CodeGen(*m, cfg, p).run();
+  }
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m, &os))

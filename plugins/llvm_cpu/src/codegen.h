@@ -19,6 +19,7 @@ struct CodegenConfig {
   std::string symbol;
   Target target;
   int64_t max_stack_alloc_bytes = 128 * 1024;
+  bool bf16_products = false; // CompileOptions::bf16_products
 };
 
 std::unique_ptr<llvm::Module> generate_module(const sdk::program::Program& p,

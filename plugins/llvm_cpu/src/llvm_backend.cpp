@@ -80,6 +80,7 @@ std::unique_ptr<llvm::Module> build_module(const sdk::program::Program& p,
   cfg.symbol = make_symbol(opts.symbol.empty() ? p.name : opts.symbol);
   cfg.target = target;
   cfg.max_stack_alloc_bytes = opts.max_stack_alloc_bytes;
+  cfg.bf16_products = opts.bf16_products;
   auto m = generate_module(p, ctx, cfg);
   m->setDataLayout(tm.createDataLayout());
   if (symbol) *symbol = cfg.symbol;

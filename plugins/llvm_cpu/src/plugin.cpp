@@ -122,7 +122,10 @@ private:
     if (rc != MT_LLVM_OK)
       throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + " failed with code " +
                                              std::to_string(rc) +
-                                             (rc == MT_LLVM_ERR_ALLOC ? " (out of memory)" : ""));
+                                             (rc == MT_LLVM_ERR_ALLOC         ? " (out of memory)"
+                                              : rc == MT_LLVM_ERR_UNSUPPORTED
+                                                  ? " (the system refused AMX's tile state)"
+                                                  : ""));
   }
 
   std::unique_ptr<JitKernel> kernel_;
@@ -238,6 +241,7 @@ private:
           throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                            "llvm.cpu: unknown option '" + w + "' (-fpmath=f32 or -fpmath=bf16)");
         bf16_weights_ = w == "-fpmath=bf16";
+        opts_.bf16_products = bf16_weights_;
         continue;
       }
       out += (out.empty() ? "" : " ") + w;

@@ -23,6 +23,9 @@ struct CompileOptions {
   int64_t max_stack_alloc_bytes = 128 * 1024;
   // Name of the generated function ("" = the program's name, made a valid symbol).
   std::string symbol;
+  // -fpmath=bf16: a product may round its operands to bf16 (f32 sums), so that the nests a
+  // schedule marked as AMX tile products run as such on a CPU with AMX-BF16 (amx_tile.h).
+  bool bf16_products = false;
 };
 
 // Thrown for programs the code generator cannot compile (with what and where) and for LLVM

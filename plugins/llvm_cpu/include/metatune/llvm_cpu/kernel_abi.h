@@ -4,7 +4,8 @@
  *   int32_t <name>(void** args, const mt_llvm_runtime* rt);
  *
  * args[i] points to the first element of parameter i (row-major, dense). The return value is 0
- * on success, MT_LLVM_ERR_ALLOC if a heap allocation for a large local buffer failed. `rt` may be
+ * on success, MT_LLVM_ERR_ALLOC if a heap allocation for a large local buffer failed,
+ * MT_LLVM_ERR_UNSUPPORTED if the system refused an extension the kernel needs. `rt` may be
  * NULL: parallel loops then run serially on the calling thread.
  */
 #ifndef METATUNE_LLVM_CPU_KERNEL_ABI_H
@@ -19,6 +20,9 @@ extern "C" {
 #define MT_LLVM_RUNTIME_VERSION 1u
 #define MT_LLVM_OK 0
 #define MT_LLVM_ERR_ALLOC 1
+/* The kernel needs an instruction set extension the operating system did not grant (AMX's tile
+ * state, which Linux gives a process only on request). */
+#define MT_LLVM_ERR_UNSUPPORTED 2
 
 /* One iteration of an outlined parallel loop body. */
 typedef void (*mt_llvm_task_fn)(int64_t i, void* closure);

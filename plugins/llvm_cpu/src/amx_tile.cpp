@@ -1,0 +1,307 @@
+#include "amx_tile.h"
+
+#include <array>
+#include <map>
+#include <unordered_map>
+#include <variant>
+
+#include "metatune/sdk/expr_equal.hpp"
+#include "metatune/sdk/index_analysis.hpp"
+
+namespace mt::llvm_cpu {
+
+namespace P = sdk::program;
+
+namespace {
+
+const P::StmtNode* only_stmt(const P::Stmt& s) {
+  const P::StmtNode* st = s.get();
+  while (st && st->kind == P::StmtKind::Seq && st->stmts.size() == 1)
+    st = st->stmts[0].get();
+  return st;
+}
+
+bool is_f32(const P::DType& t) {
+  return t == P::DType::f32();
+}
+bool is_bf16(const P::DType& t) {
+  return t.kind == P::DTypeKind::BFloat && t.bits == 16;
+}
+
+// The load an operand reads: the operand itself, or under a cast to f32.
+P::Expr operand_load(const P::Expr& v) {
+  if (!is_f32(v->dtype)) return {};
+  P::Expr l = v;
+  if (l->kind == P::ExprKind::Cast) l = l->args[0];
+  if (l->kind != P::ExprKind::Load || !(is_f32(l->buffer->dtype) || is_bf16(l->buffer->dtype)))
+    return {};
+  return l;
+}
+
+bool uses(const P::Expr& e, int64_t var) {
+  return P::uses_var(e, var);
+}
+
+// The row index r of a load of a buffer in pairs, [.., r // 2, c, r % 2]; null otherwise.
+struct PairIndex {
+  P::Expr row, col;
+};
+std::optional<PairIndex> pair_index(const P::Expr& load) {
+  const P::BufferNode& b = *load->buffer;
+  const size_t n = load->args.size();
+  if (!is_bf16(b.dtype) || n < 3 || b.shape.back() != 2) return std::nullopt;
+  const P::Expr& d = load->args[n - 3];
+  const P::Expr& m = load->args[n - 1];
+  int64_t two = 0;
+  if (d->kind != P::ExprKind::FloorDiv || m->kind != P::ExprKind::FloorMod ||
+      !P::is_const_int(d->args[1], &two) || two != 2 || !P::is_const_int(m->args[1], &two) ||
+      two != 2 || !P::expr_equal(d->args[0], m->args[0]))
+    return std::nullopt;
+  return PairIndex{d->args[0], load->args[n - 2]};
+}
+
+// e moves with var by exactly 1 and with everything else by even steps from an even constant:
+// at var = 0 it is even wherever it is evaluated.
+bool even_but(const P::Expr& e, int64_t var) {
+  std::optional<P::Affine> a = P::affine(e);
+  if (!a || a->constant % 2 != 0) return false;
+  for (const auto& [v, c] : a->coef)
+    if (v == var ? c != 1 : c % 2 != 0) return false;
+  return a->coef.count(var) == 1;
+}
+
+// Strides of `op`'s load along (row, col); false where it does not move with exactly those.
+bool strides_of(AmxOperand& op, int64_t row, int64_t col, int64_t other) {
+  const P::Expr& l = op.load;
+  if (std::optional<PairIndex> p = pair_index(l)) {
+    // Laid out in pairs (B only: row is k, col is j).
+    bool ok = even_but(p->row, row) && !uses(p->row, col) && !uses(p->row, other) &&
+              P::affine_coefficient(p->col, col) == 1 && !uses(p->col, row) && !uses(p->col, other);
+    for (size_t d = 0; d + 3 < l->args.size(); ++d)
+      ok = ok && !uses(l->args[d], row) && !uses(l->args[d], col) && !uses(l->args[d], other);
+    if (!ok) return false;
+    const std::vector<int64_t>& s = l->buffer->shape;
+    op.pairs = true;
+    op.pair_row_stride = s[s.size() - 2] * 2;
+    return true;
+  }
+  const P::Expr flat = P::flat_index(*l->buffer, l->args);
+  std::optional<int64_t> r = P::affine_coefficient(flat, row), c = P::affine_coefficient(flat, col);
+  if (!r || !c || *r == 0 || *c == 0 || uses(flat, other)) return false;
+  op.row_stride = *r;
+  op.col_stride = *c;
+  return true;
+}
+
+} // namespace
+
+bool is_amx_marked(const P::StmtNode& loop) {
+  if (loop.kind != P::StmtKind::For) return false;
+  auto it = loop.annotations.find(P::kTensorIntrinsicAnnotation);
+  if (it == loop.annotations.end()) return false;
+  const std::string* v = std::get_if<std::string>(&it->second);
+  return v && *v == kAmxBf16Intrinsic;
+}
+
+std::optional<AmxTile> match_amx_tile(const P::StmtNode& loop) {
+  std::array<const P::StmtNode*, 3> loops{};
+  const P::StmtNode* s = &loop;
+  for (auto& l : loops) {
+    if (!s || s->kind != P::StmtKind::For || s->extent <= 0 ||
+        s->for_kind == P::ForKind::Parallel || s->for_kind == P::ForKind::ThreadBinding)
+      return std::nullopt;
+    l = s;
+    s = only_stmt(s->body);
+  }
+  if (!s || s->kind != P::StmtKind::Store || !is_f32(s->buffer->dtype)) return std::nullopt;
+  // C[x] = C[x] + a * b
+  const P::Expr& v = s->value;
+  if (v->kind != P::ExprKind::Add || !is_f32(v->dtype)) return std::nullopt;
+  const P::Expr& acc = v->args[0];
+  const P::Expr& prod = v->args[1];
+  if (acc->kind != P::ExprKind::Load || acc->buffer->id != s->buffer->id ||
+      !P::exprs_equal(acc->args, s->indices) || prod->kind != P::ExprKind::Mul)
+    return std::nullopt;
+  AmxTile t;
+  t.store = s;
+  const P::Expr c_flat = P::flat_index(*s->buffer, s->indices);
+  // k: the loop C does not move with; j: the one along which C is contiguous; i: the other.
+  std::map<int64_t, int64_t> extent;
+  int found_k = 0, found_j = 0;
+  for (const P::StmtNode* l : loops) {
+    const int64_t id = l->loop_var->var_id;
+    extent[id] = l->extent;
+    std::optional<int64_t> c = P::affine_coefficient(c_flat, id);
+    if (!c) return std::nullopt;
+    if (*c == 0) {
+      t.k_var = id;
+      ++found_k;
+    } else if (*c == 1 && !found_j) {
+      t.j_var = id;
+      ++found_j;
+    } else {
+      t.i_var = id;
+      t.c_row_stride = *c;
+    }
+  }
+  if (found_k != 1 || found_j != 1 || t.c_row_stride == 0) return std::nullopt;
+  t.m = extent[t.i_var];
+  t.n = extent[t.j_var];
+  t.k = extent[t.k_var];
+  if (t.m > kAmxMaxRows || t.n > kAmxMaxCols || t.k > kAmxMaxDepth || t.k % 2 != 0)
+    return std::nullopt;
+  // A moves with i (and k), B with j (and k).
+  P::Expr x = prod->args[0], y = prod->args[1];
+  if (!operand_load(x) || !operand_load(y)) return std::nullopt;
+  if (uses(x, t.j_var)) std::swap(x, y);
+  t.a = AmxOperand{x, operand_load(x)};
+  t.b = AmxOperand{y, operand_load(y)};
+  if (!strides_of(t.a, t.i_var, t.k_var, t.j_var) || t.a.pairs ||
+      !strides_of(t.b, t.k_var, t.j_var, t.i_var))
+    return std::nullopt;
+  t.a.direct = is_bf16(t.a.load->buffer->dtype) && t.a.col_stride == 1;
+  t.b.direct = t.b.pairs;
+  return t;
+}
+
+namespace {
+
+// How with_amx_operands lays out an allocated buffer.
+enum class Role { A, B };
+
+// Rebuilds a program with some allocated buffers retyped to bf16 (and B's in pairs): each
+// load and store of them indexed anew, each stored value rounded.
+class OperandLayout {
+public:
+  explicit OperandLayout(std::unordered_map<int64_t, Role> roles) : roles_(std::move(roles)) {}
+
+  P::Stmt stmt(const P::Stmt& s) {
+    if (!s) return s;
+    auto n = std::make_shared<P::StmtNode>(*s);
+    if (s->kind == P::StmtKind::Allocate || s->kind == P::StmtKind::Store) {
+      if (const P::Buffer* b = replaced(s->buffer)) {
+        n->buffer = *b;
+        if (s->kind == P::StmtKind::Store) {
+          n->indices = indices(s->buffer->id, s->indices);
+          n->value = P::make_cast(P::DType::bf16(), expr(s->value));
+        }
+      }
+    }
+    if (s->kind == P::StmtKind::Store && !replaced(s->buffer)) {
+      for (P::Expr& i : n->indices)
+        i = expr(i);
+      n->value = expr(n->value);
+    }
+    n->condition = expr(n->condition);
+    n->body = stmt(n->body);
+    for (P::Stmt& x : n->stmts)
+      x = stmt(x);
+    n->then_case = stmt(n->then_case);
+    n->else_case = stmt(n->else_case);
+    return n;
+  }
+
+private:
+  const P::Buffer* replaced(const P::Buffer& b) {
+    if (!b) return nullptr;
+    auto role = roles_.find(b->id);
+    if (role == roles_.end()) return nullptr;
+    auto it = buffers_.find(b->id);
+    if (it == buffers_.end()) {
+      auto n = std::make_shared<P::BufferNode>(*b);
+      n->dtype = P::DType::bf16();
+      if (role->second == Role::B) {
+        const int64_t rows = n->shape[n->shape.size() - 2];
+        n->shape[n->shape.size() - 2] = rows / 2;
+        n->shape.push_back(2);
+      }
+      it = buffers_.emplace(b->id, P::Buffer(std::move(n))).first;
+    }
+    return &it->second;
+  }
+
+  std::vector<P::Expr> indices(int64_t id, const std::vector<P::Expr>& old) {
+    std::vector<P::Expr> out;
+    for (const P::Expr& i : old)
+      out.push_back(expr(i));
+    if (roles_.at(id) == Role::B) {
+      const P::Expr row = out[out.size() - 2];
+      out[out.size() - 2] = P::floordiv(row, P::Expr(int64_t{2}));
+      out.push_back(P::floormod(row, P::Expr(int64_t{2})));
+    }
+    return out;
+  }
+
+  P::Expr expr(const P::Expr& e) {
+    if (!e) return e;
+    auto known = done_.find(e.get());
+    if (known != done_.end()) return known->second;
+    auto n = std::make_shared<P::ExprNode>(*e);
+    for (P::Expr& a : n->args)
+      a = expr(a);
+    if (e->kind == P::ExprKind::Load)
+      if (const P::Buffer* b = replaced(e->buffer)) {
+        n->buffer = *b;
+        n->args = indices(e->buffer->id, n->args);
+      }
+    return done_.emplace(e.get(), P::Expr(std::move(n))).first->second;
+  }
+
+  std::unordered_map<int64_t, Role> roles_;
+  std::unordered_map<int64_t, P::Buffer> buffers_;
+  std::unordered_map<const P::ExprNode*, P::Expr> done_;
+};
+
+} // namespace
+
+P::Program with_amx_operands(const P::Program& p) {
+  // Per buffer: its loads in all, and those that are a marked product's operand, by role.
+  std::unordered_map<int64_t, int64_t> loads;
+  std::unordered_map<int64_t, std::map<Role, int64_t>> as_operand;
+  std::unordered_map<int64_t, const P::BufferNode*> allocated;
+  bool any = false;
+  P::visit_stmts(p.body, [&](const P::Stmt& s) {
+    if (s->kind == P::StmtKind::Allocate) allocated[s->buffer->id] = s->buffer.get();
+    auto count = [&](const P::Expr& e) {
+      if (!e) return;
+      P::post_order_visit(e, [&](const P::Expr& x) {
+        if (x->kind == P::ExprKind::Load) ++loads[x->buffer->id];
+      });
+    };
+    for (const P::Expr& i : s->indices)
+      count(i);
+    count(s->value);
+    count(s->condition);
+    if (is_amx_marked(*s))
+      if (std::optional<AmxTile> t = match_amx_tile(*s)) {
+        any = true;
+        // A's rows must be contiguous along k; B (not yet in pairs) contiguous along j, with
+        // its rows along k in the second-last dimension -- what pairs up rows 2p and 2p + 1.
+        if (t->a.col_stride == 1) ++as_operand[t->a.load->buffer->id][Role::A];
+        const P::Expr& bl = t->b.load;
+        const size_t n = bl->args.size();
+        if (!t->b.pairs && n >= 2 && t->b.col_stride == 1 && bl->buffer->shape[n - 2] % 2 == 0 &&
+            P::affine_coefficient(bl->args[n - 2], t->k_var) == 1 &&
+            P::affine_coefficient(bl->args[n - 1], t->j_var) == 1 &&
+            !uses(bl->args[n - 1], t->k_var) && !uses(bl->args[n - 2], t->j_var))
+          ++as_operand[bl->buffer->id][Role::B];
+      }
+    return true;
+  });
+  if (!any) return p;
+  std::unordered_map<int64_t, Role> roles;
+  for (const auto& [id, by_role] : as_operand) {
+    auto a = allocated.find(id);
+    if (a == allocated.end() || by_role.size() != 1 ||
+        !(is_f32(a->second->dtype) || is_bf16(a->second->dtype)))
+      continue;
+    const auto& [role, n] = *by_role.begin();
+    if (n == loads[id]) roles.emplace(id, role);
+  }
+  if (roles.empty()) return p;
+  P::Program out = p;
+  out.body = OperandLayout(std::move(roles)).stmt(p.body);
+  return out;
+}
+
+} // namespace mt::llvm_cpu
