@@ -11,6 +11,7 @@
 #   bash bench/model/setup.sh && bash bench/llama/run.sh
 #   PRESET=tiny bash bench/llama/run.sh                 # the harness itself, in seconds
 #   TRIALS=0 DB=my.db bash bench/llama/run.sh           # no tuning: that database as it is
+#   TRIALS=0 TRIALS_BF16=300 DB=my.db BENCH_COLUMNS="ort metatune_library_bf16 metatune_tuned_bf16 metatune_best_bf16" bash bench/llama/run.sh
 #   BENCH_COLUMNS="ort" REPEATS=20 bash bench/llama/run.sh
 #
 # The checkpoint is made once into $CKPT (default build/bench_llama/) and reused while PRESET
@@ -36,6 +37,11 @@ GENERATIONS="${GENERATIONS:-3}" # timed ONNX Runtime generations (median tokens/
 ROUNDS="${ROUNDS:-3}"           # every column once per round, in turn; medians over rounds
 TRIALS="${TRIALS:-900}"         # metatune's tuning budget (records in DB) before tuned/best
 TUNE_FLAGS="${TUNE_FLAGS:-}"    # further `metatune model tune` flags (e.g. --cost-model-per-task)
+# Records for the *_bf16 columns' own tuning (`model tune --fpmath bf16`: bf16 products, AMX tile
+# products on a CPU with them, filed apart from the f32 records, which serve bf16 runs too), and
+# its flags (e.g. --tasks to tune only the prompt's matrix products); 0 = none.
+TRIALS_BF16="${TRIALS_BF16:-0}"
+TUNE_FLAGS_BF16="${TUNE_FLAGS_BF16:-}"
 DB="${DB:-}"                    # the tuning database (default: next to the checkpoint)
 TOL="${TOL:-1e-4}"
 TOL_BF16="${TOL_BF16:-3e-2}"    # the same for the --fpmath bf16 columns (*_bf16)
@@ -141,6 +147,14 @@ database() {
       --trials "$TRIALS" --db "$db" -q $TUNE_FLAGS \
       >"$work/tune.log" 2>&1 || { cat "$work/tune.log" >&2; return 1; }
     tuned_note="tuning: $TRIALS trials${TUNE_FLAGS:+ ($TUNE_FLAGS)}, $(((SECONDS - t0) / 60)) min this run"
+  fi
+  if ((TRIALS_BF16 > 0)); then
+    local t1=$SECONDS cap=64
+    while ((cap < PROMPT_LEN + NEW_TOKENS)); do cap=$((cap * 2)); done
+    "$metatune" model tune --hf "$dir" --seq "$PROMPT_LEN" --decode-capacities "$cap" \
+      --fpmath bf16 --trials "$TRIALS_BF16" --db "$db" -q $TUNE_FLAGS_BF16 \
+      >"$work/tune_bf16.log" 2>&1 || { cat "$work/tune_bf16.log" >&2; return 1; }
+    tuned_note+="; bf16 tuning: $TRIALS_BF16 trials${TUNE_FLAGS_BF16:+ ($TUNE_FLAGS_BF16)}, $(((SECONDS - t1) / 60)) min"
   fi
 }
 

@@ -84,7 +84,20 @@ TaskKernel KernelSelector::untuned(const GraphTask& task, std::string note) cons
 
 std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
   if (!options_.db) return std::nullopt;
-  std::optional<TuningRecord> rec = options_.db->best(task.workload, target_.target_string);
+  // A target with -fpmath=bf16 files its records apart (its products may round); the f32
+  // records of the same target serve it too (their kernels run the same there), and the
+  // faster of the two bests is built.
+  std::string key = target_.target_string;
+  std::optional<TuningRecord> rec = options_.db->best(task.workload, key);
+  const std::string bf16 = " -fpmath=bf16";
+  if (key.size() > bf16.size() && key.ends_with(bf16)) {
+    const std::string f32_key = key.substr(0, key.size() - bf16.size());
+    std::optional<TuningRecord> f32 = options_.db->best(task.workload, f32_key);
+    if (f32 && (!rec || f32->mean_secs() < rec->mean_secs())) {
+      rec = std::move(f32);
+      key = f32_key;
+    }
+  }
   if (!rec) return std::nullopt;
   // The trace names the blocks of the stored workload, which may come from another layer or
   // model: replay it there (same structure, same parameter order) and build that.
@@ -98,7 +111,7 @@ std::optional<TaskKernel> KernelSelector::tuned(const GraphTask& task) const {
                              " record " + std::to_string(rec->id) + ": " + e.what());
   }
   k.component = target_.component;
-  k.key = target_.target_string;
+  k.key = key;
   k.tuned = true;
   k.record_id = rec->id;
   k.workload_id = rec->workload_id;
@@ -162,7 +175,11 @@ std::optional<TaskKernel> KernelSelector::library_build(const GraphTask& task,
 }
 
 std::string model_choice_key(const std::string& records_key, const std::string& fpmath) {
-  return fpmath == "f32" ? records_key : records_key + " -fpmath=" + fpmath;
+  // A records key may carry its own -fpmath option (a target tuned with bf16 products).
+  std::string base = records_key;
+  const size_t at = base.rfind(" -fpmath=");
+  if (at != std::string::npos && base.find(' ', at + 1) == std::string::npos) base.resize(at);
+  return fpmath == "f32" ? base : base + " -fpmath=" + fpmath;
 }
 
 TaskKernel KernelSelector::select(const GraphTask& task) const {

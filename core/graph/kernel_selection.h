@@ -91,8 +91,9 @@ private:
 };
 
 // The key the in-model choices made with `fpmath` ("f32", "bf16") are filed under, for a
-// tuning target whose records are filed under `records_key`: the key itself for f32, else
-// with " -fpmath=<fpmath>" after it.
+// tuning target whose records are filed under `records_key`: the key without any -fpmath option
+// of its own (a target tuned with bf16 products carries one) for f32, else with
+// " -fpmath=<fpmath>" after it.
 std::string model_choice_key(const std::string& records_key, const std::string& fpmath);
 
 // Every task's kernel, in task order; `progress(done, total)` is called after each.

@@ -446,4 +446,11 @@ Measurer::measure(const Reference& ref, const std::vector<Function>& candidates,
   return results;
 }
 
+MeasureOptions with_bf16_products_tolerance(MeasureOptions m) {
+  if (m.tolerance_given) return m;
+  m.rtol = std::max(m.rtol, 1.0 / 64);
+  m.atol_of_largest = std::max(m.atol_of_largest, 1.0 / 128);
+  return m;
+}
+
 } // namespace mt

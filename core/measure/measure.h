@@ -34,9 +34,21 @@ struct MeasureOptions {
   bool check = true;               // compare the warm-up output with the reference
   double rtol = 1e-3;
   double atol = 1e-4;
+  // The absolute tolerance of an output is also at least this times its largest |reference
+  // value|: a target whose products round their operands (bf16_products_tolerance()) is off
+  // by a share of the output's scale, not of each element.
+  double atol_of_largest = 0;
+  bool tolerance_given = false; // the user set rtol / atol: keep them as they are
   bool isolate = true; // false: build and run in this process (debugging only: no
                        // timeouts, and a crashing kernel takes the process down)
 };
+
+// `m` widened for a target that reports "fpmath": "bf16" in its device description (products
+// of operands rounded to bf16, summed in f32), unless the user gave the tolerances: a
+// product's operands are each off by up to 2^-9 relative, so a length-K dot product is off by
+// about 2^-8 sqrt(K) times a product's size -- a few thousandths of the largest output for
+// random inputs; a wrong kernel is off by tenths of it. rtol 2^-6, atol 2^-7 of the largest.
+MeasureOptions with_bf16_products_tolerance(MeasureOptions m);
 
 // Inputs of a workload (random, deterministic in the seed) and its expected outputs as the
 // reference interpreter computes them on the unscheduled function. The interpreter is slow

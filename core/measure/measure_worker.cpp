@@ -1,7 +1,9 @@
 // Building and running one candidate (see measure_worker.h).
 #include "core/measure/measure_worker.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
@@ -77,7 +79,12 @@ MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
       for (size_t i = 0; i < args.size(); ++i) {
         if (!ref.is_output[i]) continue;
         std::string why;
-        if (!allclose(args[i], ref.args[i], options.rtol, options.atol, &why)) {
+        double atol = options.atol;
+        if (options.atol_of_largest > 0) {
+          const double largest = max_abs(ref.args[i]);
+          if (std::isfinite(largest)) atol = std::max(atol, options.atol_of_largest * largest);
+        }
+        if (!allclose(args[i], ref.args[i], options.rtol, atol, &why)) {
           r.status = MeasureStatus::WrongResult;
           r.error = "output " + std::to_string(i) + ": " + why;
           return r;

@@ -357,6 +357,16 @@ bool allclose(const NDArray& a, const NDArray& b, double rtol, double atol, std:
   return true;
 }
 
+double max_abs(const NDArray& a) {
+  double m = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const double x = std::fabs(a.get_double(i));
+    if (!std::isfinite(x)) return std::numeric_limits<double>::infinity();
+    m = std::max(m, x);
+  }
+  return m;
+}
+
 double max_abs_diff(const NDArray& a, const NDArray& b) {
   if (a.shape() != b.shape())
     throw std::invalid_argument("max_abs_diff: shapes differ: " + a.shape_string() + " vs " +

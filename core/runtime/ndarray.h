@@ -77,6 +77,8 @@ bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double ato
               std::string* why = nullptr);
 // Largest |a - b| over all elements (inf if any NaN differs); throws on a shape mismatch.
 double max_abs_diff(const NDArray& a, const NDArray& b);
+// The largest |element| (infinity if any is NaN or infinite; 0 for no elements).
+double max_abs(const NDArray& a);
 
 // ---- scalar conversions shared with the interpreter and code generators ---------------------
 // Rounds `v` to the nearest value representable in float dtype `t` (ties to even), or wraps an

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -12,6 +13,13 @@
 #include "core/plugin/plugin_host.h"
 
 namespace mt {
+
+bool rounds_products_to_bf16(const TargetSetup& t) {
+  auto it = t.attrs.find("fpmath");
+  if (it == t.attrs.end()) return false;
+  const std::string* v = std::get_if<std::string>(&it->second);
+  return v && *v == "bf16";
+}
 
 TargetWords split_target(const std::string& target) {
   TargetWords t;

@@ -34,6 +34,10 @@ bool is_gpu_kind(const std::string& kind);
 // The "kind" of a describe_device() JSON object ("llvm", "cuda", ...); empty if it has none.
 std::string device_kind(const std::string& device_json);
 
+// Whether the target says its products round their operands to bf16 (its device description's
+// "fpmath": "bf16"): its kernels are checked at bf16's precision (with_bf16_products_tolerance).
+bool rounds_products_to_bf16(const TargetSetup& t);
+
 // A target string's first word (a component name or its prefix) and the configuration the
 // component gets: {"target": "<kind> <options>"} for the words after it ("llvm -mcpu=x" for
 // both "llvm -mcpu=x" and "llvm.cpu -mcpu=x"), empty when there are none.

@@ -224,6 +224,10 @@ private:
   // The target, the search space, the cost model, the library targets and the database.
   void resolve_components() {
     target_ = setup_target(host_, options_.target);
+    // A target whose products round their operands to bf16 is checked against the reference
+    // at bf16's precision.
+    if (rounds_products_to_bf16(target_))
+      options_.measure = with_bf16_products_tolerance(options_.measure);
     space_ = resolve_search_space(host_, target_, options_.space);
     if (space_.rules.empty())
       throw TuneError("target '" + target_.component +

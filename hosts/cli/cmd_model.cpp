@@ -32,6 +32,7 @@
 #include "core/graph/sequence_buckets.h"
 #include "core/ir/structural.h"
 #include "core/tuner/tune_log.h"
+#include "core/tuner/target_setup.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
 #include "hosts/cli/model_choice.h"
@@ -157,6 +158,12 @@ int tune_model(ModelTuneOptions& o) {
   std::cerr << m.describe() << "\n";
   finish_tune_options(o, *m.host);
   o.tune.model_tasks = true;
+  // --fpmath bf16 tunes the kernels as bf16 runs them: a target that knows -fpmath (llvm.cpu)
+  // then offers its bf16 products (AMX tile products where the CPU has them), and files the
+  // records apart from the f32 ones. The in-model comparison adds the option itself.
+  const std::string target = o.tune.target;
+  if (o.fpmath != "f32" && split_target(target).word.rfind("llvm", 0) == 0)
+    o.tune.target = target + " -fpmath=" + o.fpmath;
   std::vector<TuneTask> tasks = tune_tasks(m.tasks);
   if (!o.source.buckets.empty()) { // every bucket's tasks under the one budget
     // Shapes differ between buckets, so their workloads do too: named by bucket.
@@ -223,11 +230,11 @@ int tune_model(ModelTuneOptions& o) {
     ModelChoiceSummary c, g;
     try {
       std::unique_ptr<Database> db = Database::open(o.tune.db_path);
-      c = choose_in_model(m, *db, o.tune.target, libraries, o.fpmath, o.choice_rounds, o.quiet);
+      c = choose_in_model(m, *db, target, libraries, o.fpmath, o.choice_rounds, o.quiet);
       if (!o.decode_capacities.empty() && !m.encoder) {
         std::cerr << "and in generation: a prompt of " << m.seq
                   << " tokens and decode steps at each capacity\n";
-        g = choose_in_generation(m, *db, o.tune.target, libraries, o.fpmath, o.choice_rounds,
+        g = choose_in_generation(m, *db, target, libraries, o.fpmath, o.choice_rounds,
                                  o.decode_capacities, o.quiet);
       }
     } catch (const std::exception& e) {
@@ -371,9 +378,11 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
                    "model is what `best` runs (0 = none; docs/tuning.md)")
       ->capture_default_str();
   add_fpmath_option(tune_cmd, tune_opt->fpmath,
-                    "f32, or bf16: the in-model comparison times the kernels as `--fpmath bf16` "
-                    "runs them (weights in bf16), and its choices serve `best` with --fpmath "
-                    "bf16 only, beside the f32 ones (the records are timed in f32 either way)");
+                    "f32, or bf16: the kernels are tuned as `--fpmath bf16` runs them (llvm: "
+                    "products of bf16-rounded operands, AMX tile products where the CPU has "
+                    "them; records filed apart from the f32 ones, checked at bf16's precision), "
+                    "and the in-model comparison times them so (weights in bf16): its choices "
+                    "serve `best` with --fpmath bf16 only");
   tune_cmd->add_option("--tasks", tune_opt->only_tasks,
                        "Tune only the tasks whose names this regular expression matches (e.g. "
                        "'@decode' for the decode steps' kernels); the budget is theirs");

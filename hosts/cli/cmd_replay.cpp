@@ -78,6 +78,7 @@ int run_replay(const ReplayOptions& opt) {
                    (opt.cold_inputs == "auto" &&
                     cold_inputs_under(cold_policy_of(db->record_setting(kMeasuredInputs), opt.db),
                                       workload, count_flops(workload)));
+  if (rounds_products_to_bf16(target)) mo = with_bf16_products_tolerance(mo);
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "core/plugin/plugin_host.h"
+#include "core/tuner/target_setup.h"
 
 namespace mt::cli {
 
@@ -69,12 +70,15 @@ void add_tune_flags(CLI::App* cmd, TuneFlags& f) {
   // The f32 rounding of a sum grows with its length and the partial sums' size: a 4096-long
   // dot product of [-1, 1) inputs is off by a few 1e-5 in any order, so a matmul of K = 4096
   // needs a larger atol than the default.
-  cmd->add_option("--rtol", t.measure.rtol,
-                  "Relative tolerance of the output check against the reference")
-      ->capture_default_str();
-  cmd->add_option("--atol", t.measure.atol,
-                  "Absolute tolerance of the output check against the reference")
-      ->capture_default_str();
+  f.tolerances = {
+      cmd->add_option("--rtol", t.measure.rtol,
+                      "Relative tolerance of the output check against the reference (a target "
+                      "whose products round to bf16, `-fpmath=bf16`, is checked at bf16's: "
+                      "rtol 2^-6, atol 2^-7 of the output's largest value, unless given)")
+          ->capture_default_str(),
+      cmd->add_option("--atol", t.measure.atol,
+                      "Absolute tolerance of the output check against the reference")
+          ->capture_default_str()};
   cmd->add_option("--build-timeout", t.measure.build_timeout_s, "Seconds per build")
       ->capture_default_str();
   cmd->add_option("--run-timeout", t.measure.run_timeout_s, "Seconds per measurement")
@@ -158,12 +162,14 @@ std::vector<SpaceEdit> space_edits(const TuneFlags& f) {
 void finish_tune_options(TuneFlags& f, const PluginHost& host) {
   f.tune.space = space_edits(f);
   f.tune.measure.min_repeat_seconds = f.min_repeat_ms * 1e-3;
+  for (const CLI::Option* o : f.tolerances)
+    f.tune.measure.tolerance_given = f.tune.measure.tolerance_given || o->count() > 0;
   if (f.no_library) {
     f.tune.library_targets.clear();
   } else if (!f.libraries.empty()) {
     f.tune.library_targets = f.libraries;
     for (const auto& l : f.libraries)
-      if (!host.find(ComponentKind::Target, l))
+      if (!host.find(ComponentKind::Target, split_target(l).word))
         std::cerr << "warning: --library " << l
                   << ": no such target component is registered; not used\n";
   }

@@ -32,6 +32,7 @@ struct TuneFlags {
   // option itself (`tune --config`, `model tune --tuning-config`).
   std::string space_config;
   std::vector<std::string> rules, mutators, postprocs;
+  std::vector<CLI::Option*> tolerances; // --rtol, --atol: given, they are kept as they are
 };
 
 void add_tune_flags(CLI::App* cmd, TuneFlags& f);

@@ -6,6 +6,7 @@ void register_all(sdk::Registry& r) {
   register_auto_inline(r);
   register_multi_level_tiling(r);
   register_multi_level_tiling_tensor_core(r);
+  register_multi_level_tiling_amx(r);
   register_parallel_vectorize_unroll(r);
   register_add_rfactor(r);
   register_vector_rfactor(r);

@@ -10,6 +10,7 @@ namespace mt::std_rules {
 void register_auto_inline(sdk::Registry& r);
 void register_multi_level_tiling(sdk::Registry& r);
 void register_multi_level_tiling_tensor_core(sdk::Registry& r);
+void register_multi_level_tiling_amx(sdk::Registry& r);
 void register_parallel_vectorize_unroll(sdk::Registry& r);
 void register_add_rfactor(sdk::Registry& r);
 void register_vector_rfactor(sdk::Registry& r);

@@ -140,6 +140,11 @@ TEST_P(AmxTileProduct, MatchesTheBf16RoundedReference) {
   // Packed copies are laid out for the tile where they are made: no tile goes through the stack.
   EXPECT_EQ(ir.find("%amx.a.stack") != std::string::npos, !c.packed && !c.a_bf16);
   EXPECT_EQ(ir.find("%amx.b.stack") != std::string::npos, !c.packed);
+  // A packed weight [N, K] whose panel holds whole 32 x 16 blocks is transposed in registers,
+  // 16 pairs at a time (the pair copy), not gathered.
+  if (c.packed && c.b_weight && c.tk % 32 == 0 && c.tn % 16 == 0) {
+    EXPECT_NE(ir.find("transpose"), std::string::npos);
+  }
   o.bf16_products = false;
   EXPECT_EQ(emit_ir(tiled_matmul(c), o).find("tdpbf16ps"), std::string::npos);
 
@@ -164,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, AmxTileProduct,
                                            Case{32, 32, 64, 16, 16, 32, false, true},
                                            Case{32, 48, 64, 16, 16, 32, true, true},
                                            Case{32, 32, 64, 16, 16, 32, false, false, true},
-                                           Case{48, 24, 40, 16, 12, 20, true, true, true}),
+                                           Case{48, 24, 40, 16, 12, 20, true, true, true},
+                                           Case{32, 32, 64, 16, 16, 32, false, true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return "m" + std::to_string(c.m) + "n" + std::to_string(c.n) + "k" +
@@ -173,6 +179,79 @@ INSTANTIATE_TEST_SUITE_P(Layouts, AmxTileProduct,
                                   (c.a_bf16 ? "_aBf16" : "") + (c.b_weight ? "_bWeight" : "") +
                                   (c.packed ? "_packed" : "");
                          });
+
+// The structure of a fast kernel (match_amx_block): per (i0, j0) the A rows and the B panel
+// copied whole, then for k0: for i2 < R: for j2 < S: one tile product -- the R x S accumulators
+// kept in tile registers through k0.
+P::Program blocked_matmul(int m, int n, int k, int rows, int cols, bool b_weight) {
+  auto A = P::make_buffer("A", P::DType::f32(), {m, k});
+  auto B = P::make_buffer("B", P::DType::f32(),
+                          b_weight ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+  auto C = P::make_buffer("C", P::DType::f32(), {m, n});
+  const int bm = rows * 16, bn = cols * 16;
+  auto As = P::make_buffer("A_s", P::DType::f32(), {bm, k});
+  auto Bs = P::make_buffer("B_s", P::DType::f32(), {k, bn});
+  auto i = P::make_var("i"), j = P::make_var("j"), i0 = P::make_var("i0"), j0 = P::make_var("j0");
+  auto k0 = P::make_var("k0"), i2 = P::make_var("i2"), j2 = P::make_var("j2");
+  auto i1 = P::make_var("i1"), j1 = P::make_var("j1"), k1 = P::make_var("k1");
+  auto x = P::make_var("x"), y = P::make_var("y");
+  P::Stmt copy_a =
+      P::make_for(x, bm,
+                  P::make_for(y, k, P::make_store(As, {x, y}, P::make_load(A, {i0 * bm + x, y})),
+                              P::ForKind::Vectorized));
+  auto u = P::make_var("u"), w = P::make_var("w");
+  P::Expr b_val = b_weight ? P::make_load(B, {j0 * bn + w, u}) : P::make_load(B, {u, j0 * bn + w});
+  P::Stmt copy_b = P::make_for(
+      u, k, P::make_for(w, bn, P::make_store(Bs, {u, w}, b_val), P::ForKind::Vectorized));
+  P::Expr row = i0 * bm + i2 * 16 + i1, col = j0 * bn + j2 * 16 + j1, d = k0 * 32 + k1;
+  P::Stmt update =
+      P::make_store(C, {row, col},
+                    P::make_load(C, {row, col}) +
+                        P::make_load(As, {i2 * 16 + i1, d}) * P::make_load(Bs, {d, j2 * 16 + j1}));
+  P::Stmt tile =
+      P::make_for(i1, 16, P::make_for(j1, 16, P::make_for(k1, 32, update)), P::ForKind::Serial,
+                  P::Annotations{{P::kTensorIntrinsicAnnotation, std::string("amx.bf16")}});
+  P::Stmt ks = P::make_for(k0, k / 32, P::make_for(i2, rows, P::make_for(j2, cols, tile)));
+  P::Stmt body = P::make_allocate(As, P::make_allocate(Bs, P::make_seq({copy_a, copy_b, ks})));
+  P::Stmt zero =
+      P::make_for(i, m, P::make_for(j, n, P::make_store(C, {i, j}, 0.0), P::ForKind::Vectorized));
+  return {"amx_block",
+          {A, B, C},
+          P::make_seq({zero, P::make_for(i0, m / bm, P::make_for(j0, n / bn, body))})};
+}
+
+TEST(AmxTile, BlocksOfProductsKeepTheirAccumulatorsInTileRegisters) {
+  struct Block {
+    int rows, cols;
+    bool b_weight;
+  };
+  for (const Block& blk :
+       {Block{2, 2, true}, Block{1, 2, false}, Block{2, 1, true}, Block{3, 1, false}}) {
+    SCOPED_TRACE(std::to_string(blk.rows) + "x" + std::to_string(blk.cols));
+    const Case c{96, 64, 128, 16, 16, 32, false, blk.b_weight, true};
+    P::Program p = blocked_matmul(c.m, c.n, c.k, blk.rows, blk.cols, blk.b_weight);
+    CompileOptions o;
+    o.target = kAmxTarget;
+    o.bf16_products = true;
+    const std::string ir = emit_ir(p, o, false);
+    EXPECT_NE(ir.find("%amx.acc"), std::string::npos);
+    const Inputs in = inputs(c);
+    std::vector<float> a = in.a, b = in.b, out(static_cast<size_t>(c.m) * c.n, -1.f);
+    run(p, {a.data(), b.data(), out.data()}, CompileOptions{});
+    expect_close(out, reference(c, in, false), 1e-5, 1e-5);
+    if (!host_has_amx()) continue;
+    o.target.clear();
+    std::fill(out.begin(), out.end(), -1.f);
+    run(p, {a.data(), b.data(), out.data()}, o);
+    expect_close(out, reference(c, in, true), 1e-5, 1e-5);
+  }
+  // More accumulators and operand tiles than AMX's 8 registers: one product at a time.
+  CompileOptions o;
+  o.target = kAmxTarget;
+  o.bf16_products = true;
+  EXPECT_EQ(emit_ir(blocked_matmul(96, 64, 128, 3, 2, true), o, false).find("%amx.acc"),
+            std::string::npos);
+}
 
 // Nests that are not one tile product stay loops, marked or not: an odd depth, more rows than a
 // tile has, C contiguous along no loop of the nest.

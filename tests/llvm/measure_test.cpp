@@ -368,7 +368,7 @@ TEST(MeasureStdRules, SampledMatmulCandidatesMeasureOk) {
     postprocs.push_back(host().create_postproc(n));
     postprocs.back()->initialize(attrs);
   }
-  ASSERT_EQ(rules.size(), 6u);
+  ASSERT_EQ(rules.size(), 7u);
   ASSERT_EQ(postprocs.size(), 3u);
 
   Function f = make_workload("matmul(M=128,N=96,K=64)");
@@ -409,8 +409,8 @@ TEST(MeasureTarget, DefaultsAreTheStandardCpuSetAndVectorWidthFollowsFeatures) {
   auto target = make_target();
   EXPECT_EQ(target->default_components(ComponentKind::ScheduleRule),
             (std::vector<std::string>{"std.AutoInline", "std.VectorRFactor", "std.AddRFactor",
-                                      "std.MultiLevelTiling", "std.ParallelVectorizeUnroll",
-                                      "std.RandomComputeLocation"}));
+                                      "std.MultiLevelTilingAmx", "std.MultiLevelTiling",
+                                      "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"}));
   EXPECT_EQ(
       target->default_components(ComponentKind::Postproc),
       (std::vector<std::string>{"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",

@@ -767,6 +767,82 @@ TEST(StdRulesMultiLevelTiling, BadConfigurationIsRefusedAtCreation) {
   EXPECT_EQ(enclosing_loops(spaces[0]->func(), block_names(f)[0]).size(), 5u);
 }
 
+// The loops under each loop marked "amx.bf16": their extents, outermost first.
+std::vector<std::vector<int64_t>> amx_nests(const Function& f) {
+  std::vector<std::vector<int64_t>> out;
+  visit_stmts(f.body, [&](const Stmt& s) {
+    if (s->kind != StmtKind::For) return true;
+    const ForNode* l = as<ForNode>(s);
+    auto it = l->annotations.find("meta_schedule.tensor_intrinsic");
+    if (it == l->annotations.end() || std::get<std::string>(it->second) != "amx.bf16") return true;
+    std::vector<int64_t> extents;
+    for (const ForNode* x = l; x;
+         x = x->body->kind == StmtKind::For ? as<ForNode>(x->body) : nullptr)
+      extents.push_back(x->extent);
+    out.push_back(extents);
+    return false;
+  });
+  return out;
+}
+
+TEST(StdRulesMultiLevelTilingAmx, TilesForAmxWhereTheTargetOffersItsTileProducts) {
+  TuneAttributes amx = kCpu;
+  amx["tile_products"] = std::string("amx.bf16");
+  // Not offered (no -fpmath=bf16, or no AMX): the block is left to MultiLevelTiling.
+  Function dense = make_workload("dense(M=64,N=64,K=64,bias=1,act=gelu)");
+  auto plain = apply_rule(dense, *rule("std.MultiLevelTilingAmx", kCpu));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_TRUE(amx_nests(plain[0]->func()).empty());
+  for (const std::string spec : {"dense(M=64,N=64,K=64,bias=1,act=gelu)",
+                                 "batch_matmul(B=2,M=32,N=32,K=64)", "matmul(M=32,N=64,K=96)"}) {
+    SCOPED_TRACE(spec);
+    Function f = make_workload(spec);
+    auto spaces = apply_rule(f, *rule("std.MultiLevelTilingAmx", amx));
+    ASSERT_EQ(spaces.size(), 2u) << "the tiled space and the untouched one";
+    EXPECT_TRUE(amx_nests(spaces[1]->func()).empty());
+    std::vector<NDArray> ref = run(f);
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      std::shared_ptr<Schedule> s = resample(f, *spaces[0], seed);
+      ASSERT_TRUE(s);
+      const Function& g = s->func();
+      // Each marked nest is one 16 x 16 x 32 tile product; the loops compute what the
+      // workload does (the interpreter runs them).
+      std::vector<std::vector<int64_t>> nests = amx_nests(g);
+      ASSERT_FALSE(nests.empty());
+      for (const auto& n : nests)
+        EXPECT_EQ(n, (std::vector<int64_t>{16, 16, 32}));
+      EXPECT_EQ(compare(ref, g), "");
+    }
+  }
+  // dense's bias and GELU run in the write-back of each block of tiles (the cache's block,
+  // under the parallel loop and the block loops), no longer on their own.
+  auto spaces = apply_rule(dense, *rule("std.MultiLevelTilingAmx", amx));
+  const Function& g = spaces[0]->func();
+  EXPECT_FALSE(find_block(g.body, "bias_add").has_value());
+  ASSERT_TRUE(find_block(g.body, "dense_global").has_value());
+  EXPECT_GT(enclosing_loops(g, "dense_global").size(), 4u);
+}
+
+TEST(StdRulesMultiLevelTilingAmx, LeavesWhatIsNotOneTileAlone) {
+  TuneAttributes amx = kCpu;
+  amx["tile_products"] = std::string("amx.bf16");
+  // k not a multiple of 32, j not of 16, no reduction.
+  for (const std::string spec :
+       {"matmul(M=32,N=32,K=48)", "matmul(M=32,N=24,K=64)", "softmax(M=32,N=64)"}) {
+    Function f = make_workload(spec);
+    auto spaces = apply_rule(f, *rule("std.MultiLevelTilingAmx", amx));
+    ASSERT_EQ(spaces.size(), 1u) << spec;
+    EXPECT_TRUE(amx_nests(spaces[0]->func()).empty()) << spec;
+  }
+  EXPECT_THROW(rule("std.MultiLevelTilingAmx", amx, R"({"enabled": "maybe"})"), std::exception);
+  EXPECT_THROW(rule("std.MultiLevelTilingAmx", amx, R"({"max_tiles_per_axis": 0})"),
+               std::exception);
+  // "always" tiles without the target's word.
+  auto forced = apply_rule(make_workload("matmul(M=32,N=32,K=32)"),
+                           *rule("std.MultiLevelTilingAmx", kCpu, R"({"enabled": "always"})"));
+  EXPECT_EQ(forced.size(), 2u);
+}
+
 TEST(StdRulesParallelVectorizeUnroll, AnnotatesAndThePostprocRewrites) {
   Function f = make_workload("elementwise(M=8,N=16)");
   auto in = instantiate(cpu_set());

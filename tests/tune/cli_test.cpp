@@ -226,6 +226,38 @@ TEST(TuneCli, JsonLastLineThenBestAndReplay) {
   EXPECT_NE(ir.out.find("correct"), std::string::npos);
 }
 
+// `--target "llvm -fpmath=bf16"`: the kernels may round their products' operands (AMX tile
+// products, std.MultiLevelTilingAmx, forced here so that the space has them on any CPU), so the
+// records are filed under the target with that option, apart from the f32 ones, and checked at
+// bf16's precision: every trial passes, and replaying a record rebuilds it with bf16 products.
+TEST(TuneCli, Bf16ProductsAreFiledApartAndCheckedAtBf16Precision) {
+  TempDir d;
+  std::string db = d.file("bf16.db");
+  const std::string spec = "dense(M=32,N=64,K=128,bias=1,act=gelu)";
+  std::vector<std::string> args = tune_args(db, spec, 8);
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--target") args[i + 1] = "llvm -fpmath=bf16";
+  for (const char* a :
+       {"--rules", "std.AutoInline,std.MultiLevelTilingAmx{\"enabled\": \"always\"},"
+                   "std.ParallelVectorizeUnroll"})
+    args.push_back(a);
+  CliRun r = run_cli(d, args, "tune_bf16");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  nlohmann::json j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_TRUE(j["target"].get<std::string>().ends_with(" -fpmath=bf16")) << j["target"];
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["failed"], 0) << r.err;
+  const int64_t best_id = j["tasks"][0]["best_record_id"];
+  CliRun p = run_cli(d,
+                     {"replay", "--db", db, "--record", std::to_string(best_id), "--repeats", "1",
+                      "--min-repeat-ms", "1", "--json"},
+                     "replay_bf16");
+  ASSERT_EQ(p.status, 0) << p.err << p.out;
+  nlohmann::json pj = nlohmann::json::parse(last_line(p.out));
+  EXPECT_EQ(pj["ok"], true) << p.out;
+  EXPECT_TRUE(pj["target"].get<std::string>().ends_with(" -fpmath=bf16"));
+}
+
 TEST(TuneCli, SigkillThenSameCommandResumesWithoutLoss) {
   TempDir d;
   std::string db = d.file("t.db");

@@ -164,6 +164,110 @@ std::optional<AmxTile> match_amx_tile(const P::StmtNode& loop) {
   return t;
 }
 
+std::optional<AmxBlock> match_amx_block(const P::StmtNode& loop) {
+  if (loop.kind != P::StmtKind::For || is_amx_marked(loop) ||
+      loop.for_kind == P::ForKind::Parallel || loop.for_kind == P::ForKind::ThreadBinding)
+    return std::nullopt;
+  std::vector<const P::StmtNode*> middle;
+  const P::StmtNode* s = only_stmt(loop.body);
+  while (s && s->kind == P::StmtKind::For && !is_amx_marked(*s) && middle.size() < 2) {
+    if (s->for_kind == P::ForKind::Parallel || s->for_kind == P::ForKind::ThreadBinding)
+      return std::nullopt;
+    middle.push_back(s);
+    s = only_stmt(s->body);
+  }
+  if (!s || !is_amx_marked(*s)) return std::nullopt;
+  std::optional<AmxTile> t = match_amx_tile(*s);
+  if (!t || !t->a.direct || !t->b.direct) return std::nullopt;
+  AmxBlock b{*t, &loop};
+  const P::StmtNode& st = *t->store;
+  const P::Expr c_flat = P::flat_index(st.buffer.operator*(), st.indices);
+  const int64_t k0 = loop.loop_var->var_id;
+  if (uses(c_flat, k0)) return std::nullopt;
+  const P::Expr& a = t->a.load;
+  const P::Expr& bl = t->b.load;
+  auto moves = [](const P::Expr& load, int64_t v) {
+    for (const P::Expr& i : load->args)
+      if (uses(i, v)) return true;
+    return false;
+  };
+  for (const P::StmtNode* m : middle) {
+    const int64_t v = m->loop_var->var_id;
+    const bool in_a = moves(a, v), in_b = moves(bl, v);
+    if (in_a && !in_b && b.rows_var < 0) {
+      b.rows_var = v;
+      b.rows = m->extent;
+    } else if (in_b && !in_a && b.cols_var < 0) {
+      b.cols_var = v;
+      b.cols = m->extent;
+    } else {
+      return std::nullopt;
+    }
+    if (!uses(c_flat, v)) return std::nullopt;
+  }
+  if (b.rows * b.cols + b.rows + b.cols > kAmxTileRegisters) return std::nullopt;
+  return b;
+}
+
+std::optional<PairCopy> match_pair_copy(const P::StmtNode& outer) {
+  if (outer.kind != P::StmtKind::For || outer.for_kind == P::ForKind::Parallel ||
+      outer.for_kind == P::ForKind::ThreadBinding)
+    return std::nullopt;
+  const P::StmtNode* inner = only_stmt(outer.body);
+  if (!inner || inner->kind != P::StmtKind::For || inner->for_kind == P::ForKind::Parallel ||
+      inner->for_kind == P::ForKind::ThreadBinding)
+    return std::nullopt;
+  const P::StmtNode* st = only_stmt(inner->body);
+  if (!st || st->kind != P::StmtKind::Store) return std::nullopt;
+  // The store as the load of the same place would be: [.., r // 2, c, r % 2].
+  auto probe = std::make_shared<P::ExprNode>();
+  probe->kind = P::ExprKind::Load;
+  probe->dtype = st->buffer->dtype;
+  probe->buffer = st->buffer;
+  probe->args = st->indices;
+  const std::optional<PairIndex> at = pair_index(P::Expr(probe));
+  if (!at) return std::nullopt;
+  const int64_t a = outer.loop_var->var_id, v = inner->loop_var->var_id;
+  PairCopy pc;
+  pc.store = st;
+  if (even_but(at->row, a) && !uses(at->row, v) && P::affine_coefficient(at->col, v) == 1 &&
+      !uses(at->col, a)) {
+    pc.row_var = a;
+    pc.col_var = v;
+    pc.rows = outer.extent;
+    pc.cols = inner->extent;
+  } else if (even_but(at->row, v) && !uses(at->row, a) && P::affine_coefficient(at->col, a) == 1 &&
+             !uses(at->col, v)) {
+    pc.row_var = v;
+    pc.col_var = a;
+    pc.rows = inner->extent;
+    pc.cols = outer.extent;
+  } else {
+    return std::nullopt;
+  }
+  for (size_t d = 0; d + 3 < st->indices.size(); ++d)
+    if (uses(st->indices[d], a) || uses(st->indices[d], v)) return std::nullopt;
+  // Which way the loads run contiguously: every load moving with r does so by 1, or every load
+  // moving with c does; none reads the panel itself.
+  bool ok = true, rows_contiguous = true, cols_contiguous = true;
+  P::post_order_visit(st->value, [&](const P::Expr& x) {
+    if (x->kind != P::ExprKind::Load) return;
+    if (x->buffer->id == st->buffer->id) ok = false;
+    const P::Expr flat = P::flat_index(*x->buffer, x->args);
+    if (uses(flat, pc.row_var) && P::affine_coefficient(flat, pc.row_var) != 1)
+      rows_contiguous = false;
+    if (uses(flat, pc.col_var) && P::affine_coefficient(flat, pc.col_var) != 1)
+      cols_contiguous = false;
+  });
+  if (!ok || pc.cols % kAmxMaxCols != 0) return std::nullopt;
+  if (cols_contiguous && pc.rows % 2 == 0) return pc;
+  if (rows_contiguous && pc.rows % kAmxMaxDepth == 0) {
+    pc.along_rows = true;
+    return pc;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // How with_amx_operands lays out an allocated buffer.

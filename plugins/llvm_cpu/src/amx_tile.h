@@ -53,6 +53,35 @@ bool is_amx_marked(const sdk::program::StmtNode& loop);
 // `loop` (marked or not) as one tile product, or nullopt where it is not exactly one.
 std::optional<AmxTile> match_amx_tile(const sdk::program::StmtNode& loop);
 
+// A block of tile products accumulated over a loop, the structure of a fast AMX kernel:
+//   for k0:  for i2 < R:  for j2 < S:  [marked tile product, A and B loadable as they are]
+// with C not moving with k0 and R x S + R + S <= 8 (the tile registers; the middle loops may be
+// absent). The generator keeps the R x S accumulators in tile registers across k0 -- loaded
+// before, stored after -- and per k0 step loads R tiles of A and S of B for R x S products.
+struct AmxBlock {
+  AmxTile tile;                         // the product, as matched
+  const sdk::program::StmtNode* loop;   // k0
+  int64_t rows_var = -1, cols_var = -1; // i2 and j2 (-1: absent)
+  int64_t rows = 1, cols = 1;           // R and S
+};
+inline constexpr int64_t kAmxTileRegisters = 8;
+std::optional<AmxBlock> match_amx_block(const sdk::program::StmtNode& loop);
+
+// A copy into a buffer laid out in pairs by with_amx_operands -- the B panel a schedule packs --
+//   for a: for v: B_s[.., r // 2, c, r % 2] = value    (r moving with one of a, v by 1, c with
+//                                                       the other; any loop kinds)
+// recognised so that the generator writes whole pair rows: where `value` is contiguous along c
+// (a matmul's B[k, j]) two rows 2p and 2p + 1 interleaved; where it is contiguous along r (a
+// dense layer's weight W[j, k]) 16 columns of 32 rows each loaded as 16 pairs and the 16 x 16
+// pairs transposed in registers. Needs r's extent a multiple of 32 (2 where along c), c's of 16.
+struct PairCopy {
+  const sdk::program::StmtNode* store = nullptr;
+  int64_t row_var = 0, col_var = 0; // the loop variables r and c move with
+  int64_t rows = 0, cols = 0;       // their extents
+  bool along_rows = false;          // value contiguous along r (else along c)
+};
+std::optional<PairCopy> match_pair_copy(const sdk::program::StmtNode& outer);
+
 // `p` with every allocated buffer that only marked tile products read as their A operand
 // stored in bf16, and every one only read as their B operand stored in bf16 pairs
 // ([.., K, N] -> [.., K/2, N, 2]; the stores into it round, the loads read it there). Programs

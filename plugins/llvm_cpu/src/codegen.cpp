@@ -1055,7 +1055,7 @@ private:
     if (s.extent <= 0) return;
     int64_t id = s.loop_var->var_id;
     bounds_[id] = {0, s.extent - 1};
-    if (horizontal_sum(s) || transposed_copy(s) || amx_product(s)) {
+    if (horizontal_sum(s) || transposed_copy(s) || amx_block(s) || amx_product(s) || pair_copy(s)) {
       bounds_.erase(id);
       return;
     }
@@ -1238,6 +1238,96 @@ private:
     b_.SetInsertPoint(ready);
   }
 
+  // A block of tile products over k0 (match_amx_block): the accumulators loaded before the
+  // loop, carried through it in tile registers, stored after it.
+  bool amx_block(const P::StmtNode& s) {
+    if (vec_ || !amx_) return false;
+    const std::optional<AmxBlock> blk = match_amx_block(s);
+    if (!blk) return false;
+    const AmxTile& t = blk->tile;
+    const int64_t k0 = s.loop_var->var_id;
+    bounds_[k0] = {0, s.extent - 1};
+    if (blk->rows_var >= 0) bounds_[blk->rows_var] = {0, blk->rows - 1};
+    if (blk->cols_var >= 0) bounds_[blk->cols_var] = {0, blk->cols - 1};
+    for (int64_t v : {t.i_var, t.j_var, t.k_var})
+      bounds_[v] = {0, (v == t.i_var ? t.m : v == t.j_var ? t.n : t.k) - 1};
+    auto i16 = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
+    llvm::Value *rows = i16(t.m), *c_bytes = i16(t.n * 4), *a_bytes = i16(t.k * 2);
+    auto bind = [&](int64_t var, int64_t value) {
+      if (var >= 0) frame_->vars[var] = b_.getInt64(value);
+    };
+    auto unbind = [&](int64_t var) {
+      if (var >= 0) frame_->vars.erase(var);
+    };
+    const P::StmtNode& st = *t.store;
+    const BufferBinding& cb = binding(st.buffer, "store");
+    const P::Expr c_flat = P::flat_index(*st.buffer, st.indices);
+    llvm::Value* c_stride = b_.getInt64(t.c_row_stride * 4);
+    const size_t n = static_cast<size_t>(blk->rows * blk->cols);
+    std::vector<llvm::Value*> c_ptr(n), acc(n);
+    frame_->vars[k0] = b_.getInt64(0);
+    for (int64_t r = 0; r < blk->rows; ++r)
+      for (int64_t c = 0; c < blk->cols; ++c) {
+        bind(blk->rows_var, r);
+        bind(blk->cols_var, c);
+        const size_t x = static_cast<size_t>(r * blk->cols + c);
+        c_ptr[x] = b_.CreateInBoundsGEP(b_.getFloatTy(), cb.ptr, at_tile_origin(c_flat, t));
+        acc[x] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                    {rows, c_bytes, c_ptr[x], c_stride});
+      }
+    llvm::Function* fn = frame_->fn;
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "amx.k", fn);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "amx.k.end", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, "amx.k0");
+    iv->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> carried(n);
+    for (size_t x = 0; x < n; ++x) {
+      carried[x] = b_.CreatePHI(acc[x]->getType(), 2, "amx.acc");
+      carried[x]->addIncoming(acc[x], pre);
+    }
+    frame_->vars[k0] = iv;
+    std::vector<llvm::Value*> a(static_cast<size_t>(blk->rows)), bt(static_cast<size_t>(blk->cols));
+    for (int64_t r = 0; r < blk->rows; ++r) {
+      bind(blk->rows_var, r);
+      a[static_cast<size_t>(r)] = b_.CreateIntrinsic(
+          llvm::Intrinsic::x86_tileloadd64_internal, {},
+          {rows, a_bytes, tile_origin(t.a.load, t), b_.getInt64(t.a.row_stride * 2)});
+    }
+    unbind(blk->rows_var);
+    for (int64_t c = 0; c < blk->cols; ++c) {
+      bind(blk->cols_var, c);
+      bt[static_cast<size_t>(c)] = b_.CreateIntrinsic(
+          llvm::Intrinsic::x86_tileloadd64_internal, {},
+          {i16(t.k / 2), c_bytes, tile_origin(t.b.load, t), b_.getInt64(t.b.pair_row_stride * 2)});
+    }
+    unbind(blk->cols_var);
+    std::vector<llvm::Value*> sum(n);
+    for (int64_t r = 0; r < blk->rows; ++r)
+      for (int64_t c = 0; c < blk->cols; ++c) {
+        const size_t x = static_cast<size_t>(r * blk->cols + c);
+        sum[x] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
+                                    {rows, c_bytes, a_bytes, carried[x], a[static_cast<size_t>(r)],
+                                     bt[static_cast<size_t>(c)]});
+      }
+    llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "amx.k0.next", true, true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(s.extent)), head, exit);
+    iv->addIncoming(next, latch);
+    for (size_t x = 0; x < n; ++x)
+      carried[x]->addIncoming(sum[x], latch);
+    b_.SetInsertPoint(exit);
+    for (size_t x = 0; x < n; ++x)
+      b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                         {rows, c_bytes, c_ptr[x], c_stride, sum[x]});
+    frame_->vars.erase(k0);
+    for (int64_t v : {k0, blk->rows_var, blk->cols_var, t.i_var, t.j_var, t.k_var})
+      bounds_.erase(v);
+    return true;
+  }
+
   // A marked nest as one tdpbf16ps: C's tile loaded, A's and B's loaded where they are laid
   // out for it or converted into stack tiles, multiplied, C stored back.
   bool amx_product(const P::StmtNode& s) {
@@ -1286,6 +1376,92 @@ private:
     return true;
   }
 
+  // A copy into a panel in pairs (match_pair_copy), written a whole pair row (64 bytes: 16
+  // pairs) at a time.
+  bool pair_copy(const P::StmtNode& s) {
+    if (vec_ || !amx_) return false;
+    const std::optional<PairCopy> pc = match_pair_copy(s);
+    if (!pc) return false;
+    const P::StmtNode& st = *pc->store;
+    const BufferBinding& bb = binding(st.buffer, "store");
+    const P::Expr flat = P::flat_index(*st.buffer, st.indices);
+    bounds_[pc->row_var] = {0, pc->rows - 1};
+    bounds_[pc->col_var] = {0, pc->cols - 1};
+    const int64_t w = kAmxMaxCols;
+    // The address of pair (r // 2, c) for r even.
+    auto pair_at = [&](llvm::Value* r, llvm::Value* c) {
+      frame_->vars[pc->row_var] = r;
+      frame_->vars[pc->col_var] = c;
+      llvm::Value* p = b_.CreateInBoundsGEP(b_.getInt16Ty(), bb.ptr, expr(flat).v);
+      frame_->vars.erase(pc->row_var);
+      frame_->vars.erase(pc->col_var);
+      return p;
+    };
+    auto times = [&](llvm::Value* i, int64_t n) {
+      return b_.CreateMul(i, b_.getInt64(n), "", true, true);
+    };
+    auto plus = [&](llvm::Value* a, int64_t n) {
+      return b_.CreateAdd(a, b_.getInt64(n), "", true, true);
+    };
+    if (!pc->along_rows) {
+      std::vector<int> zip;
+      for (int j = 0; j < static_cast<int>(w); ++j) {
+        zip.push_back(j);
+        zip.push_back(j + static_cast<int>(w));
+      }
+      counted_loop(
+          pc->rows / 2, "pairs",
+          [&](llvm::Value* p) {
+            llvm::Value* r0 = times(p, 2);
+            counted_loop(
+                pc->cols / w, "pairs.cols",
+                [&](llvm::Value* cb) {
+                  llvm::Value* c0 = times(cb, w);
+                  frame_->vars[pc->row_var] = r0;
+                  llvm::Value* even = bf16_row(st.value, pc->col_var, w, c0);
+                  frame_->vars[pc->row_var] = plus(r0, 1);
+                  llvm::Value* odd = bf16_row(st.value, pc->col_var, w, c0);
+                  frame_->vars.erase(pc->row_var);
+                  tag(b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, zip), pair_at(r0, c0),
+                                            llvm::Align(2)),
+                      st.buffer->id);
+                },
+                nullptr);
+          },
+          nullptr);
+    } else {
+      const int64_t depth = kAmxMaxDepth;
+      llvm::Type* pairs = llvm::FixedVectorType::get(i32_, static_cast<unsigned>(w));
+      counted_loop(
+          pc->rows / depth, "pairs",
+          [&](llvm::Value* rb) {
+            llvm::Value* r0 = times(rb, depth);
+            counted_loop(
+                pc->cols / w, "pairs.cols",
+                [&](llvm::Value* cb) {
+                  llvm::Value* c0 = times(cb, w);
+                  std::vector<llvm::Value*> cols(static_cast<size_t>(w));
+                  for (int64_t c = 0; c < w; ++c) {
+                    frame_->vars[pc->col_var] = plus(c0, c);
+                    cols[static_cast<size_t>(c)] =
+                        b_.CreateBitCast(bf16_row(st.value, pc->row_var, depth, r0), pairs);
+                  }
+                  frame_->vars.erase(pc->col_var);
+                  transpose_in_registers(cols);
+                  for (int64_t p = 0; p < w; ++p)
+                    tag(b_.CreateAlignedStore(cols[static_cast<size_t>(p)],
+                                              pair_at(plus(r0, 2 * p), c0), llvm::Align(2)),
+                        st.buffer->id);
+                },
+                nullptr);
+          },
+          nullptr);
+    }
+    bounds_.erase(pc->row_var);
+    bounds_.erase(pc->col_var);
+    return true;
+  }
+
   // `flat` with the tile's three variables at 0.
   llvm::Value* at_tile_origin(const P::Expr& flat, const AmxTile& t) {
     for (int64_t v : {t.i_var, t.j_var, t.k_var})
@@ -1310,12 +1486,14 @@ private:
     return a;
   }
 
-  // `value` over `var` (0 .. width-1) as one vector of bf16 bits, other variables as bound.
-  llvm::Value* bf16_row(const P::Expr& value, int64_t var, int64_t width) {
+  // `value` over `var` (base .. base + width - 1) as one vector of bf16 bits, other variables as
+  // bound.
+  llvm::Value* bf16_row(const P::Expr& value, int64_t var, int64_t width,
+                        llvm::Value* base = nullptr) {
     VecCtx ctx;
     ctx.var_id = var;
     ctx.width = static_cast<unsigned>(width);
-    ctx.base = b_.getInt64(0);
+    ctx.base = base ? base : b_.getInt64(0);
     vec_ = &ctx;
     llvm::Value* v = as_vec(expr(value));
     vec_ = nullptr;

@@ -122,7 +122,7 @@ private:
     if (rc != MT_LLVM_OK)
       throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + " failed with code " +
                                              std::to_string(rc) +
-                                             (rc == MT_LLVM_ERR_ALLOC         ? " (out of memory)"
+                                             (rc == MT_LLVM_ERR_ALLOC ? " (out of memory)"
                                               : rc == MT_LLVM_ERR_UNSUPPORTED
                                                   ? " (the system refused AMX's tile state)"
                                                   : ""));
@@ -163,7 +163,10 @@ public:
   std::string describe() override {
     nlohmann::json j;
     j["kind"] = "llvm";
-    j["target"] = target_.str();
+    // -fpmath=bf16 is part of the records' key: its products may round their operands (AMX
+    // tile products), so its kernels are timed and checked apart from the f32 ones.
+    j["target"] = target_.str() + (opts_.bf16_products ? " -fpmath=bf16" : "");
+    if (opts_.bf16_products) j["fpmath"] = "bf16";
     j["triple"] = target_.triple;
     j["cpu"] = target_.cpu;
     j["features"] = enabled_features();
@@ -173,6 +176,10 @@ public:
     j["vector_bytes"] = target_.vector_bits() / 8;
     // How many accumulators a register tile may keep without spilling (std.MultiLevelTiling).
     j["vector_registers"] = target_.vector_registers();
+    // -fpmath=bf16 on a CPU with AMX-BF16: the tile products std.MultiLevelTilingAmx tiles
+    // for, which this target runs as tdpbf16ps (amx_tile.h).
+    if (opts_.bf16_products && target_.has("amx-tile") && target_.has("amx-bf16"))
+      j["tile_products"] = "amx.bf16";
     // The ABI's default_components has no place for weights: the tuner reads them here.
     nlohmann::json probs = nlohmann::json::object();
     for (const auto& [name, p] : kMutatorProbabilities)
@@ -184,8 +191,9 @@ public:
   std::vector<std::string> default_components(sdk::ComponentKind kind) override {
     switch (kind) {
     case sdk::ComponentKind::ScheduleRule:
-      return {"std.AutoInline",       "std.VectorRFactor",           "std.AddRFactor",
-              "std.MultiLevelTiling", "std.ParallelVectorizeUnroll", "std.RandomComputeLocation"};
+      return {"std.AutoInline",           "std.VectorRFactor",    "std.AddRFactor",
+              "std.MultiLevelTilingAmx",  "std.MultiLevelTiling", "std.ParallelVectorizeUnroll",
+              "std.RandomComputeLocation"};
     case sdk::ComponentKind::Postproc:
       return {"std.DisallowDynamicLoop", "std.RewriteParallelVectorizeUnroll",
               "std.RewriteReductionBlock"};
