@@ -96,6 +96,10 @@ std::optional<Roles> recognise(const Schedule& sch, BlockRV block) {
   for (size_t x = 0; x < ivs.size(); ++x) {
     const sdk::IterVarInfo& iv = ivs[x];
     const bool in_a = access_uses(ops[0], iv.var), in_b = access_uses(ops[1], iv.var);
+    if (iv.kind == sdk::IterKind::Spatial && iv.extent == 1) {
+      m.batch.push_back(x); // a model's batch of one: [1, S, H] activations
+      continue;
+    }
     if (iv.kind == sdk::IterKind::Reduce) {
       if (found_k >= 0 || !in_a || !in_b || iv.extent % kDepth) return {};
       found_k = static_cast<int>(x);

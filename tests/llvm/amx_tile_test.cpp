@@ -183,7 +183,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, AmxTileProduct,
 // The structure of a fast kernel (match_amx_block): per (i0, j0) the A rows and the B panel
 // copied whole, then for k0: for i2 < R: for j2 < S: one tile product -- the R x S accumulators
 // kept in tile registers through k0.
-P::Program blocked_matmul(int m, int n, int k, int rows, int cols, bool b_weight) {
+P::Program blocked_matmul(int m, int n, int k, int rows, int cols, bool b_weight,
+                          bool split_copy = false) {
   auto A = P::make_buffer("A", P::DType::f32(), {m, k});
   auto B = P::make_buffer("B", P::DType::f32(),
                           b_weight ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
@@ -203,6 +204,16 @@ P::Program blocked_matmul(int m, int n, int k, int rows, int cols, bool b_weight
   P::Expr b_val = b_weight ? P::make_load(B, {j0 * bn + w, u}) : P::make_load(B, {u, j0 * bn + w});
   P::Stmt copy_b = P::make_for(
       u, k, P::make_for(w, bn, P::make_store(Bs, {u, w}, b_val), P::ForKind::Vectorized));
+  if (split_copy) { // the panel's columns in chunks of 16, as a split vectorized loop
+    auto w0 = P::make_var("w0"), w1 = P::make_var("w1");
+    P::Expr col = w0 * 16 + w1;
+    P::Expr v =
+        b_weight ? P::make_load(B, {j0 * bn + col, u}) : P::make_load(B, {u, j0 * bn + col});
+    copy_b = P::make_for(
+        u, k,
+        P::make_for(w0, bn / 16,
+                    P::make_for(w1, 16, P::make_store(Bs, {u, col}, v), P::ForKind::Vectorized)));
+  }
   P::Expr row = i0 * bm + i2 * 16 + i1, col = j0 * bn + j2 * 16 + j1, d = k0 * 32 + k1;
   P::Stmt update =
       P::make_store(C, {row, col},
@@ -223,18 +234,22 @@ P::Program blocked_matmul(int m, int n, int k, int rows, int cols, bool b_weight
 TEST(AmxTile, BlocksOfProductsKeepTheirAccumulatorsInTileRegisters) {
   struct Block {
     int rows, cols;
-    bool b_weight;
+    bool b_weight, split_copy;
   };
   for (const Block& blk :
-       {Block{2, 2, true}, Block{1, 2, false}, Block{2, 1, true}, Block{3, 1, false}}) {
-    SCOPED_TRACE(std::to_string(blk.rows) + "x" + std::to_string(blk.cols));
+       {Block{2, 2, true, false}, Block{1, 2, false, false}, Block{2, 1, true, false},
+        Block{3, 1, false, false}, Block{2, 2, true, true}, Block{1, 2, false, true}}) {
+    SCOPED_TRACE(std::to_string(blk.rows) + "x" + std::to_string(blk.cols) +
+                 (blk.split_copy ? " split copy" : ""));
     const Case c{96, 64, 128, 16, 16, 32, false, blk.b_weight, true};
-    P::Program p = blocked_matmul(c.m, c.n, c.k, blk.rows, blk.cols, blk.b_weight);
+    P::Program p = blocked_matmul(c.m, c.n, c.k, blk.rows, blk.cols, blk.b_weight, blk.split_copy);
     CompileOptions o;
     o.target = kAmxTarget;
     o.bf16_products = true;
     const std::string ir = emit_ir(p, o, false);
     EXPECT_NE(ir.find("%amx.acc"), std::string::npos);
+    // The panel is written a pair row at a time (no scatter into its pairs).
+    EXPECT_NE(ir.find("pairs.cols"), std::string::npos);
     const Inputs in = inputs(c);
     std::vector<float> a = in.a, b = in.b, out(static_cast<size_t>(c.m) * c.n, -1.f);
     run(p, {a.data(), b.data(), out.data()}, CompileOptions{});

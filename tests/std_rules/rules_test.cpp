@@ -793,8 +793,9 @@ TEST(StdRulesMultiLevelTilingAmx, TilesForAmxWhereTheTargetOffersItsTileProducts
   auto plain = apply_rule(dense, *rule("std.MultiLevelTilingAmx", kCpu));
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_TRUE(amx_nests(plain[0]->func()).empty());
-  for (const std::string spec : {"dense(M=64,N=64,K=64,bias=1,act=gelu)",
-                                 "batch_matmul(B=2,M=32,N=32,K=64)", "matmul(M=32,N=64,K=96)"}) {
+  for (const std::string spec :
+       {"dense(M=64,N=64,K=64,bias=1,act=gelu)", "batch_matmul(B=2,M=32,N=32,K=64)",
+        "batch_matmul(B=1,M=32,N=32,K=64)", "matmul(M=32,N=64,K=96)"}) {
     SCOPED_TRACE(spec);
     Function f = make_workload(spec);
     auto spaces = apply_rule(f, *rule("std.MultiLevelTilingAmx", amx));

@@ -210,15 +210,16 @@ std::optional<AmxBlock> match_amx_block(const P::StmtNode& loop) {
 }
 
 std::optional<PairCopy> match_pair_copy(const P::StmtNode& outer) {
-  if (outer.kind != P::StmtKind::For || outer.for_kind == P::ForKind::Parallel ||
-      outer.for_kind == P::ForKind::ThreadBinding)
-    return std::nullopt;
-  const P::StmtNode* inner = only_stmt(outer.body);
-  if (!inner || inner->kind != P::StmtKind::For || inner->for_kind == P::ForKind::Parallel ||
-      inner->for_kind == P::ForKind::ThreadBinding)
-    return std::nullopt;
-  const P::StmtNode* st = only_stmt(inner->body);
-  if (!st || st->kind != P::StmtKind::Store) return std::nullopt;
+  std::vector<const P::StmtNode*> loops;
+  const P::StmtNode* st = &outer;
+  while (st && st->kind == P::StmtKind::For) {
+    if (st->for_kind == P::ForKind::Parallel || st->for_kind == P::ForKind::ThreadBinding ||
+        st->extent <= 0)
+      return std::nullopt;
+    loops.push_back(st);
+    st = only_stmt(st->body);
+  }
+  if (loops.size() < 2 || !st || st->kind != P::StmtKind::Store) return std::nullopt;
   // The store as the load of the same place would be: [.., r // 2, c, r % 2].
   auto probe = std::make_shared<P::ExprNode>();
   probe->kind = P::ExprKind::Load;
@@ -227,28 +228,44 @@ std::optional<PairCopy> match_pair_copy(const P::StmtNode& outer) {
   probe->args = st->indices;
   const std::optional<PairIndex> at = pair_index(P::Expr(probe));
   if (!at) return std::nullopt;
-  const int64_t a = outer.loop_var->var_id, v = inner->loop_var->var_id;
+  // c's loops enumerate it in order: the innermost by 1, each outer one by the extents inside.
+  auto columns = [&](const std::vector<const P::StmtNode*>& cl, int64_t row) {
+    if (uses(at->col, row)) return false;
+    int64_t stride = 1;
+    for (auto it = cl.rbegin(); it != cl.rend(); ++it) {
+      if (P::affine_coefficient(at->col, (*it)->loop_var->var_id) != stride ||
+          uses(at->row, (*it)->loop_var->var_id))
+        return false;
+      stride *= (*it)->extent;
+    }
+    return true;
+  };
   PairCopy pc;
   pc.store = st;
-  if (even_but(at->row, a) && !uses(at->row, v) && P::affine_coefficient(at->col, v) == 1 &&
-      !uses(at->col, a)) {
-    pc.row_var = a;
-    pc.col_var = v;
-    pc.rows = outer.extent;
-    pc.cols = inner->extent;
-  } else if (even_but(at->row, v) && !uses(at->row, a) && P::affine_coefficient(at->col, a) == 1 &&
-             !uses(at->col, v)) {
-    pc.row_var = v;
-    pc.col_var = a;
-    pc.rows = inner->extent;
-    pc.cols = outer.extent;
+  std::vector<const P::StmtNode*> cl;
+  const int64_t first = loops.front()->loop_var->var_id, last = loops.back()->loop_var->var_id;
+  if (even_but(at->row, first) &&
+      columns(cl = std::vector<const P::StmtNode*>(loops.begin() + 1, loops.end()), first)) {
+    pc.row_var = first;
+    pc.rows = loops.front()->extent;
+  } else if (loops.size() == 2 && even_but(at->row, last) && columns(cl = {loops.front()}, last)) {
+    pc.row_var = last;
+    pc.rows = loops.back()->extent;
   } else {
     return std::nullopt;
   }
+  pc.cols = 1;
+  for (const P::StmtNode* l : cl) {
+    pc.col_loops.emplace_back(l->loop_var->var_id, l->extent);
+    pc.cols *= l->extent;
+  }
   for (size_t d = 0; d + 3 < st->indices.size(); ++d)
-    if (uses(st->indices[d], a) || uses(st->indices[d], v)) return std::nullopt;
+    for (const P::StmtNode* l : loops)
+      if (uses(st->indices[d], l->loop_var->var_id)) return std::nullopt;
   // Which way the loads run contiguously: every load moving with r does so by 1, or every load
-  // moving with c does; none reads the panel itself.
+  // moving with c's innermost loop does (and with its outer loops as c does); none reads the
+  // panel itself.
+  const int64_t inner = pc.col_loops.back().first;
   bool ok = true, rows_contiguous = true, cols_contiguous = true;
   P::post_order_visit(st->value, [&](const P::Expr& x) {
     if (x->kind != P::ExprKind::Load) return;
@@ -256,10 +273,9 @@ std::optional<PairCopy> match_pair_copy(const P::StmtNode& outer) {
     const P::Expr flat = P::flat_index(*x->buffer, x->args);
     if (uses(flat, pc.row_var) && P::affine_coefficient(flat, pc.row_var) != 1)
       rows_contiguous = false;
-    if (uses(flat, pc.col_var) && P::affine_coefficient(flat, pc.col_var) != 1)
-      cols_contiguous = false;
+    if (uses(flat, inner) && P::affine_coefficient(flat, inner) != 1) cols_contiguous = false;
   });
-  if (!ok || pc.cols % kAmxMaxCols != 0) return std::nullopt;
+  if (!ok || pc.col_loops.back().second % kAmxMaxCols != 0) return std::nullopt;
   if (cols_contiguous && pc.rows % 2 == 0) return pc;
   if (rows_contiguous && pc.rows % kAmxMaxDepth == 0) {
     pc.along_rows = true;

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "metatune/sdk/program.hpp"
 
@@ -68,17 +70,20 @@ inline constexpr int64_t kAmxTileRegisters = 8;
 std::optional<AmxBlock> match_amx_block(const sdk::program::StmtNode& loop);
 
 // A copy into a buffer laid out in pairs by with_amx_operands -- the B panel a schedule packs --
-//   for a: for v: B_s[.., r // 2, c, r % 2] = value    (r moving with one of a, v by 1, c with
-//                                                       the other; any loop kinds)
-// recognised so that the generator writes whole pair rows: where `value` is contiguous along c
-// (a matmul's B[k, j]) two rows 2p and 2p + 1 interleaved; where it is contiguous along r (a
-// dense layer's weight W[j, k]) 16 columns of 32 rows each loaded as 16 pairs and the 16 x 16
-// pairs transposed in registers. Needs r's extent a multiple of 32 (2 where along c), c's of 16.
+//   for r: for c_1: .. for c_n: B_s[.., r // 2, c, r % 2] = value
+//   (c = c_1 * .. + c_n, the loops enumerating it in order: a vectorized loop split in chunks)
+// or, with two loops, `for c: for r:` -- any loop kinds -- recognised so that the generator
+// writes whole pair rows: where `value` is contiguous along c (a matmul's B[k, j]) two rows 2p
+// and 2p + 1 interleaved; where it is contiguous along r (a dense layer's weight W[j, k]) 16
+// columns of 32 rows each loaded as 16 pairs and the 16 x 16 pairs transposed in registers.
+// Needs r's extent a multiple of 32 (2 where along c), c's innermost loop's of 16.
 struct PairCopy {
   const sdk::program::StmtNode* store = nullptr;
-  int64_t row_var = 0, col_var = 0; // the loop variables r and c move with
-  int64_t rows = 0, cols = 0;       // their extents
-  bool along_rows = false;          // value contiguous along r (else along c)
+  int64_t row_var = 0, rows = 0; // the loop r moves with, its extent
+  // The loops c moves with, outermost first: (variable, extent); c = their mixed-radix value.
+  std::vector<std::pair<int64_t, int64_t>> col_loops;
+  int64_t cols = 0;        // the product of their extents
+  bool along_rows = false; // value contiguous along r (else along c)
 };
 std::optional<PairCopy> match_pair_copy(const sdk::program::StmtNode& outer);
 

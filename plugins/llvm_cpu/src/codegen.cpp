@@ -1386,22 +1386,37 @@ private:
     const BufferBinding& bb = binding(st.buffer, "store");
     const P::Expr flat = P::flat_index(*st.buffer, st.indices);
     bounds_[pc->row_var] = {0, pc->rows - 1};
-    bounds_[pc->col_var] = {0, pc->cols - 1};
+    for (const auto& [v, e] : pc->col_loops)
+      bounds_[v] = {0, e - 1};
     const int64_t w = kAmxMaxCols;
-    // The address of pair (r // 2, c) for r even.
-    auto pair_at = [&](llvm::Value* r, llvm::Value* c) {
-      frame_->vars[pc->row_var] = r;
-      frame_->vars[pc->col_var] = c;
-      llvm::Value* p = b_.CreateInBoundsGEP(b_.getInt16Ty(), bb.ptr, expr(flat).v);
-      frame_->vars.erase(pc->row_var);
-      frame_->vars.erase(pc->col_var);
-      return p;
-    };
+    const int64_t inner = pc->col_loops.back().first;
     auto times = [&](llvm::Value* i, int64_t n) {
       return b_.CreateMul(i, b_.getInt64(n), "", true, true);
     };
     auto plus = [&](llvm::Value* a, int64_t n) {
       return b_.CreateAdd(a, b_.getInt64(n), "", true, true);
+    };
+    // c's loop variables for column c (a mixed-radix split of it).
+    auto bind_cols = [&](llvm::Value* c) {
+      for (auto it = pc->col_loops.rbegin(); it != pc->col_loops.rend(); ++it) {
+        const int64_t e = it->second;
+        frame_->vars[it->first] =
+            std::next(it) == pc->col_loops.rend() ? c : b_.CreateURem(c, b_.getInt64(e));
+        c = b_.CreateUDiv(c, b_.getInt64(e));
+      }
+    };
+    auto unbind = [&] {
+      frame_->vars.erase(pc->row_var);
+      for (const auto& [v, e] : pc->col_loops)
+        frame_->vars.erase(v);
+    };
+    // The address of pair (r // 2, c) for r even.
+    auto pair_at = [&](llvm::Value* r, llvm::Value* c) {
+      frame_->vars[pc->row_var] = r;
+      bind_cols(c);
+      llvm::Value* p = b_.CreateInBoundsGEP(b_.getInt16Ty(), bb.ptr, expr(flat).v);
+      unbind();
+      return p;
     };
     if (!pc->along_rows) {
       std::vector<int> zip;
@@ -1417,11 +1432,14 @@ private:
                 pc->cols / w, "pairs.cols",
                 [&](llvm::Value* cb) {
                   llvm::Value* c0 = times(cb, w);
+                  bind_cols(c0);
+                  llvm::Value* base = frame_->vars[inner];
+                  frame_->vars.erase(inner);
                   frame_->vars[pc->row_var] = r0;
-                  llvm::Value* even = bf16_row(st.value, pc->col_var, w, c0);
+                  llvm::Value* even = bf16_row(st.value, inner, w, base);
                   frame_->vars[pc->row_var] = plus(r0, 1);
-                  llvm::Value* odd = bf16_row(st.value, pc->col_var, w, c0);
-                  frame_->vars.erase(pc->row_var);
+                  llvm::Value* odd = bf16_row(st.value, inner, w, base);
+                  unbind();
                   tag(b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, zip), pair_at(r0, c0),
                                             llvm::Align(2)),
                       st.buffer->id);
@@ -1442,11 +1460,11 @@ private:
                   llvm::Value* c0 = times(cb, w);
                   std::vector<llvm::Value*> cols(static_cast<size_t>(w));
                   for (int64_t c = 0; c < w; ++c) {
-                    frame_->vars[pc->col_var] = plus(c0, c);
+                    bind_cols(plus(c0, c));
                     cols[static_cast<size_t>(c)] =
                         b_.CreateBitCast(bf16_row(st.value, pc->row_var, depth, r0), pairs);
                   }
-                  frame_->vars.erase(pc->col_var);
+                  unbind();
                   transpose_in_registers(cols);
                   for (int64_t p = 0; p < w; ++p)
                     tag(b_.CreateAlignedStore(cols[static_cast<size_t>(p)],
@@ -1458,7 +1476,8 @@ private:
           nullptr);
     }
     bounds_.erase(pc->row_var);
-    bounds_.erase(pc->col_var);
+    for (const auto& [v, e] : pc->col_loops)
+      bounds_.erase(v);
     return true;
   }
 
