@@ -241,4 +241,27 @@ std::vector<int64_t> prime_factors(int64_t n) {
   return f;
 }
 
+bool in_plain_serial_nest(const sdk::Schedule& sch, sdk::BlockRV block) {
+  const std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
+  LoopTree tree(sch);
+  std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
+  if (loops.size() != ivs.size()) return false;
+  std::set<const mt_expr*> loop_vars, bound;
+  for (const sdk::StmtRef& l : loops) {
+    if (l.for_kind() != sdk::ForKind::Serial) return false;
+    loop_vars.insert(l.loop_var().get());
+  }
+  for (const auto& iv : ivs)
+    if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
+      return false;
+  return true;
+}
+
+bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
+  for (const auto& tuple : a.indices)
+    for (const sdk::ExprRef& e : tuple)
+      if (e.uses(var)) return true;
+  return false;
+}
+
 } // namespace mt::std_rules

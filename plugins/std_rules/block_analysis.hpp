@@ -36,6 +36,12 @@ bool writes_param(const sdk::Schedule& sch, sdk::BlockRV block);
 bool has_trivial_binding(const sdk::Schedule& sch, sdk::BlockRV block,
                          const std::vector<sdk::LoopRV>& loops);
 bool any_thread_bound(const sdk::Schedule& sch, const std::vector<sdk::LoopRV>& loops);
+// has_trivial_binding for the serial loops enclosing the block, read from the loop tree (not
+// with get_loops, which would be recorded in the trace): the untouched nest the tiling rules
+// start from.
+bool in_plain_serial_nest(const sdk::Schedule& sch, sdk::BlockRV block);
+// Whether any index of the access uses `var`.
+bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var);
 
 std::optional<sdk::AnnValue> block_annotation(const sdk::Schedule& sch, sdk::BlockRV block,
                                               const std::string& key);

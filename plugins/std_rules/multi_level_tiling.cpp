@@ -134,14 +134,6 @@ std::optional<sdk::ExprRef> vector_axis(const Schedule& sch, BlockRV block) {
   return lane;
 }
 
-// Whether any index of the access uses `var`.
-bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
-  for (const auto& tuple : a.indices)
-    for (const sdk::ExprRef& e : tuple)
-      if (e.uses(var)) return true;
-  return false;
-}
-
 // Whether `e` uses `var` only inside floor divisions by constants above 1: the value stays the
 // same over runs of consecutive values of var, so the element is reused along var (a head's
 // probabilities read by each of its 64 channels when the channels are one flat axis:
@@ -414,18 +406,7 @@ private:
     if (sch.writes(block).size() != 1) return false;
     std::vector<sdk::BufferAccess> reads = sch.reads(block);
     if (reads.empty()) return false;
-    // Plain nest: the iter vars are bound one-to-one to the loops that enclose the block.
-    LoopTree tree(sch);
-    std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
-    if (loops.size() != ivs.size()) return false;
-    std::set<const mt_expr*> loop_vars, bound;
-    for (const sdk::StmtRef& l : loops) {
-      if (l.for_kind() != sdk::ForKind::Serial) return false;
-      loop_vars.insert(l.loop_var().get());
-    }
-    for (const auto& iv : ivs)
-      if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
-        return false;
+    if (!in_plain_serial_nest(sch, block)) return false;
     for (const sdk::BufferAccess& r : reads) {
       for (const auto& iv : ivs) {
         if (iv.kind != sdk::IterKind::Spatial || iv.extent <= 1) continue;

@@ -26,7 +26,6 @@
 // llvm target says so under -fpmath=bf16 on a CPU with AMX-BF16) | "always" | "never",
 // "max_tiles_per_axis": 8}.
 #include <optional>
-#include <set>
 
 #include "annotation_keys.hpp"
 #include "block_analysis.hpp"
@@ -62,13 +61,6 @@ bool is_multiply_add(const sdk::ExprRef& v) {
   if (!v || v.kind() != sdk::ExprKind::Add) return false;
   sdk::ExprRef prod = v.arg(1).kind() == sdk::ExprKind::Mul ? v.arg(1) : v.arg(0);
   return prod.kind() == sdk::ExprKind::Mul && is_operand(prod.arg(0)) && is_operand(prod.arg(1));
-}
-
-bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
-  for (const auto& tuple : a.indices)
-    for (const sdk::ExprRef& e : tuple)
-      if (e.uses(var)) return true;
-  return false;
 }
 
 struct Roles {
@@ -121,18 +113,7 @@ std::optional<Roles> recognise(const Schedule& sch, BlockRV block) {
   m.k = static_cast<size_t>(found_k);
   m.a = ops[0].buffer.name();
   m.b = ops[1].buffer.name();
-  // Plain nest: the iteration variables bound one-to-one to the serial loops around the block.
-  LoopTree tree(sch);
-  std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
-  if (loops.size() != ivs.size()) return {};
-  std::set<const mt_expr*> loop_vars, bound;
-  for (const sdk::StmtRef& l : loops) {
-    if (l.for_kind() != sdk::ForKind::Serial) return {};
-    loop_vars.insert(l.loop_var().get());
-  }
-  for (const auto& iv : ivs)
-    if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
-      return {};
+  if (!in_plain_serial_nest(sch, block)) return {};
   // C contiguous along j: j's index is the output's last.
   const auto& out_idx = writes[0].indices.at(0);
   if (out_idx.empty() || !out_idx.back().uses(ivs[found_j].var)) return {};

@@ -113,13 +113,6 @@ bool is_f32(sdk::DType t) {
   return t.kind == sdk::DTypeKind::Float && t.bits == 32;
 }
 
-bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
-  for (const auto& tuple : a.indices)
-    for (const sdk::ExprRef& e : tuple)
-      if (e.uses(var)) return true;
-  return false;
-}
-
 // The value of the block's store: C + f32(A) * f32(B) (either order of the sum and product).
 bool is_widened_multiply_add(const sdk::ExprRef& v) {
   if (!v || v.kind() != sdk::ExprKind::Add) return false;
@@ -174,19 +167,7 @@ std::optional<MatmulRoles> recognise(const Schedule& sch, BlockRV block) {
   m.k = static_cast<size_t>(found_k);
   m.a = ops[0].buffer.name();
   m.b = ops[1].buffer.name();
-  // Plain nest: the iteration variables bound one-to-one to the serial loops around the block
-  // (read from the loop tree: get_loops would be recorded in the trace).
-  LoopTree tree(sch);
-  std::vector<sdk::StmtRef> loops = tree.loops_of(sch.name_of(block));
-  if (loops.size() != ivs.size()) return {};
-  std::set<const mt_expr*> loop_vars, bound;
-  for (const sdk::StmtRef& l : loops) {
-    if (l.for_kind() != sdk::ForKind::Serial) return {};
-    loop_vars.insert(l.loop_var().get());
-  }
-  for (const auto& iv : ivs)
-    if (!iv.value || !loop_vars.count(iv.value.get()) || !bound.insert(iv.value.get()).second)
-      return {};
+  if (!in_plain_serial_nest(sch, block)) return {};
   return m;
 }
 

@@ -7,19 +7,13 @@
 
 #include "metatune/sdk/expr_equal.hpp"
 #include "metatune/sdk/index_analysis.hpp"
+#include "program_walk.h"
 
 namespace mt::llvm_cpu {
 
 namespace P = sdk::program;
 
 namespace {
-
-const P::StmtNode* only_stmt(const P::Stmt& s) {
-  const P::StmtNode* st = s.get();
-  while (st && st->kind == P::StmtKind::Seq && st->stmts.size() == 1)
-    st = st->stmts[0].get();
-  return st;
-}
 
 bool is_f32(const P::DType& t) {
   return t == P::DType::f32();
@@ -296,29 +290,17 @@ public:
   explicit OperandLayout(std::unordered_map<int64_t, Role> roles) : roles_(std::move(roles)) {}
 
   P::Stmt stmt(const P::Stmt& s) {
-    if (!s) return s;
-    auto n = std::make_shared<P::StmtNode>(*s);
-    if (s->kind == P::StmtKind::Allocate || s->kind == P::StmtKind::Store) {
-      if (const P::Buffer* b = replaced(s->buffer)) {
-        n->buffer = *b;
-        if (s->kind == P::StmtKind::Store) {
-          n->indices = indices(s->buffer->id, s->indices);
-          n->value = P::make_cast(P::DType::bf16(), expr(s->value));
-        }
-      }
-    }
-    if (s->kind == P::StmtKind::Store && !replaced(s->buffer)) {
-      for (P::Expr& i : n->indices)
-        i = expr(i);
-      n->value = expr(n->value);
-    }
-    n->condition = expr(n->condition);
-    n->body = stmt(n->body);
-    for (P::Stmt& x : n->stmts)
-      x = stmt(x);
-    n->then_case = stmt(n->then_case);
-    n->else_case = stmt(n->else_case);
-    return n;
+    return map_stmts(
+        s, [&](const P::Expr& e) { return expr(e); },
+        [&](const P::StmtNode& old, P::StmtNode& n) {
+          if (old.kind != P::StmtKind::Allocate && old.kind != P::StmtKind::Store) return;
+          const P::Buffer* b = replaced(old.buffer);
+          if (!b) return;
+          n.buffer = *b;
+          if (old.kind != P::StmtKind::Store) return;
+          n.indices = in_pairs(old.buffer->id, std::move(n.indices));
+          n.value = P::make_cast(P::DType::bf16(), n.value);
+        });
   }
 
 private:
@@ -340,10 +322,8 @@ private:
     return &it->second;
   }
 
-  std::vector<P::Expr> indices(int64_t id, const std::vector<P::Expr>& old) {
-    std::vector<P::Expr> out;
-    for (const P::Expr& i : old)
-      out.push_back(expr(i));
+  // Indices of buffer `id` (already mapped) as its new layout takes them.
+  std::vector<P::Expr> in_pairs(int64_t id, std::vector<P::Expr> out) {
     if (roles_.at(id) == Role::B) {
       const P::Expr row = out[out.size() - 2];
       out[out.size() - 2] = P::floordiv(row, P::Expr(int64_t{2}));
@@ -362,7 +342,7 @@ private:
     if (e->kind == P::ExprKind::Load)
       if (const P::Buffer* b = replaced(e->buffer)) {
         n->buffer = *b;
-        n->args = indices(e->buffer->id, n->args);
+        n->args = in_pairs(e->buffer->id, std::move(n->args));
       }
     return done_.emplace(e.get(), P::Expr(std::move(n))).first->second;
   }

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "program_walk.h"
+
 namespace mt::llvm_cpu {
 
 namespace P = sdk::program;
@@ -117,18 +119,7 @@ public:
   }
 
   P::Stmt stmt(const P::Stmt& s) {
-    if (!s) return s;
-    auto n = std::make_shared<P::StmtNode>(*s);
-    for (P::Expr& i : n->indices)
-      i = expr(i);
-    n->value = expr(n->value);
-    n->condition = expr(n->condition);
-    n->body = stmt(n->body);
-    for (P::Stmt& x : n->stmts)
-      x = stmt(x);
-    n->then_case = stmt(n->then_case);
-    n->else_case = stmt(n->else_case);
-    return n;
+    return map_stmts(s, [&](const P::Expr& e) { return expr(e); });
   }
 
 private:

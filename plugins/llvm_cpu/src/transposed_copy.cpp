@@ -1,22 +1,11 @@
 #include "transposed_copy.h"
 
 #include "metatune/sdk/index_analysis.hpp"
+#include "program_walk.h"
 
 namespace mt::llvm_cpu {
 
 namespace P = sdk::program;
-
-namespace {
-
-// The one statement under single-statement sequences.
-const P::StmtNode* only_stmt(const P::Stmt& s) {
-  const P::StmtNode* st = s.get();
-  while (st && st->kind == P::StmtKind::Seq && st->stmts.size() == 1)
-    st = st->stmts[0].get();
-  return st;
-}
-
-} // namespace
 
 std::optional<TransposedCopy> match_transposed_copy(const P::StmtNode& outer, int64_t block) {
   if (outer.kind != P::StmtKind::For || block < 2 || outer.extent % block != 0 ||
