@@ -288,6 +288,40 @@ TEST(MeasureIsolated, WrongKernelGetsNoTime) {
   expect_measured_ok(r[0], unchecked.repeats);
 }
 
+// A target whose products round to bf16 is checked at bf16's precision
+// (with_bf16_products_tolerance): an output off by rounding-sized amounts passes, one off by a
+// tenth of its scale does not; tolerances the user gave are kept.
+TEST(MeasureIsolated, Bf16ProductsToleranceTakesRoundingButNotWrongKernels) {
+  const char* workload = R"(
+func triple(A: f32[256], B: f32[256]) {
+  for i in 256 {
+    block t(vi: S[256] = i) { B[vi] = A[vi] * 3f32 }
+  }
+})";
+  // Off by 0.4 % of the largest output: what bf16-rounded products of a long sum are off by.
+  const char* rounded = R"(
+lowered func triple(A: f32[256], B: f32[256]) {
+  for i in 256 { B[i] = A[i] * 3f32 + 0.012f32 }
+})";
+  // Off by a tenth: a wrong kernel.
+  const char* wrong = R"(
+lowered func triple(A: f32[256], B: f32[256]) {
+  for i in 256 { B[i] = A[i] * 3.3f32 }
+})";
+  auto target = make_target();
+  Reference ref = Reference::compute(parse(workload));
+  MeasureOptions bf16 = with_bf16_products_tolerance(quick_options());
+  auto results = Measurer(*target, bf16).measure(ref, {parse(rounded), parse(wrong)});
+  expect_measured_ok(results[0], bf16.repeats);
+  EXPECT_EQ(results[1].status, MeasureStatus::WrongResult) << results[1].error;
+  MeasureOptions given = quick_options();
+  given.tolerance_given = true;
+  given = with_bf16_products_tolerance(given);
+  EXPECT_EQ(given.atol_of_largest, 0);
+  EXPECT_EQ(Measurer(*target, given).measure(ref, {parse(rounded)})[0].status,
+            MeasureStatus::WrongResult);
+}
+
 TEST(MeasureIsolated, SlowBuildTimesOut) {
   auto target = make_target();
   Reference ref = Reference::compute(parse(kWorkload));
