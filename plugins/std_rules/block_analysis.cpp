@@ -264,4 +264,44 @@ bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var) {
   return false;
 }
 
+std::optional<MatmulAxes> matmul_axes(const std::vector<sdk::IterVarInfo>& ivs,
+                                      const sdk::BufferAccess& a, const sdk::BufferAccess& b,
+                                      bool ones_are_batch) {
+  MatmulAxes m;
+  int found_i = -1, found_j = -1, found_k = -1;
+  for (size_t x = 0; x < ivs.size(); ++x) {
+    const sdk::IterVarInfo& iv = ivs[x];
+    const bool in_a = access_uses(a, iv.var), in_b = access_uses(b, iv.var);
+    if (ones_are_batch && iv.kind == sdk::IterKind::Spatial && iv.extent == 1) {
+      m.batch.push_back(x);
+      continue;
+    }
+    int* role = nullptr;
+    if (iv.kind == sdk::IterKind::Reduce) {
+      if (!in_a || !in_b) return std::nullopt;
+      role = &found_k;
+    } else if (in_a != in_b) {
+      role = in_a ? &found_i : &found_j;
+    } else {
+      m.batch.push_back(x);
+      continue;
+    }
+    if (*role >= 0) return std::nullopt;
+    *role = static_cast<int>(x);
+  }
+  if (found_i < 0 || found_j < 0 || found_k < 0) return std::nullopt;
+  m.i = static_cast<size_t>(found_i);
+  m.j = static_cast<size_t>(found_j);
+  m.k = static_cast<size_t>(found_k);
+  return m;
+}
+
+int read_index(const sdk::Schedule& sch, sdk::BlockRV block, const std::string& name,
+               const std::string& rule) {
+  std::vector<sdk::BufferAccess> reads = sch.reads(block);
+  for (size_t i = 0; i < reads.size(); ++i)
+    if (reads[i].buffer.name() == name) return static_cast<int>(i);
+  throw sdk::ScheduleError(MT_ERROR_SCHEDULE, rule + ": " + name + ": no longer read by the block");
+}
+
 } // namespace mt::std_rules

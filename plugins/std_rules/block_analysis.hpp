@@ -43,6 +43,24 @@ bool in_plain_serial_nest(const sdk::Schedule& sch, sdk::BlockRV block);
 // Whether any index of the access uses `var`.
 bool access_uses(const sdk::BufferAccess& a, const sdk::ExprRef& var);
 
+// The roles of a matmul-like block's iteration variables (positions in `ivs`), given its two
+// operand reads `a` and `b`: k the one reduction both read, i the spatial one only `a` reads,
+// j the one only `b` reads, every other spatial one a batch loop (with `ones_are_batch` also a
+// spatial one of extent 1 that one operand alone reads: a model's [1, S, H] activations).
+// Nullopt when a role is missing or taken twice, or another reduction is there.
+struct MatmulAxes {
+  size_t i = 0, j = 0, k = 0;
+  std::vector<size_t> batch; // outermost first
+};
+std::optional<MatmulAxes> matmul_axes(const std::vector<sdk::IterVarInfo>& ivs,
+                                      const sdk::BufferAccess& a, const sdk::BufferAccess& b,
+                                      bool ones_are_batch);
+
+// The index of buffer `name` among the block's reads; a ScheduleError naming `rule` when the
+// block no longer reads it.
+int read_index(const sdk::Schedule& sch, sdk::BlockRV block, const std::string& name,
+               const std::string& rule);
+
 std::optional<sdk::AnnValue> block_annotation(const sdk::Schedule& sch, sdk::BlockRV block,
                                               const std::string& key);
 std::optional<int64_t> int_block_annotation(const sdk::Schedule& sch, sdk::BlockRV block,

@@ -43,6 +43,7 @@ using sdk::Schedule;
 constexpr int64_t kRows = 16, kCols = 16, kDepth = 32;
 constexpr int kBlock = 2; // tiles of a block along i and along j (the generator's AmxBlock)
 constexpr const char* kIntrinsic = "amx.bf16";
+const std::string kRule = "std.MultiLevelTilingAmx";
 
 bool is_f32(sdk::DType t) {
   return t.kind == sdk::DTypeKind::Float && t.bits == 32;
@@ -64,9 +65,8 @@ bool is_multiply_add(const sdk::ExprRef& v) {
 }
 
 struct Roles {
-  size_t i = 0, j = 0, k = 0; // positions in iter_vars
-  std::vector<size_t> batch;  // the other spatial ones
-  std::string a, b;           // the operands' buffer names
+  MatmulAxes axes;  // A moves with i, B with j
+  std::string a, b; // the operands' buffer names
 };
 
 std::optional<Roles> recognise(const Schedule& sch, BlockRV block) {
@@ -83,49 +83,16 @@ std::optional<Roles> recognise(const Schedule& sch, BlockRV block) {
     }
   if (ops.size() != 2) return {};
   std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-  Roles m;
-  int found_i = -1, found_j = -1, found_k = -1;
-  for (size_t x = 0; x < ivs.size(); ++x) {
-    const sdk::IterVarInfo& iv = ivs[x];
-    const bool in_a = access_uses(ops[0], iv.var), in_b = access_uses(ops[1], iv.var);
-    if (iv.kind == sdk::IterKind::Spatial && iv.extent == 1) {
-      m.batch.push_back(x); // a model's batch of one: [1, S, H] activations
-      continue;
-    }
-    if (iv.kind == sdk::IterKind::Reduce) {
-      if (found_k >= 0 || !in_a || !in_b || iv.extent % kDepth) return {};
-      found_k = static_cast<int>(x);
-    } else if (in_a && !in_b) {
-      if (found_i >= 0) return {};
-      found_i = static_cast<int>(x);
-    } else if (in_b && !in_a) {
-      if (found_j >= 0) return {};
-      found_j = static_cast<int>(x);
-    } else {
-      m.batch.push_back(x);
-    }
-  }
-  if (found_i < 0 || found_j < 0 || found_k < 0) return {};
-  // The rows of C are i: the output must be contiguous along j, B's own axis.
-  if (ivs[found_i].extent % kRows || ivs[found_j].extent % kCols) return {};
-  m.i = static_cast<size_t>(found_i);
-  m.j = static_cast<size_t>(found_j);
-  m.k = static_cast<size_t>(found_k);
-  m.a = ops[0].buffer.name();
-  m.b = ops[1].buffer.name();
+  std::optional<MatmulAxes> axes = matmul_axes(ivs, ops[0], ops[1], true);
+  if (!axes) return {};
+  if (ivs[axes->k].extent % kDepth || ivs[axes->i].extent % kRows || ivs[axes->j].extent % kCols)
+    return {};
+  Roles m{*axes, ops[0].buffer.name(), ops[1].buffer.name()};
   if (!in_plain_serial_nest(sch, block)) return {};
   // C contiguous along j: j's index is the output's last.
   const auto& out_idx = writes[0].indices.at(0);
-  if (out_idx.empty() || !out_idx.back().uses(ivs[found_j].var)) return {};
+  if (out_idx.empty() || !out_idx.back().uses(ivs[m.axes.j].var)) return {};
   return m;
-}
-
-int read_index(const Schedule& sch, BlockRV block, const std::string& name) {
-  std::vector<sdk::BufferAccess> reads = sch.reads(block);
-  for (size_t i = 0; i < reads.size(); ++i)
-    if (reads[i].buffer.name() == name) return static_cast<int>(i);
-  throw sdk::ScheduleError(MT_ERROR_SCHEDULE,
-                           "std.MultiLevelTilingAmx: " + name + ": no longer read by the block");
 }
 
 // The copy `cache` of operand `name` laid out with the dimension the block indexes by `last`
@@ -193,10 +160,10 @@ public:
 private:
   void tile(Schedule& sch, BlockRV block, const Roles& m) const {
     std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
-    BlockRV a_copy = sch.cache_read(block, read_index(sch, block, m.a), "global");
-    dimension_last(sch, block, a_copy, ivs[m.k].var);
-    BlockRV b_copy = sch.cache_read(block, read_index(sch, block, m.b), "global");
-    dimension_last(sch, block, b_copy, ivs[m.j].var);
+    BlockRV a_copy = sch.cache_read(block, read_index(sch, block, m.a, kRule), "global");
+    dimension_last(sch, block, a_copy, ivs[m.axes.k].var);
+    BlockRV b_copy = sch.cache_read(block, read_index(sch, block, m.b, kRule), "global");
+    dimension_last(sch, block, b_copy, ivs[m.axes.j].var);
 
     std::vector<LoopRV> loops = sch.get_loops(block);
     auto loop_of = [&](size_t iv) {
@@ -216,9 +183,9 @@ private:
     };
     // Every role's loop looked up before the first split (which retires the split loop).
     std::vector<LoopRV> order;
-    for (size_t x : m.batch)
+    for (size_t x : m.axes.batch)
       order.push_back(loop_of(x));
-    const LoopRV li = loop_of(m.i), lj = loop_of(m.j), lk = loop_of(m.k);
+    const LoopRV li = loop_of(m.axes.i), lj = loop_of(m.axes.j), lk = loop_of(m.axes.k);
     std::vector<LoopRV> ti = spatial(li, kRows), tj = spatial(lj, kCols);
     std::vector<LoopRV> tk = sch.split(lk, {sdk::Factor(-1), sdk::Factor(kDepth)});
     for (LoopRV l : {ti[0], tj[0], ti[1], tj[1], tk[0], ti[2], tj[2], ti[3], tj[3], tk[1]})

@@ -91,6 +91,7 @@ using sdk::BlockRV;
 using sdk::LoopRV;
 using sdk::Schedule;
 
+const std::string kRule = "std.MultiLevelTilingTensorCore";
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kGroupRows = 64;     // wgmma's m64
@@ -142,42 +143,20 @@ std::optional<MatmulRoles> recognise(const Schedule& sch, BlockRV block) {
       ops.push_back(r);
     }
   if (ops.size() != 2 || ops[0].buffer.dtype() != ops[1].buffer.dtype()) return {};
+  std::optional<MatmulAxes> axes = matmul_axes(ivs, ops[0], ops[1], false);
+  if (!axes) return {};
+  for (size_t x : {axes->i, axes->j, axes->k})
+    if (ivs[x].extent % kTile) return {};
   MatmulRoles m;
   m.operand = ops[0].buffer.dtype();
-  int found_i = -1, found_j = -1, found_k = -1;
-  for (size_t x = 0; x < ivs.size(); ++x) {
-    const sdk::IterVarInfo& iv = ivs[x];
-    bool in_a = access_uses(ops[0], iv.var), in_b = access_uses(ops[1], iv.var);
-    if (iv.kind == sdk::IterKind::Reduce) {
-      if (found_k >= 0 || !in_a || !in_b || iv.extent % kTile) return {};
-      found_k = static_cast<int>(x);
-    } else if (in_a && !in_b) {
-      if (found_i >= 0 || iv.extent % kTile) return {};
-      found_i = static_cast<int>(x);
-    } else if (in_b && !in_a) {
-      if (found_j >= 0 || iv.extent % kTile) return {};
-      found_j = static_cast<int>(x);
-    } else {
-      m.batch.push_back(x);
-    }
-  }
-  if (found_i < 0 || found_j < 0 || found_k < 0) return {};
-  m.i = static_cast<size_t>(found_i);
-  m.j = static_cast<size_t>(found_j);
-  m.k = static_cast<size_t>(found_k);
+  m.i = axes->i;
+  m.j = axes->j;
+  m.k = axes->k;
+  m.batch = axes->batch;
   m.a = ops[0].buffer.name();
   m.b = ops[1].buffer.name();
   if (!in_plain_serial_nest(sch, block)) return {};
   return m;
-}
-
-// The read index of buffer `name` in the block's reads.
-int read_index(const Schedule& sch, BlockRV block, const std::string& name) {
-  std::vector<sdk::BufferAccess> reads = sch.reads(block);
-  for (size_t i = 0; i < reads.size(); ++i)
-    if (reads[i].buffer.name() == name) return static_cast<int>(i);
-  throw sdk::ScheduleError(MT_ERROR_SCHEDULE, "std.MultiLevelTilingTensorCore: " + name +
-                                                  ": no longer read by the block");
 }
 
 inline constexpr int64_t kDeepPipelineShared = 96 * 1024;
@@ -381,12 +360,12 @@ private:
 
   void tile(Schedule& sch, BlockRV block, const MatmulRoles& m) const {
     auto written = [&](BlockRV b) { return sch.writes(b).at(0).buffer.name(); };
-    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
+    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a, kRule), "shared");
     BlockRV a_frag =
-        sch.cache_read(block, read_index(sch, block, written(a_shared)), "wmma.matrix_a");
-    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
+        sch.cache_read(block, read_index(sch, block, written(a_shared), kRule), "wmma.matrix_a");
+    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b, kRule), "shared");
     BlockRV b_frag =
-        sch.cache_read(block, read_index(sch, block, written(b_shared)), "wmma.matrix_b");
+        sch.cache_read(block, read_index(sch, block, written(b_shared), kRule), "wmma.matrix_b");
     BlockRV store = sch.cache_write(block, 0, "wmma.accumulator");
     // Rows of the shared tiles padded so that a row's stride is an odd number of 16-byte units
     // (8 f16 past a multiple of 16): the 8 rows of 16 bytes a warp's fragment load reads at
@@ -467,8 +446,8 @@ private:
                        const GroupLayout& layout) const {
     const bool swizzle = layout.swizzle;
     const std::string block_name = sch.name_of(block);
-    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a), "shared");
-    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b), "shared");
+    BlockRV a_shared = sch.cache_read(block, read_index(sch, block, m.a, kRule), "shared");
+    BlockRV b_shared = sch.cache_read(block, read_index(sch, block, m.b, kRule), "shared");
     BlockRV store = sch.cache_write(block, 0, "wgmma.accumulator");
     auto [li, lj, lk, batch] = loops_by_role(sch, block, m);
     std::vector<sdk::IterVarInfo> ivs = sch.iter_vars(block);
