@@ -280,15 +280,23 @@ std::optional<PairCopy> match_pair_copy(const P::StmtNode& outer) {
 
 namespace {
 
-// How with_amx_operands lays out an allocated buffer.
-enum class Role { A, B };
+using Role = AmxRole;
 
-// Rebuilds a program with some allocated buffers retyped to bf16 (and B's in pairs): each
-// load and store of them indexed anew, each stored value rounded.
+// Rebuilds a program with some buffers retyped to bf16 (and B's in pairs): each load and store
+// of them indexed anew, each stored value rounded.
 class OperandLayout {
 public:
-  explicit OperandLayout(std::unordered_map<int64_t, Role> roles) : roles_(std::move(roles)) {}
+  explicit OperandLayout(AmxRoles roles) : roles_(std::move(roles)) {}
 
+  P::Program program(const P::Program& p) {
+    P::Program out = p;
+    out.body = stmt(p.body);
+    for (P::Buffer& b : out.params)
+      if (const P::Buffer* r = replaced(b)) b = *r;
+    return out;
+  }
+
+private:
   P::Stmt stmt(const P::Stmt& s) {
     return map_stmts(
         s, [&](const P::Expr& e) { return expr(e); },
@@ -303,7 +311,6 @@ public:
         });
   }
 
-private:
   const P::Buffer* replaced(const P::Buffer& b) {
     if (!b) return nullptr;
     auto role = roles_.find(b->id);
@@ -347,19 +354,18 @@ private:
     return done_.emplace(e.get(), P::Expr(std::move(n))).first->second;
   }
 
-  std::unordered_map<int64_t, Role> roles_;
+  AmxRoles roles_;
   std::unordered_map<int64_t, P::Buffer> buffers_;
   std::unordered_map<const P::ExprNode*, P::Expr> done_;
 };
 
 } // namespace
 
-P::Program with_amx_operands(const P::Program& p) {
+AmxRoles amx_operand_roles(const P::Program& p) {
   // Per buffer: its loads in all, and those that are a marked product's operand, by role.
   std::unordered_map<int64_t, int64_t> loads;
   std::unordered_map<int64_t, std::map<Role, int64_t>> as_operand;
   std::unordered_map<int64_t, const P::BufferNode*> allocated;
-  bool any = false;
   P::visit_stmts(p.body, [&](const P::Stmt& s) {
     if (s->kind == P::StmtKind::Allocate) allocated[s->buffer->id] = s->buffer.get();
     auto count = [&](const P::Expr& e) {
@@ -374,7 +380,6 @@ P::Program with_amx_operands(const P::Program& p) {
     count(s->condition);
     if (is_amx_marked(*s))
       if (std::optional<AmxTile> t = match_amx_tile(*s)) {
-        any = true;
         // A's rows must be contiguous along k; B (not yet in pairs) contiguous along j, with
         // its rows along k in the second-last dimension -- what pairs up rows 2p and 2p + 1.
         if (t->a.col_stride == 1) ++as_operand[t->a.load->buffer->id][Role::A];
@@ -388,8 +393,7 @@ P::Program with_amx_operands(const P::Program& p) {
       }
     return true;
   });
-  if (!any) return p;
-  std::unordered_map<int64_t, Role> roles;
+  AmxRoles roles;
   for (const auto& [id, by_role] : as_operand) {
     auto a = allocated.find(id);
     if (a == allocated.end() || by_role.size() != 1 ||
@@ -398,10 +402,16 @@ P::Program with_amx_operands(const P::Program& p) {
     const auto& [role, n] = *by_role.begin();
     if (n == loads[id]) roles.emplace(id, role);
   }
+  return roles;
+}
+
+P::Program with_amx_layout(const P::Program& p, const AmxRoles& roles) {
   if (roles.empty()) return p;
-  P::Program out = p;
-  out.body = OperandLayout(std::move(roles)).stmt(p.body);
-  return out;
+  return OperandLayout(roles).program(p);
+}
+
+P::Program with_amx_operands(const P::Program& p) {
+  return with_amx_layout(p, amx_operand_roles(p));
 }
 
 } // namespace mt::llvm_cpu

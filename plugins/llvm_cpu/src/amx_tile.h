@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -86,6 +87,17 @@ struct PairCopy {
   bool along_rows = false; // value contiguous along r (else along c)
 };
 std::optional<PairCopy> match_pair_copy(const sdk::program::StmtNode& outer);
+
+// How with_amx_operands lays out an allocated buffer that tile products read: as their A
+// operand (bf16) or their B operand (bf16 pairs), by buffer id.
+enum class AmxRole { A, B };
+using AmxRoles = std::unordered_map<int64_t, AmxRole>;
+
+// The allocated buffers of `p` that only marked tile products read, all in the same role.
+AmxRoles amx_operand_roles(const sdk::program::Program& p);
+
+// `p` with the buffers named in `roles` laid out so (allocated ones and params alike).
+sdk::program::Program with_amx_layout(const sdk::program::Program& p, const AmxRoles& roles);
 
 // `p` with every allocated buffer that only marked tile products read as their A operand
 // stored in bf16, and every one only read as their B operand stored in bf16 pairs

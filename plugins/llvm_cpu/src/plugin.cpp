@@ -3,9 +3,11 @@
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
 // export_library() compiles the same trees ahead of time into one shared library.
-// -fpmath=bf16 (not part of the records' target string): a module takes its weights packed in
-// bf16 (bf16_weights.h), compiled a second time to read them so; f32 is the default.
+// A module takes a weight that its kernel copies whole into a buffer as that copy, made once
+// (prepacked_weights.h); with -fpmath=bf16 (f32 is the default) a product's weight in bf16
+// (bf16_weights.h); compiled a second time to read them so.
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bf16_weights.h"
+#include "prepacked_weights.h"
 #include "metatune/llvm_cpu/compiler.hpp"
 #include "metatune/llvm_cpu/runtime.hpp"
 #include "metatune/sdk/plugin.hpp"
@@ -40,22 +43,37 @@ public:
   LlvmModule(std::unique_ptr<JitKernel> kernel, std::vector<P::Buffer> params)
       : kernel_(std::move(kernel)), params_(std::move(params)) {}
 
-  // -fpmath=bf16: the tree to compile again for weights handed over in bf16, and which params
-  // may be (bf16_weight_candidates).
-  void offer_bf16_weights(P::Program tree, CompileOptions opts) {
-    bf16_candidates_ = bf16_weight_candidates(tree);
+  // The tree to compile again for weights handed over packed, and which params may be: a
+  // weight the kernel copies whole into a buffer of its own, as that copy (prepacked_weights.h;
+  // under -fpmath=bf16 only where the copy is laid out for AMX tile products), else under
+  // -fpmath=bf16 a product's operand in bf16 (bf16_weight_candidates).
+  void offer_packed_weights(P::Program tree, CompileOptions opts, bool bf16_weights, bool amx) {
+    prepacked_ = prepackable_weights(tree, amx);
+    if (bf16_weights) {
+      bf16_candidates_ = bf16_weight_candidates(tree);
+      for (auto& w : prepacked_)
+        if (w && !w->amx_role) w.reset();
+    }
+    bf16_candidates_.resize(params_.size(), false);
+    prepacked_.resize(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (prepacked_[i]) bf16_candidates_[i] = false;
     tree_ = std::move(tree);
     opts_ = std::move(opts);
   }
 
-  // A weight in bf16, row-major as declared. The variant reading the params offered so far in
-  // bf16 is compiled here, not on the first packed run: the host asks for each weight before
-  // it runs anything, and a decode step's first call should not pay for a compile.
+  // The variant reading the params offered so far packed is compiled here, not on the first
+  // packed run: the host asks for each weight before it runs anything, and a decode step's
+  // first call should not pay for a compile.
   std::optional<PackedLayout> packed_layout(size_t param) override {
-    if (param >= bf16_candidates_.size() || !bf16_candidates_[param]) return std::nullopt;
+    if (!takes_packed(param)) return std::nullopt;
     offered_.resize(params_.size(), 0);
     offered_[param] = 1;
     variant(offered_);
+    if (const std::optional<PrepackedWeight>& w = prepacked_[param]) {
+      pack_kernel(param);
+      return PackedLayout{static_cast<size_t>(w->packed->size_bytes()), w->key};
+    }
     const P::BufferNode& b = *params_[param];
     std::string shape;
     for (int64_t d : b.shape)
@@ -65,9 +83,16 @@ public:
   }
 
   void pack(size_t param, const void* src, void* dst) override {
-    if (param >= bf16_candidates_.size() || !bf16_candidates_[param])
+    if (!takes_packed(param))
       throw sdk::Error(MT_ERROR_UNSUPPORTED, kernel_->symbol() + ": param " +
                                                  std::to_string(param) + " is not taken packed");
+    if (const std::optional<PrepackedWeight>& w = prepacked_[param]) {
+      // Bytes the copies may leave alone (none should) are zero: equal keys, equal bytes.
+      std::memset(dst, 0, static_cast<size_t>(w->packed->size_bytes()));
+      void* args[] = {const_cast<void*>(src), dst};
+      check(pack_kernel(param)(args));
+      return;
+    }
     round_to_bf16(static_cast<const float*>(src), static_cast<uint16_t*>(dst),
                   static_cast<size_t>(params_[param]->num_elements()));
   }
@@ -78,7 +103,7 @@ public:
     bool any = false;
     for (size_t i = 0; i < packed.size() && i < which.size(); ++i) {
       if (!packed[i]) continue;
-      if (i >= bf16_candidates_.size() || !bf16_candidates_[i])
+      if (!takes_packed(i))
         throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                          kernel_->symbol() + ": argument " + std::to_string(i) + " ('" +
                              params_[i]->name + "') given packed, but it is not taken packed");
@@ -91,16 +116,47 @@ public:
   void run(const std::vector<sdk::TensorView>& args) override { call(*kernel_, args); }
 
 private:
-  // The kernel reading the params flagged in `which` in bf16, compiled once per set.
+  bool takes_packed(size_t param) const {
+    return param < prepacked_.size() && (prepacked_[param] || bf16_candidates_[param]);
+  }
+
+  // The kernel reading the params flagged in `which` packed, compiled once per set.
   JitKernel& variant(const std::vector<uint8_t>& which) {
     auto it = variants_.find(which);
     if (it != variants_.end()) return *it->second;
+    std::vector<uint8_t> copies(which.size(), 0), bf16(which.size(), 0);
+    for (size_t i = 0; i < which.size(); ++i)
+      (prepacked_[i] ? copies : bf16)[i] = which[i];
     try {
-      return *variants_.emplace(which, jit_compile(with_bf16_params(tree_, which), opts_))
-                  .first->second;
+      P::Program tree = with_bf16_params(with_prepacked_weights(tree_, prepacked_, copies), bf16);
+      return *variants_.emplace(which, jit_compile(tree, opts_)).first->second;
     } catch (const CodegenError& e) {
-      throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": bf16 weights: " + e.what());
+      throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": packed weights: " + e.what());
     }
+  }
+
+  // The program writing param `param`'s copy, compiled once.
+  JitKernel& pack_kernel(size_t param) {
+    std::unique_ptr<JitKernel>& k = pack_kernels_[param];
+    if (!k) try {
+        CompileOptions opts = opts_;
+        opts.symbol = "";
+        k = jit_compile(prepacked_[param]->pack, opts);
+      } catch (const CodegenError& e) {
+        throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": packing param " +
+                                               std::to_string(param) + ": " + e.what());
+      }
+    return *k;
+  }
+
+  void check(int32_t rc) const {
+    if (rc != MT_LLVM_OK)
+      throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + " failed with code " +
+                                             std::to_string(rc) +
+                                             (rc == MT_LLVM_ERR_ALLOC ? " (out of memory)"
+                                              : rc == MT_LLVM_ERR_UNSUPPORTED
+                                                  ? " (the system refused AMX's tile state)"
+                                                  : ""));
   }
 
   void call(JitKernel& kernel, const std::vector<sdk::TensorView>& args) {
@@ -118,20 +174,15 @@ private:
                              " with " + std::to_string(b.shape.size()) + " dimensions)");
       ptrs[i] = args[i].data;
     }
-    int32_t rc = kernel(ptrs.data());
-    if (rc != MT_LLVM_OK)
-      throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + " failed with code " +
-                                             std::to_string(rc) +
-                                             (rc == MT_LLVM_ERR_ALLOC ? " (out of memory)"
-                                              : rc == MT_LLVM_ERR_UNSUPPORTED
-                                                  ? " (the system refused AMX's tile state)"
-                                                  : ""));
+    check(kernel(ptrs.data()));
   }
 
   std::unique_ptr<JitKernel> kernel_;
   std::vector<P::Buffer> params_;
-  // -fpmath=bf16 only
+  // Weights taken packed
+  std::vector<std::optional<PrepackedWeight>> prepacked_;
   std::vector<bool> bf16_candidates_;
+  std::map<size_t, std::unique_ptr<JitKernel>> pack_kernels_;
   P::Program tree_;
   CompileOptions opts_;
   std::vector<uint8_t> offered_;
@@ -216,7 +267,9 @@ public:
       dump_assembly(tree);
       auto kernel = jit_compile(tree, opts_);
       auto module = std::make_unique<LlvmModule>(std::move(kernel), tree.params);
-      if (bf16_weights_) module->offer_bf16_weights(std::move(tree), opts_);
+      module->offer_packed_weights(std::move(tree), opts_, bf16_weights_,
+                                   opts_.bf16_products && target_.has("amx-tile") &&
+                                       target_.has("amx-bf16"));
       return module;
     } catch (const CodegenError& e) {
       throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("llvm.cpu: ") + e.what());

@@ -1,0 +1,199 @@
+// Prepacked weights on the llvm target (plugins/llvm_cpu/src/prepacked_weights.h): a kernel that
+// copies a weight into a buffer of its own, a panel per iteration of a loop (a tiled schedule's
+// transposed cache), offers those copies as the weight's packed layout; packed once, the kernel
+// reads them instead of copying,
+// and computes what the interpreter computes -- in f32, and under -fpmath=bf16 on an AMX CPU
+// with the copy in the tile products' bf16 pairs (from the weight and input rounded to bf16).
+// The packed bytes are checked against the layout written out here; copies that also compute
+// and a weight read elsewhere too are not offered.
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../function_args.h"
+#include "core/ir/parser.h"
+#include "core/lower/interpreter.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/ndarray.h"
+#include "metatune/llvm_cpu/target.hpp"
+
+#ifdef METATUNE_LLVM_CPU_PLUGIN
+namespace mt {
+namespace {
+
+using test_args::ptrs;
+
+PluginHost& host() {
+  static PluginHost* h = [] {
+    auto* p = new PluginHost();
+    const PluginRecord& r = p->load(METATUNE_LLVM_CPU_PLUGIN);
+    if (!r.loaded()) throw std::runtime_error("llvm_cpu plugin refused: " + r.message);
+    return p;
+  }();
+  return *h;
+}
+
+std::unique_ptr<PluginTarget> target(const std::string& t) {
+  return host().create_target("llvm.cpu", R"({"target": ")" + t + R"(", "num_threads": 2})");
+}
+
+bool host_has_amx() {
+  const llvm_cpu::Target t = llvm_cpu::host_target();
+  return t.has("amx-tile") && t.has("amx-bf16");
+}
+
+// A dense layer out[0, i, n] = sum_k x[0, i, k] * w[n, k] (w as a model stores it, [N, K]) as
+// the AMX tiling lays it out: w copied transposed into w_t [K, N] one 16-column panel at a time
+// inside the parallel loop, then 16 x 16 x 32 products marked as tile products. `copy` is the
+// copy's statement (for the variants that must not be offered).
+std::string dense_text(const std::string& copy = "w_t[vk, vn] = w[vn, vk]") {
+  return R"(func dense(w: f32[32, 64], x: f32[1, 32, 64], out: f32[1, 32, 32]) {
+  buffer w_t: f32[64, 32]
+  for jo in 2 parallel {
+    for ax1 in 64 {
+      for ax0 in 16 vectorized {
+        block w_t(vn: S[32] = jo * 16 + ax0, vk: S[64] = ax1) {
+          )" +
+         copy +
+         R"(
+        }
+      }
+    }
+    for io in 2 {
+      for ii in 16 {
+        for jj in 16 {
+          block out_init(vb: S[1] = 0, vi: S[32] = io * 16 + ii, vn: S[32] = jo * 16 + jj) {
+            out[vb, vi, vn] = 0f32
+          }
+        }
+      }
+      for ko in 2 {
+        for i in 16 attrs("meta_schedule.tensor_intrinsic": "amx.bf16") {
+          for j in 16 {
+            for k in 32 {
+              block out(vb: S[1] = 0, vi: S[32] = io * 16 + i, vn: S[32] = jo * 16 + j, vk: R[64] = ko * 32 + k) {
+                out[vb, vi, vn] = out[vb, vi, vn] + x[vb, vi, vk] * w_t[vk, vn]
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+})";
+}
+
+NDArray rounded_to_bf16(const NDArray& a) {
+  NDArray b(DType::bf16(), a.shape()), out(a.dtype(), a.shape());
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    b.set_double(i, a.get_double(i));
+    out.set_double(i, b.get_double(i));
+  }
+  return out;
+}
+
+// Packs the weight (param 0) and runs with it; the output.
+NDArray run_with_packed_weight(PluginModule& m, std::vector<NDArray> args,
+                               std::vector<uint8_t>* packed_bytes) {
+  std::optional<PluginModule::PackedLayout> l = m.packed_layout(0);
+  EXPECT_TRUE(l) << "the weight is not offered packed";
+  if (!l) return args[2];
+  packed_bytes->assign(l->bytes, 0xAB);
+  m.pack(0, args[0], packed_bytes->data());
+  NDArray packed(args[0].dtype(), args[0].shape(), packed_bytes->data());
+  args[0] = packed;
+  m.run_packed(ptrs(args), {1, 0, 0});
+  return args[2];
+}
+
+TEST(LlvmPrepackedWeights, ATransposedCopyIsMadeOnceAndReadInPlace) {
+  Function f = parse_function(dense_text());
+  std::unique_ptr<PluginModule> m = target("llvm")->build(f);
+  std::optional<PluginModule::PackedLayout> l = m->packed_layout(0);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->bytes, 64u * 32u * 4u);
+  // One 16-column panel of w^T per iteration of jo: [2, 64, 16].
+  EXPECT_EQ(l->key.rfind("llvm copy of f32[32,64] as f32[2,64,16]: for jo < 2: ", 0), 0u) << l->key;
+  EXPECT_FALSE(m->packed_layout(1)) << "the input is copied by nothing";
+
+  std::vector<NDArray> args = test_args::make_args(f);
+  std::vector<NDArray> want = args;
+  interpret(f, ptrs(want));
+  std::vector<uint8_t> bytes;
+  NDArray got = run_with_packed_weight(*m, args, &bytes);
+  std::string why;
+  EXPECT_TRUE(allclose(got, want[2], 1e-5, 1e-5, &why)) << why;
+  // The packed bytes are the panels of the weight transposed, every one written.
+  const float* t = reinterpret_cast<const float*>(bytes.data());
+  int64_t wrong = 0;
+  for (int64_t jo = 0; jo < 2; ++jo)
+    for (int64_t k = 0; k < 64; ++k)
+      for (int64_t n = 0; n < 16; ++n)
+        wrong += t[(jo * 64 + k) * 16 + n] !=
+                 static_cast<float>(args[0].get_double((jo * 16 + n) * 64 + k));
+  EXPECT_EQ(wrong, 0);
+  // Plain calls still copy for themselves.
+  std::vector<NDArray> plain = args;
+  m->run(ptrs(plain));
+  EXPECT_TRUE(allclose(plain[2], want[2], 1e-5, 1e-5, &why)) << why;
+}
+
+TEST(LlvmPrepackedWeights, UnderBf16ProductsTheCopyIsTheTileProductsPairs) {
+  if (!host_has_amx()) GTEST_SKIP() << "this CPU has no AMX-BF16: no tile products";
+  Function f = parse_function(dense_text());
+  std::unique_ptr<PluginModule> m = target("llvm -fpmath=bf16")->build(f);
+  std::optional<PluginModule::PackedLayout> l = m->packed_layout(0);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->bytes, 64u * 32u * 2u);
+  EXPECT_EQ(l->key.rfind("llvm copy of f32[32,64] as bf16[2,32,16,2] (AMX tile products' B, in "
+                         "pairs): for jo < 2: ",
+                         0),
+            0u)
+      << l->key;
+
+  std::vector<NDArray> args = test_args::make_args(f, 7, 0, 4);
+  std::vector<NDArray> exact = args, rounded = args;
+  rounded[0] = rounded_to_bf16(args[0]);
+  rounded[1] = rounded_to_bf16(args[1]);
+  interpret(f, ptrs(exact));
+  interpret(f, ptrs(rounded));
+  std::vector<uint8_t> bytes;
+  NDArray got = run_with_packed_weight(*m, args, &bytes);
+  std::string why;
+  EXPECT_TRUE(allclose(got, rounded[2], 1e-5, 1e-5, &why)) << why;
+  double moved = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i)
+    moved = std::max(moved, std::fabs(got.get_double(i) - exact[2].get_double(i)));
+  EXPECT_GT(moved, 1e-4) << "the packed run did not round to bf16: no tile products ran";
+  // Pair p of panel jo holds rows 2p and 2p + 1 of its w^T side by side: w[n, 2p], w[n, 2p + 1].
+  const uint16_t* pairs = reinterpret_cast<const uint16_t*>(bytes.data());
+  NDArray w16(DType::bf16(), args[0].shape());
+  for (int64_t i = 0; i < w16.num_elements(); ++i)
+    w16.set_double(i, args[0].get_double(i));
+  const uint16_t* w = static_cast<const uint16_t*>(w16.data());
+  int64_t wrong = 0;
+  for (int64_t jo = 0; jo < 2; ++jo)
+    for (int64_t p = 0; p < 32; ++p)
+      for (int64_t n = 0; n < 16; ++n)
+        for (int64_t r = 0; r < 2; ++r)
+          wrong += pairs[((jo * 32 + p) * 16 + n) * 2 + r] != w[(jo * 16 + n) * 64 + 2 * p + r];
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(LlvmPrepackedWeights, CopiesThatComputeAreNotOffered) {
+  // A copy that computes; the weight also read by something else than a copy.
+  for (const std::string& copy : {std::string("w_t[vk, vn] = w[vn, vk] * 2f32"),
+                                  std::string("w_t[vk, vn] = w[vn, vk] + w[vn, 0]")}) {
+    SCOPED_TRACE(copy);
+    Function f = parse_function(dense_text(copy));
+    EXPECT_FALSE(target("llvm")->build(f)->packed_layout(0));
+  }
+}
+
+} // namespace
+} // namespace mt
+#endif
