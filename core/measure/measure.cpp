@@ -412,6 +412,10 @@ const MeasureOptions& Measurer::options() const {
   return impl_->options;
 }
 
+void Measurer::set_weights(std::vector<bool> weights) {
+  impl_->options.weights = std::move(weights);
+}
+
 void Measurer::set_cold_inputs(bool cold) {
   impl_->options.cold_inputs = cold;
 }

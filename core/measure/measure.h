@@ -39,6 +39,12 @@ struct MeasureOptions {
   // by a share of the output's scale, not of each element.
   double atol_of_largest = 0;
   bool tolerance_given = false; // the user set rtol / atol: keep them as they are
+  // Per param: a weight, the same values at every call (a model's parameter; a run decides it
+  // per task). A kernel that takes one in a layout of its own (PluginModule::packed_layout: a
+  // library's blocked weights, the llvm target's prepacked copies) gets it packed once before
+  // its runs, as a model's executor packs it, and is timed with run_packed -- MetaSchedule's
+  // layout-free buffers. Not with cold inputs: each call then reads the next copy as given.
+  std::vector<bool> weights;
   bool isolate = true; // false: build and run in this process (debugging only: no
                        // timeouts, and a crashing kernel takes the process down)
 };
@@ -101,6 +107,7 @@ struct MeasureResult {
   // The candidate's turn on the device, wall time: from the go to measure to the answer
   // (arguments, warm-up, check against the reference, timed repeats); 0 when it never ran.
   double run_wall_seconds = 0;
+  int packed_args = 0; // weights it ran with packed (MeasureOptions::weights)
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 
@@ -111,6 +118,8 @@ public:
   const MeasureOptions& options() const;
   // MeasureOptions::cold_inputs for the measurements from here on (a run decides it per task).
   void set_cold_inputs(bool cold);
+  // MeasureOptions::weights for the measurements from here on (per task; empty: none).
+  void set_weights(std::vector<bool> weights);
 
   // One result per candidate (scheduled functions of the workload `ref` was computed for),
   // in order. `on_result(i, result)` is called as each result becomes known (for progress).

@@ -6,7 +6,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "core/lower/lower.h"
@@ -66,15 +70,80 @@ MeasureResult build_failure(const Built& b) {
   return r;
 }
 
+namespace {
+
+// The weights (MeasureOptions::weights) a module takes packed, packed once as a model packs
+// them; `pointers` then points at the packed copies for run_packed.
+class PackedWeights {
+public:
+  PackedWeights(const PluginModule& module, const std::vector<bool>& weights,
+                const std::vector<NDArray>& args, std::vector<NDArray*>& pointers) {
+    for (size_t i = 0; i < weights.size() && i < args.size(); ++i) {
+      if (!weights[i]) continue;
+      std::optional<PluginModule::PackedLayout> layout = module.packed_layout(i);
+      if (!layout) continue;
+      // 64-byte aligned, as the ABI promises the module.
+      storage_.emplace_back(static_cast<unsigned char*>(
+          std::aligned_alloc(64, (std::max<size_t>(layout->bytes, 1) + 63) / 64 * 64)));
+      if (!storage_.back()) throw std::bad_alloc();
+      module.pack(i, args[i], storage_.back().get());
+      views_.push_back(
+          std::make_unique<NDArray>(args[i].dtype(), args[i].shape(), storage_.back().get()));
+      pointers[i] = views_.back().get();
+      flags_.resize(args.size(), 0);
+      flags_[i] = 1;
+    }
+  }
+  size_t count() const { return views_.size(); }
+
+  void run(const PluginModule& module, const std::vector<NDArray*>& args) const {
+    if (flags_.empty()) {
+      module.run(args);
+    } else {
+      module.run_packed(args, flags_);
+    }
+  }
+
+  // As PluginModule::time, calling run_packed: seconds per call, one entry per repeat of at
+  // least `min_repeat_seconds`.
+  std::vector<double> time(const PluginModule& module, const std::vector<NDArray*>& args,
+                           int repeats, double min_repeat_seconds) const {
+    std::vector<double> out;
+    for (int k = 0; k < repeats; ++k) {
+      auto t0 = Clock::now();
+      int64_t calls = 0;
+      do {
+        module.run_packed(args, flags_);
+        ++calls;
+      } while (seconds_since(t0) < min_repeat_seconds);
+      out.push_back(seconds_since(t0) / static_cast<double>(calls));
+    }
+    return out;
+  }
+
+private:
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<unsigned char, Free>> storage_;
+  std::vector<std::unique_ptr<NDArray>> views_;
+  std::vector<uint8_t> flags_;
+};
+
+} // namespace
+
 MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
                             const MeasureOptions& options, ColdInputs* cold) {
   MeasureResult r;
   std::vector<NDArray> args = ref.fresh_args();
   std::vector<NDArray*> ptrs = pointers(args);
   try {
+    // Cold inputs take the weights as given: each call reads the next copy of them.
+    const PackedWeights packed(module, cold ? std::vector<bool>{} : options.weights, args, ptrs);
+    r.packed_args = static_cast<int>(packed.count());
     int warmups = std::max(options.warmup_runs, options.check ? 1 : 0);
     for (int w = 0; w < warmups; ++w) {
-      module.run(ptrs);
+      packed.run(module, ptrs);
       if (w != 0 || !options.check) continue;
       for (size_t i = 0; i < args.size(); ++i) {
         if (!ref.is_output[i]) continue;
@@ -91,16 +160,20 @@ MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
         }
       }
     }
+    auto timed = [&](int repeats) {
+      return packed.count() ? packed.time(module, ptrs, repeats, options.min_repeat_seconds)
+                            : module.time(ptrs, repeats, options.min_repeat_seconds);
+    };
     if (cold) {
       r.run_secs = cold->time(module, args, options.repeats, options.min_repeat_seconds);
     } else if (options.flush_cache) {
       for (int k = 0; k < options.repeats; ++k) {
         flush_caches();
-        std::vector<double> t = module.time(ptrs, 1, options.min_repeat_seconds);
+        std::vector<double> t = timed(1);
         r.run_secs.insert(r.run_secs.end(), t.begin(), t.end());
       }
     } else if (options.repeats > 0) {
-      r.run_secs = module.time(ptrs, options.repeats, options.min_repeat_seconds);
+      r.run_secs = timed(options.repeats);
     }
   } catch (const std::exception& e) {
     r.status = MeasureStatus::RunError;
@@ -189,6 +262,7 @@ std::string encode_result(const MeasureResult& r) {
   put<uint32_t>(p, static_cast<uint32_t>(r.run_secs.size()));
   for (double t : r.run_secs)
     put<double>(p, t);
+  put<int32_t>(p, r.packed_args);
   return encode_frame(kTagResult, p);
 }
 
@@ -229,6 +303,7 @@ MeasureResult decode_result(const std::string& payload) {
   uint32_t k = get<uint32_t>(payload, pos);
   for (uint32_t i = 0; i < k; ++i)
     r.run_secs.push_back(get<double>(payload, pos));
+  r.packed_args = get<int32_t>(payload, pos);
   return r;
 }
 

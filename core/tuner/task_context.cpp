@@ -56,6 +56,7 @@ void TaskContext::file_in_database(Database& db, const TuneTask& task,
     result.spec = canonical_workload_spec(task.spec);
     workload = make_workload(result.spec);
   }
+  weights = task.weights;
   if (!(task.weight > 0))
     throw std::invalid_argument("tune: task '" + result.spec + "' has a weight <= 0");
   result.weight = task.weight;
@@ -241,6 +242,7 @@ void TaskContext::measure_libraries(Database& db, const std::vector<LibraryTarge
       spdlog::info("{}: {}", result.spec, note);
     if (!measurers[l]) measurers[l] = std::make_unique<Measurer>(*lib.target, options.measure);
     measurers[l]->set_cold_inputs(result.cold_inputs);
+    measurers[l]->set_weights(weights);
     MeasureResult r = measurers[l]->measure(reference, {workload}).at(0);
     if (is_unsupported(r)) {
       spdlog::debug("{}: not offered by {}: {}", result.spec, lib.component, r.error);

@@ -101,6 +101,7 @@ public:
   TaskResult result;
   Function workload;
   std::vector<ArgInfo> args; // of the workload, for its records
+  std::vector<bool> weights; // TuneTask::weights
   SearchContext ctx;
   std::unique_ptr<SearchStrategy> strategy;
   Reference reference;

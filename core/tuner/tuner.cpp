@@ -548,6 +548,7 @@ private:
       for (size_t i = begin; i < end; ++i)
         funcs.push_back(batch[i]->func());
       measurer_->set_cold_inputs(t.result.cold_inputs);
+      measurer_->set_weights(t.weights);
       measurer_->measure(t.reference, funcs, [&](size_t i, const MeasureResult& r) {
         std::lock_guard<std::mutex> lock(trial_mutex);
         // After a stop request a failure may be the interrupt's doing (a worker that got the
@@ -576,6 +577,7 @@ private:
     if (!std::isfinite(t.result.best_seconds)) return;
     Stopwatch watch;
     measurer_->set_cold_inputs(t.result.cold_inputs);
+    measurer_->set_weights(t.weights);
     VerifyResult v = verify_best(*db_, *measurer_, t.reference, t.workload, t.result.workload_id,
                                  target_.target_string, options_.verify, stop_, &t.verified_ids);
     t.result.time.checks += watch.seconds();

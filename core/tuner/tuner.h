@@ -55,6 +55,9 @@ struct TuneTask {
   std::string spec;  // workload spec ("matmul(M=64,N=64,K=64)"); stored canonicalised
   Function workload; // built from `spec` when its body is null
   double weight = 1; // how often the task runs in its model (task scheduler)
+  // Per param of the workload: a model's weight (MeasureOptions::weights: a kernel that takes
+  // it packed is timed with it packed, as the model runs it). Empty: none.
+  std::vector<bool> weights = {};
 };
 
 inline constexpr const char* kAutoLibrary = "auto";

@@ -172,7 +172,7 @@ int tune_model(ModelTuneOptions& o) {
       ModelGraph g =
           BucketedModel::graph_for(*m.host, m.config, m.batch, seq, m.encoder, m.token_types);
       for (TuneTask& t :
-           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@" + std::to_string(seq))))
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@" + std::to_string(seq), g.params)))
         tasks.push_back(std::move(t));
     }
     std::cerr << o.source.buckets.size() << " buckets: " << tasks.size() << " tasks\n";
@@ -194,7 +194,8 @@ int tune_model(ModelTuneOptions& o) {
     for (int64_t seq : prompts) {
       ModelGraph g = Generator::prefill_graph(*m.host, m.config, seq);
       for (TuneTask& t :
-           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@prefill" + std::to_string(seq)))) {
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@prefill" + std::to_string(seq),
+                                      g.params))) {
         const uint64_t h = structural_hash(t.workload);
         bool known = false;
         for (size_t k = 0; k < whole && !known; ++k)
@@ -205,7 +206,8 @@ int tune_model(ModelTuneOptions& o) {
     for (int64_t cap : o.decode_capacities) {
       ModelGraph g = Generator::decode_graph(*m.host, m.config, cap);
       for (TuneTask& t :
-           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@decode" + std::to_string(cap))))
+           tune_tasks(graph_tasks(fuse(g.outputs), m.name + "@decode" + std::to_string(cap),
+                                      g.params)))
         tasks.push_back(std::move(t));
     }
     tasks = merge_equal_tasks(std::move(tasks));

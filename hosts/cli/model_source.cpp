@@ -195,7 +195,7 @@ LoadedModel load_model(const ModelSourceOptions& o) {
     inputs.push_back(te::placeholder({m.batch, m.seq}, DType::i32(), "token_types"));
   m.graph = instantiate_model(*m.host, m.config, inputs);
   m.groups = fuse(m.graph.outputs);
-  m.tasks = graph_tasks(m.groups, m.name);
+  m.tasks = graph_tasks(m.groups, m.name, m.graph.params);
   if (m.params.empty()) m.params = init_params(m.graph.params, o.seed);
 
   NDArray in(DType::i32(), {m.batch, m.seq});

@@ -3,6 +3,9 @@
 // lifetimes do not overlap -- both checked here independently of the code under test.
 #include "core/graph/graph_tasks.h"
 
+#include <algorithm>
+#include <set>
+
 #include "core/graph/layer_registry.h"
 #include "core/graph/memory_plan.h"
 #include "core/ir/structural.h"
@@ -51,6 +54,34 @@ TEST(GraphTasks, EqualKernelsOfTheTwelveLayersAreOneWeightedTask) {
   std::vector<size_t> of = task_of_group(tasks, g.groups.size());
   for (size_t gi = 0; gi < g.groups.size(); ++gi)
     EXPECT_TRUE(structural_equal(g.groups[gi].func, tasks[of[gi]].workload));
+}
+
+// A task's weights are its inputs that are model parameters -- checked against the graph's
+// parameter list by path -- and no output; the tuner times them packed where a kernel takes
+// them so (MeasureOptions::weights). Without the parameters there are none.
+TEST(GraphTasks, WeightsAreTheInputsThatAreModelParameters) {
+  const auto& g = gpt2();
+  std::vector<GraphTask> tasks = graph_tasks(g.groups, "gpt2", g.graph.params);
+  std::set<const te::TensorNode*> params;
+  for (const ModelParam& p : g.graph.params)
+    params.insert(p.placeholder.get());
+  size_t weights = 0;
+  for (const GraphTask& t : tasks) {
+    ASSERT_EQ(t.weights.size(), t.workload.params.size()) << t.name;
+    for (size_t gi : t.groups) {
+      const FusedGroup& group = g.groups[gi];
+      for (size_t i = 0; i < t.weights.size(); ++i) {
+        const bool is_param = i < group.inputs.size() && params.count(group.inputs[i].get());
+        EXPECT_EQ(t.weights[i], is_param) << t.name << " param " << i;
+      }
+    }
+    weights += std::count(t.weights.begin(), t.weights.end(), true);
+    std::vector<TuneTask> tune = tune_tasks({t});
+    EXPECT_EQ(tune.at(0).weights, t.weights);
+  }
+  EXPECT_GT(weights, 0u); // GPT-2's linears read their weights
+  for (const GraphTask& t : graph_tasks(g.groups, "gpt2"))
+    EXPECT_EQ(std::count(t.weights.begin(), t.weights.end(), true), 0) << t.name;
 }
 
 TEST(MemoryPlan, IntermediatesShareBytesOnlyWhenTheirLifetimesAreDisjoint) {

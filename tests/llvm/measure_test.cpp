@@ -1,7 +1,8 @@
 // The measurer (core/measure/measure.h) with the real LLVM CPU target: kernels that segfault,
 // divide by zero or never end each cost one failed trial with the right reason while the
 // other candidates of the batch are still measured; wrong kernels get no time; builds time
-// out; candidates sampled from the standard rules measure Ok. Also the target's defaults.
+// out; candidates sampled from the standard rules measure Ok; a model's weights go packed to
+// the kernels that take them so. Also the target's defaults.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -286,6 +287,78 @@ TEST(MeasureIsolated, WrongKernelGetsNoTime) {
   unchecked.check = false;
   auto r = Measurer(*target, unchecked).measure(ref, {parse(kWrong)});
   expect_measured_ok(r[0], unchecked.repeats);
+}
+
+// A dense layer out[0, i, n] = sum_k x[0, i, k] * w[n, k], as written and as a schedule that
+// copies w transposed into a buffer a 16-column panel at a time (`copy` the copy's statement).
+const char* kDense = R"(
+func dense(w: f32[32, 64], x: f32[1, 32, 64], out: f32[1, 32, 32]) {
+  for i in 32 {
+    for n in 32 {
+      for k in 64 {
+        block out(vi: S[32] = i, vn: S[32] = n, vk: R[64] = k) {
+          init { out[0, vi, vn] = 0f32 }
+          out[0, vi, vn] = out[0, vi, vn] + x[0, vi, vk] * w[vn, vk]
+        }
+      }
+    }
+  }
+})";
+Function dense_copying_w(const std::string& copy) {
+  return parse_function(R"(func dense(w: f32[32, 64], x: f32[1, 32, 64], out: f32[1, 32, 32]) {
+  buffer w_t: f32[64, 32]
+  for jo in 2 parallel {
+    for ax1 in 64 {
+      for ax0 in 16 vectorized {
+        block w_t(vn: S[32] = jo * 16 + ax0, vk: S[64] = ax1) {
+          )" + copy + R"(
+        }
+      }
+    }
+    for i in 32 {
+      for j in 16 {
+        for k in 64 {
+          block out(vi: S[32] = i, vn: S[32] = jo * 16 + j, vk: R[64] = k) {
+            init { out[0, vi, vn] = 0f32 }
+            out[0, vi, vn] = out[0, vi, vn] + x[0, vi, vk] * w_t[vk, vn]
+          }
+        }
+      }
+    }
+  }
+})",
+                        "measure_test");
+}
+
+// A model's weights (MeasureOptions::weights) go packed to a kernel that takes them so -- the
+// llvm target's copy of w made once -- and the packed run is the one checked and timed: a
+// kernel whose copy reads the wrong elements is caught there. Not with cold inputs, nor for
+// a kernel without a copy, nor without weights.
+TEST(MeasureIsolated, WeightsGoPackedToKernelsThatTakeThemAndAreCheckedSo) {
+  auto target = make_target();
+  Reference ref = Reference::compute(parse(kDense));
+  MeasureOptions o = quick_options();
+  o.weights = {true, false, false};
+  const Function copying = dense_copying_w("w_t[vk, vn] = w[vn, vk]");
+  auto results = Measurer(*target, o).measure(
+      ref, {copying, parse(kDense), dense_copying_w("w_t[vk, vn] = w[vn, 63 - vk]")});
+  expect_measured_ok(results[0], o.repeats);
+  EXPECT_EQ(results[0].packed_args, 1);
+  expect_measured_ok(results[1], o.repeats);
+  EXPECT_EQ(results[1].packed_args, 0);
+  EXPECT_EQ(results[2].status, MeasureStatus::WrongResult) << results[2].error;
+  EXPECT_EQ(results[2].packed_args, 1);
+
+  MeasureOptions cold = o;
+  cold.cold_inputs = true;
+  cold.cold_inputs_bytes = 1 << 20;
+  auto r = Measurer(*target, cold).measure(ref, {copying});
+  expect_measured_ok(r[0], o.repeats);
+  EXPECT_EQ(r[0].packed_args, 0);
+  MeasureOptions none = quick_options();
+  r = Measurer(*target, none).measure(ref, {copying});
+  expect_measured_ok(r[0], o.repeats);
+  EXPECT_EQ(r[0].packed_args, 0);
 }
 
 // A target whose products round to bf16 is checked at bf16's precision

@@ -104,9 +104,11 @@ NDArray run_with_packed_weight(PluginModule& m, std::vector<NDArray> args,
   if (!l) return args[2];
   packed_bytes->assign(l->bytes, 0xAB);
   m.pack(0, args[0], packed_bytes->data());
+  // A view over the packed bytes (fewer than the declared f32 weight's under bf16).
   NDArray packed(args[0].dtype(), args[0].shape(), packed_bytes->data());
-  args[0] = packed;
-  m.run_packed(ptrs(args), {1, 0, 0});
+  std::vector<NDArray*> p = ptrs(args);
+  p[0] = &packed;
+  m.run_packed(p, {1, 0, 0});
   return args[2];
 }
 
