@@ -5,6 +5,7 @@
 #include "core/measure/implementation_compare.h"
 
 #include "core/measure/cold_inputs.h"
+#include "core/measure/packed_weights.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -62,10 +63,12 @@ std::string time_one(const PluginTarget& target, const Function& f, int repeats,
   std::vector<NDArray*> p = pointers(args);
   std::vector<double> secs;
   try {
-    m->run(p);
+    // The weights packed, as the measurer times them (cold inputs: as given).
+    const PackedWeights packed(*m, cold ? std::vector<bool>{} : o.weights, args, p);
+    packed.run(*m, p);
     for (int i = 0; i < repeats; ++i)
       secs.push_back(cold ? cold->time(*m, args, 1, o.min_repeat_seconds).at(0)
-                          : m->time(p, 1, o.min_repeat_seconds).at(0));
+                          : packed.time(*m, p, 1, o.min_repeat_seconds).at(0));
   } catch (const std::exception& e) {
     return std::string("error running: ") + e.what();
   }

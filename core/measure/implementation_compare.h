@@ -30,6 +30,7 @@ struct CompareOptions {
   uint64_t seed = 1;               // of the random inputs
   bool cold_inputs = false;        // each call on the next copy of the inputs (cold_inputs.h)
   size_t cold_inputs_bytes = 0;    // their span; 0 = twice the last-level cache
+  std::vector<bool> weights;       // per param: packed where a kernel takes it (MeasureOptions)
 };
 
 struct CompareResult {

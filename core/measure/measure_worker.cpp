@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "core/lower/lower.h"
+#include "core/measure/packed_weights.h"
 #include "core/plugin/plugin_error.h"
 #include "core/runtime/arguments.h"
 
@@ -70,68 +71,6 @@ MeasureResult build_failure(const Built& b) {
   return r;
 }
 
-namespace {
-
-// The weights (MeasureOptions::weights) a module takes packed, packed once as a model packs
-// them; `pointers` then points at the packed copies for run_packed.
-class PackedWeights {
-public:
-  PackedWeights(const PluginModule& module, const std::vector<bool>& weights,
-                const std::vector<NDArray>& args, std::vector<NDArray*>& pointers) {
-    for (size_t i = 0; i < weights.size() && i < args.size(); ++i) {
-      if (!weights[i]) continue;
-      std::optional<PluginModule::PackedLayout> layout = module.packed_layout(i);
-      if (!layout) continue;
-      // 64-byte aligned, as the ABI promises the module.
-      storage_.emplace_back(static_cast<unsigned char*>(
-          std::aligned_alloc(64, (std::max<size_t>(layout->bytes, 1) + 63) / 64 * 64)));
-      if (!storage_.back()) throw std::bad_alloc();
-      module.pack(i, args[i], storage_.back().get());
-      views_.push_back(
-          std::make_unique<NDArray>(args[i].dtype(), args[i].shape(), storage_.back().get()));
-      pointers[i] = views_.back().get();
-      flags_.resize(args.size(), 0);
-      flags_[i] = 1;
-    }
-  }
-  size_t count() const { return views_.size(); }
-
-  void run(const PluginModule& module, const std::vector<NDArray*>& args) const {
-    if (flags_.empty()) {
-      module.run(args);
-    } else {
-      module.run_packed(args, flags_);
-    }
-  }
-
-  // As PluginModule::time, calling run_packed: seconds per call, one entry per repeat of at
-  // least `min_repeat_seconds`.
-  std::vector<double> time(const PluginModule& module, const std::vector<NDArray*>& args,
-                           int repeats, double min_repeat_seconds) const {
-    std::vector<double> out;
-    for (int k = 0; k < repeats; ++k) {
-      auto t0 = Clock::now();
-      int64_t calls = 0;
-      do {
-        module.run_packed(args, flags_);
-        ++calls;
-      } while (seconds_since(t0) < min_repeat_seconds);
-      out.push_back(seconds_since(t0) / static_cast<double>(calls));
-    }
-    return out;
-  }
-
-private:
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<unsigned char, Free>> storage_;
-  std::vector<std::unique_ptr<NDArray>> views_;
-  std::vector<uint8_t> flags_;
-};
-
-} // namespace
-
 MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
                             const MeasureOptions& options, ColdInputs* cold) {
   MeasureResult r;
@@ -161,8 +100,7 @@ MeasureResult run_candidate(const PluginModule& module, const Reference& ref,
       }
     }
     auto timed = [&](int repeats) {
-      return packed.count() ? packed.time(module, ptrs, repeats, options.min_repeat_seconds)
-                            : module.time(ptrs, repeats, options.min_repeat_seconds);
+      return packed.time(module, ptrs, repeats, options.min_repeat_seconds);
     };
     if (cold) {
       r.run_secs = cold->time(module, args, options.repeats, options.min_repeat_seconds);

@@ -289,6 +289,7 @@ void TaskContext::choose(Database& db, const std::vector<LibraryTarget>& libs,
       co.seed = options.seed;
       co.cold_inputs = result.cold_inputs;
       co.cold_inputs_bytes = options.measure.cold_inputs_bytes;
+      co.weights = weights;
       co.timeout_s = 2 * (options.measure.build_timeout_s + options.measure.run_timeout_s) +
                      4.0 * co.repeats * co.min_repeat_seconds;
       CompareResult c = compare_interleaved(*target.target, tuned, *lib->target, workload, co);

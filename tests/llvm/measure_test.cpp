@@ -19,6 +19,7 @@
 #include "core/lower/interpreter.h"
 #include "core/lower/lower.h"
 #include "core/measure/cold_inputs.h"
+#include "core/measure/implementation_compare.h"
 #include "core/measure/measure.h"
 #include "core/plugin/plugin_host.h"
 #include "core/search/design_space.h"
@@ -359,6 +360,21 @@ TEST(MeasureIsolated, WeightsGoPackedToKernelsThatTakeThemAndAreCheckedSo) {
   r = Measurer(*target, none).measure(ref, {copying});
   expect_measured_ok(r[0], o.repeats);
   EXPECT_EQ(r[0].packed_args, 0);
+}
+
+// The side-by-side comparison times the weights packed too (each side in its own worker).
+TEST(CompareInterleaved, TimesAKernelWithItsWeightsPacked) {
+  auto target = make_target();
+  CompareOptions o;
+  o.repeats = 2;
+  o.min_repeat_seconds = 0.005;
+  o.weights = {true, false, false};
+  CompareResult c = compare_interleaved(*target, dense_copying_w("w_t[vk, vn] = w[vn, vk]"),
+                                        *target, parse(kDense), o);
+  ASSERT_TRUE(c.ok) << c.error;
+  EXPECT_EQ(c.a_secs.size(), 2u);
+  EXPECT_TRUE(std::isfinite(c.a_median) && c.a_median > 0);
+  EXPECT_TRUE(std::isfinite(c.b_median) && c.b_median > 0);
 }
 
 // A target whose products round to bf16 is checked at bf16's precision
