@@ -16,22 +16,16 @@
 #include "core/plugin/plugin_error.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
+#include "llvm_plugin_host.h"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
 namespace {
 
-// The llvm plugin loaded once; its target with -fpmath=bf16.
-PluginHost& host() {
-  static PluginHost* h = [] {
-    auto* p = new PluginHost();
-    const PluginRecord& r = p->load(METATUNE_LLVM_CPU_PLUGIN);
-    if (!r.loaded()) throw std::runtime_error("llvm_cpu plugin refused: " + r.message);
-    return p;
-  }();
-  return *h;
-}
+using llvm_plugin::host;
+using llvm_plugin::rounded_to_bf16;
 
+// The llvm target with -fpmath=bf16.
 PluginTarget& bf16_target() {
   static std::unique_ptr<PluginTarget> t =
       host().create_target("llvm.cpu", R"({"target": "llvm -fpmath=bf16", "num_threads": 2})");
@@ -43,16 +37,6 @@ std::vector<NDArray> make_args(const Function& f) {
   return test_args::make_args(f, 7, 0, 4);
 }
 using test_args::ptrs;
-
-// `a` rounded to bf16 and back (round to nearest even, as NDArray stores a bf16).
-NDArray rounded_to_bf16(const NDArray& a) {
-  NDArray b(DType::bf16(), a.shape()), out(a.dtype(), a.shape());
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    b.set_double(i, a.get_double(i));
-    out.set_double(i, b.get_double(i));
-  }
-  return out;
-}
 
 std::vector<size_t> offered(const PluginModule& m, const Function& f) {
   std::vector<size_t> out;

@@ -19,23 +19,17 @@
 #include "core/lower/interpreter.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
+#include "llvm_plugin_host.h"
 #include "metatune/llvm_cpu/target.hpp"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
 namespace mt {
 namespace {
 
-using test_args::ptrs;
+using llvm_plugin::host;
+using llvm_plugin::rounded_to_bf16;
 
-PluginHost& host() {
-  static PluginHost* h = [] {
-    auto* p = new PluginHost();
-    const PluginRecord& r = p->load(METATUNE_LLVM_CPU_PLUGIN);
-    if (!r.loaded()) throw std::runtime_error("llvm_cpu plugin refused: " + r.message);
-    return p;
-  }();
-  return *h;
-}
+using test_args::ptrs;
 
 std::unique_ptr<PluginTarget> target(const std::string& t) {
   return host().create_target("llvm.cpu", R"({"target": ")" + t + R"(", "num_threads": 2})");
@@ -85,15 +79,6 @@ std::string dense_text(const std::string& copy = "w_t[vk, vn] = w[vn, vk]") {
     }
   }
 })";
-}
-
-NDArray rounded_to_bf16(const NDArray& a) {
-  NDArray b(DType::bf16(), a.shape()), out(a.dtype(), a.shape());
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    b.set_double(i, a.get_double(i));
-    out.set_double(i, b.get_double(i));
-  }
-  return out;
 }
 
 // Packs the weight (param 0) and runs with it; the output.
