@@ -171,6 +171,57 @@ TEST(LlvmPrepackedWeights, UnderBf16ProductsTheCopyIsTheTileProductsPairs) {
   EXPECT_EQ(wrong, 0);
 }
 
+// The copy after other work of the iteration (zeroing an accumulator), its buffer allocated
+// beside that accumulator's.
+TEST(LlvmPrepackedWeights, ACopyAfterOtherWorkBesideOtherCachesIsTaken) {
+  Function f =
+      parse_function(R"(func dense(w: f32[32, 64], x: f32[1, 32, 64], out: f32[1, 32, 32]) {
+  buffer w_t: f32[64, 32]
+  buffer acc: f32[1, 32, 32]
+  for jo in 2 parallel {
+    for ii in 32 {
+      for jj in 16 {
+        block acc_init(vb: S[1] = 0, vi: S[32] = ii, vn: S[32] = jo * 16 + jj) {
+          acc[vb, vi, vn] = 0f32
+        }
+      }
+    }
+    for ax1 in 64 {
+      for ax0 in 16 vectorized {
+        block w_t(vn: S[32] = jo * 16 + ax0, vk: S[64] = ax1) {
+          w_t[vk, vn] = w[vn, vk]
+        }
+      }
+    }
+    for i in 32 {
+      for j in 16 {
+        for k in 64 {
+          block acc(vb: S[1] = 0, vi: S[32] = i, vn: S[32] = jo * 16 + j, vk: R[64] = k) {
+            acc[vb, vi, vn] = acc[vb, vi, vn] + x[vb, vi, vk] * w_t[vk, vn]
+          }
+        }
+      }
+    }
+    for ii in 32 {
+      for jj in 16 {
+        block out(vb: S[1] = 0, vi: S[32] = ii, vn: S[32] = jo * 16 + jj) {
+          out[vb, vi, vn] = acc[vb, vi, vn]
+        }
+      }
+    }
+  }
+})");
+  std::unique_ptr<PluginModule> m = target("llvm")->build(f);
+  std::vector<NDArray> args = test_args::make_args(f);
+  std::vector<NDArray> want = args;
+  interpret(f, ptrs(want));
+  std::vector<uint8_t> bytes;
+  NDArray got = run_with_packed_weight(*m, args, &bytes);
+  EXPECT_EQ(bytes.size(), 64u * 32u * 4u);
+  std::string why;
+  EXPECT_TRUE(allclose(got, want[2], 1e-5, 1e-5, &why)) << why;
+}
+
 TEST(LlvmPrepackedWeights, CopiesThatComputeAreNotOffered) {
   // A copy that computes; the weight also read by something else than a copy.
   for (const std::string& copy : {std::string("w_t[vk, vn] = w[vn, vk] * 2f32"),

@@ -52,6 +52,25 @@ bool reads_memory(const P::Expr& e) {
   return found;
 }
 
+// Whether `s` loads buffer `id` anywhere.
+bool reads_buffer(const P::Stmt& s, int64_t id) {
+  bool found = false;
+  auto look = [&](const P::Expr& e) {
+    if (e)
+      P::post_order_visit(e, [&](const P::Expr& x) {
+        found = found || (x->kind == P::ExprKind::Load && x->buffer->id == id);
+      });
+  };
+  P::visit_stmts(s, [&](const P::Stmt& st) {
+    for (const P::Expr& i : st->indices)
+      look(i);
+    look(st->value);
+    look(st->condition);
+    return !found;
+  });
+  return found;
+}
+
 // The load of `weight` a copy's value is: the load itself (or, once laid out, under a cast).
 const P::ExprNode* weight_load(const P::Expr& value, int64_t weight) {
   const P::ExprNode* v = value.get();
@@ -190,18 +209,25 @@ std::optional<PrepackedWeight> prepackable(const P::Program& p, size_t param, co
   auto site_it = sites.find(copy->id);
   if (site_it == sites.end()) return {};
   Site site = site_it->second;
-  const P::StmtNode& body = *site.allocate->body;
+  // The allocation's body, past the allocations made at the same place (a schedule's other
+  // caches), as a sequence: its copy nests before anything reads the buffer.
+  P::Stmt body = site.allocate->body;
+  while (body && body->kind == P::StmtKind::Allocate)
+    body = body->body;
+  if (!body) return {};
   const std::vector<P::Stmt> opening =
-      body.kind == P::StmtKind::Seq ? body.stmts : std::vector<P::Stmt>{site.allocate->body};
+      body->kind == P::StmtKind::Seq ? body->stmts : std::vector<P::Stmt>{body};
   for (const P::Stmt& s : opening) {
-    if (!is_copy_nest(s, *copy, *w)) break;
-    site.copies.push_back(s);
+    if (is_copy_nest(s, *copy, *w)) {
+      site.copies.push_back(s);
+    } else if (reads_buffer(s, copy->id)) {
+      break;
+    }
   }
   // Those copies are every store into the buffer and every load of the weight: in each
   // iteration of the loops around the allocation, the buffer holds what they copied.
   const int64_t n = static_cast<int64_t>(site.copies.size());
-  if (n == 0 || n == static_cast<int64_t>(opening.size()) || loads->second != n ||
-      static_cast<int64_t>(uses.stores.at(copy->id).size()) != n)
+  if (n == 0 || loads->second != n || static_cast<int64_t>(uses.stores.at(copy->id).size()) != n)
     return {};
 
   // The packed bytes: the buffer for each iteration of the loops around it that the copies

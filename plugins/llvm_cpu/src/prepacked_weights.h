@@ -36,9 +36,10 @@ struct PrepackedWeight {
 };
 
 // Per param of `p`: how it may be handed over packed, where the program reads the param only
-// in copy nests (loops around one store `buffer[..] = param[..]`) that open the allocation of
-// one buffer, which nothing else writes -- each iteration of the loops around the allocation
-// then reads what its copies wrote, a function of the param alone. An allocation under a
+// in copy nests (loops around one store `buffer[..] = param[..]`) at the top of the
+// allocation of one buffer, before anything reads it, and nothing else writes the buffer --
+// each iteration of the loops around the allocation then reads what its copies wrote, a
+// function of the param alone. An allocation under a
 // condition, a copy under one, a gathered or converted copy is not taken. `amx`: the program is
 // compiled with AMX tile products (amx_tile.h), so the copy is laid out as they read it where
 // they do.
