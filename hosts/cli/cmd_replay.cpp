@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,35 @@ struct ReplayOptions {
   double min_repeat_ms = 100;
   bool flush_cache = false;
   std::string cold_inputs = "auto"; // auto = as the database's records were measured
+  std::vector<std::string> weights; // params timed packed, by name or position
   std::vector<std::string> plugin_paths;
   std::string log_level;
   std::string reference_cache = default_reference_cache_dir(); // 'none' = no cache
 };
+
+// Per param of `workload`: named in `names` (a param's name or position), as
+// MeasureOptions::weights takes them. Throws std::invalid_argument naming one that is not.
+std::vector<bool> weight_flags(const Function& workload, const std::vector<std::string>& names) {
+  std::vector<bool> out(workload.params.size(), false);
+  for (const std::string& n : names) {
+    size_t at = workload.params.size();
+    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) {
+      at = std::stoul(n);
+    } else {
+      for (size_t i = 0; i < workload.params.size(); ++i)
+        if (workload.params[i]->name == n) at = i;
+    }
+    if (at >= workload.params.size()) {
+      std::string known;
+      for (size_t i = 0; i < workload.params.size(); ++i)
+        known += (i ? ", " : "") + std::to_string(i) + " '" + workload.params[i]->name + "'";
+      throw std::invalid_argument("--weights: '" + n + "' is not a param of " + workload.name +
+                                  " (" + known + ")");
+    }
+    out[at] = true;
+  }
+  return out;
+}
 
 int run_replay(const ReplayOptions& opt) {
   configure_logging(opt.log_level);
@@ -79,6 +105,7 @@ int run_replay(const ReplayOptions& opt) {
                     cold_inputs_under(cold_policy_of(db->record_setting(kMeasuredInputs), opt.db),
                                       workload, count_flops(workload)));
   if (rounds_products_to_bf16(target)) mo = with_bf16_products_tolerance(mo);
+  mo.weights = weight_flags(workload, opt.weights);
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);
@@ -103,6 +130,7 @@ int run_replay(const ReplayOptions& opt) {
     j["seconds"] = r.ok() ? nlohmann::json(secs) : nlohmann::json();
     j["gflops"] = r.ok() && secs > 0 ? flops / secs * 1e-9 : 0;
     j["recorded_seconds"] = std::isfinite(recorded) ? nlohmann::json(recorded) : nlohmann::json();
+    j["packed_args"] = r.packed_args;
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "record " << rec.id << ": " << name << " on "
@@ -116,6 +144,7 @@ int run_replay(const ReplayOptions& opt) {
         std::snprintf(buf, sizeof buf, " (recorded %.4f ms)", recorded * 1e3);
         std::cout << buf;
       }
+      if (r.packed_args) std::cout << "; " << r.packed_args << " weight(s) packed";
       std::cout << "\n";
     } else {
       std::cout << "  " << to_string(r.status) << (r.error.empty() ? "" : ": " + r.error) << "\n";
@@ -144,6 +173,11 @@ RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
                   "database's records were timed)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  cmd->add_option("--weights", opt->weights,
+                  "Params that are a model's weights (names or positions, repeatable): given "
+                  "packed where the kernel takes them so, once, as `model tune` times a model's "
+                  "tasks (records of `model tune` replay at their recorded speed so)")
+      ->delimiter(',');
   cmd->add_option("--reference-cache", opt->reference_cache,
                   "Directory keeping the reference results between runs; 'none' = no cache")
       ->capture_default_str();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -256,6 +257,30 @@ TEST(TuneCli, Bf16ProductsAreFiledApartAndCheckedAtBf16Precision) {
   nlohmann::json pj = nlohmann::json::parse(last_line(p.out));
   EXPECT_EQ(pj["ok"], true) << p.out;
   EXPECT_TRUE(pj["target"].get<std::string>().ends_with(" -fpmath=bf16"));
+  EXPECT_EQ(pj["packed_args"], 0);
+
+  // --weights: the weight given packed where the kernel takes it so -- on an AMX CPU the tile
+  // products' panels of it, made once (prepacked_weights.h) -- and still checked.
+  CliRun w = run_cli(d,
+                     {"replay", "--db", db, "--record", std::to_string(best_id), "--repeats", "1",
+                      "--min-repeat-ms", "1", "--weights", "weight", "--json"},
+                     "replay_weights");
+  ASSERT_EQ(w.status, 0) << w.err << w.out;
+  nlohmann::json wj = nlohmann::json::parse(last_line(w.out));
+  EXPECT_EQ(wj["ok"], true) << w.out;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), {});
+  if (flags.find(" amx_bf16") != std::string::npos &&
+      flags.find(" amx_tile") != std::string::npos) {
+    EXPECT_EQ(wj["packed_args"], 1) << w.out;
+  }
+  CliRun bad = run_cli(
+      d, {"replay", "--db", db, "--record", std::to_string(best_id), "--weights", "weights"},
+      "replay_bad_weights");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--weights: 'weights' is not a param of dense (0 'data', 1 'weight'"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST(TuneCli, SigkillThenSameCommandResumesWithoutLoss) {
