@@ -17,16 +17,15 @@ namespace {
 
 // What a program does with each buffer, by id.
 struct Uses {
-  std::unordered_map<int64_t, int64_t> loads;
-  std::unordered_map<int64_t, std::vector<const P::StmtNode*>> stores;
-  int64_t max_id = 0; // of the buffers: a new one takes a larger id
+  std::unordered_map<int64_t, int64_t> loads, stores; // how many of each, by buffer
+  int64_t max_id = 0;                                 // of the buffers: a new one takes a larger id
 
   explicit Uses(const P::Program& p) {
     for (const P::Buffer& b : p.params)
       max_id = std::max(max_id, b->id);
     P::visit_stmts(p.body, [&](const P::Stmt& s) {
       if (s->buffer) max_id = std::max(max_id, s->buffer->id);
-      if (s->kind == P::StmtKind::Store) stores[s->buffer->id].push_back(s.get());
+      if (s->kind == P::StmtKind::Store) ++stores[s->buffer->id];
       for (const P::Expr& i : s->indices)
         count(i);
       count(s->value);
@@ -227,8 +226,7 @@ std::optional<PrepackedWeight> prepackable(const P::Program& p, size_t param, co
   // Those copies are every store into the buffer and every load of the weight: in each
   // iteration of the loops around the allocation, the buffer holds what they copied.
   const int64_t n = static_cast<int64_t>(site.copies.size());
-  if (n == 0 || loads->second != n || static_cast<int64_t>(uses.stores.at(copy->id).size()) != n)
-    return {};
+  if (n == 0 || loads->second != n || uses.stores.at(copy->id) != n) return {};
 
   // The packed bytes: the buffer for each iteration of the loops around it that the copies
   // depend on, those loops outermost -- [loops.., the buffer's shape..].
