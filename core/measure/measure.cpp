@@ -103,7 +103,7 @@ bool send_all(int fd, const std::string& bytes) {
     set_plugin_log_sink(
         [fd](int level, std::string_view message) { send_all(fd, encode_log(level, message)); });
 
-    Built b = build_candidate(target, candidate);
+    Built b = build_candidate(target, candidate, cold ? std::vector<bool>{} : options.weights);
     if (!b.module) {
       send_all(fd, encode_result(build_failure(b)));
       ::_exit(0);

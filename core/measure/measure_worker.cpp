@@ -42,12 +42,21 @@ void flush_caches() {
 
 } // namespace
 
-Built build_candidate(const PluginTarget& target, const Function& candidate) {
+Built build_candidate(const PluginTarget& target, const Function& candidate,
+                      const std::vector<bool>& weights) {
   Built b;
   auto t0 = Clock::now();
   try {
     Function lowered = candidate.lowered ? candidate : lower(candidate);
     b.module = target.build(lowered);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (!weights[i]) continue;
+      try {
+        b.module->packed_layout(i);
+      } catch (const std::exception&) {
+        // Asked again before the run, which reports it.
+      }
+    }
   } catch (const PluginError& e) {
     b.module.reset();
     b.error = e.what();

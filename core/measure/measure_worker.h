@@ -27,8 +27,12 @@ struct Built {
 // The result of a failed build: BuildError, or Unsupported when the target said so.
 MeasureResult build_failure(const Built& b);
 
-// Lowers (if needed) and builds `candidate`; never throws.
-Built build_candidate(const PluginTarget& target, const Function& candidate);
+// Lowers (if needed) and builds `candidate`; never throws. `weights` (MeasureOptions::weights,
+// empty where they go unpacked): their packed layouts are asked for here, so that a target that
+// compiles a kernel for them (llvm: prepacked copies) does it in the builds, which run side by
+// side, not in the runs, which take turns; a failure there is the run's to report.
+Built build_candidate(const PluginTarget& target, const Function& candidate,
+                      const std::vector<bool>& weights = {});
 
 // Warm-up run(s) on fresh arguments, comparison of the outputs with the reference, then the
 // timed repeats. Never throws: a failing run is RunError, a mismatch WrongResult.
