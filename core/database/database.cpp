@@ -153,8 +153,10 @@ void validate_model_choice(const ModelChoice& c) {
 
 json args_to_json(const std::vector<ArgInfo>& args) {
   json a = json::array();
-  for (const ArgInfo& x : args)
+  for (const ArgInfo& x : args) {
     a.push_back({{"dtype", to_string(x.dtype)}, {"shape", x.shape}});
+    if (x.weight) a.back()["weight"] = true;
+  }
   return a;
 }
 
@@ -164,7 +166,11 @@ std::vector<ArgInfo> args_from_json(const json& a) {
   for (const json& x : a) {
     auto dt = parse_dtype(x.at("dtype").get<std::string>());
     if (!dt) throw std::runtime_error("unknown dtype '" + x.at("dtype").get<std::string>() + "'");
-    out.push_back({*dt, x.at("shape").get<std::vector<int64_t>>()});
+    const json* weight = x.contains("weight") ? &x.at("weight") : nullptr;
+    if (weight && !weight->is_boolean())
+      throw std::runtime_error("argument " + std::to_string(out.size()) +
+                               ": 'weight' is not true or false");
+    out.push_back({*dt, x.at("shape").get<std::vector<int64_t>>(), weight && weight->get<bool>()});
   }
   return out;
 }

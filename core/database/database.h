@@ -39,6 +39,9 @@ public:
 struct ArgInfo {
   DType dtype = DType::f32();
   std::vector<int64_t> shape;
+  // A model's weight, handed over packed where the kernel took it so when the record was timed
+  // (MeasureOptions::weights); stored only when set, so older databases read as before.
+  bool weight = false;
   friend bool operator==(const ArgInfo&, const ArgInfo&) = default;
 };
 // The arguments of `f` (its params, in order).

@@ -55,7 +55,8 @@ bool is_unsupported(const MeasureResult& r) {
 }
 
 TuningRecord library_record(const LibraryTarget& lib, int64_t workload_id, const Function& workload,
-                            const MeasureResult& r, uint64_t seed) {
+                            const MeasureResult& r, uint64_t seed,
+                            const std::vector<ArgInfo>& args) {
   TuningRecord rec;
   rec.workload_id = workload_id;
   rec.target = lib.key;
@@ -64,7 +65,7 @@ TuningRecord library_record(const LibraryTarget& lib, int64_t workload_id, const
     rec.run_secs = r.run_secs;
   else
     rec.error = std::string(to_string(r.status)) + (r.error.empty() ? "" : ": " + r.error);
-  rec.args = arg_info_of(workload);
+  rec.args = args.empty() ? arg_info_of(workload) : args;
   rec.seed = seed;
   if (!lib.plugin.name.empty()) rec.plugins = {lib.plugin};
   return rec;

@@ -40,9 +40,11 @@ std::vector<LibraryTarget> open_library_targets(const PluginHost& host,
 bool is_unsupported(const MeasureResult& r);
 
 // The record of a library measurement: the unscheduled workload's (empty) trace, the library
-// plugin, the run times or the error.
+// plugin, the run times or the error. `args`: the workload's, as the task marks its weights
+// (empty: arg_info_of(workload)).
 TuningRecord library_record(const LibraryTarget& lib, int64_t workload_id, const Function& workload,
-                            const MeasureResult& r, uint64_t seed);
+                            const MeasureResult& r, uint64_t seed,
+                            const std::vector<ArgInfo>& args = {});
 
 // Fastest successful record among `records`; nullptr when none succeeded.
 const TuningRecord* fastest(const std::vector<TuningRecord>& records);

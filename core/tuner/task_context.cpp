@@ -62,6 +62,8 @@ void TaskContext::file_in_database(Database& db, const TuneTask& task,
   result.weight = task.weight;
   result.flops = count_flops(workload);
   args = arg_info_of(workload);
+  for (size_t i = 0; i < args.size() && i < weights.size(); ++i)
+    args[i].weight = weights[i];
   result.workload_id = db.commit_workload(workload, task.workload.body ? task.spec : result.spec);
   prior_records_ = db.records(result.workload_id, target_key);
   for (const std::string& p : db.take_problems())
@@ -250,7 +252,7 @@ void TaskContext::measure_libraries(Database& db, const std::vector<LibraryTarge
     }
     if (!r.ok() && stopped(stop)) return; // possibly the interrupt's doing: not recorded
     int64_t id =
-        db.commit_record(library_record(lib, result.workload_id, workload, r, options.seed));
+        db.commit_record(library_record(lib, result.workload_id, workload, r, options.seed, args));
     library_stored[l] = true;
     ++result.library_measured;
     if (!r.ok()) {

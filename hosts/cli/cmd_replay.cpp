@@ -105,7 +105,13 @@ int run_replay(const ReplayOptions& opt) {
                     cold_inputs_under(cold_policy_of(db->record_setting(kMeasuredInputs), opt.db),
                                       workload, count_flops(workload)));
   if (rounds_products_to_bf16(target)) mo = with_bf16_products_tolerance(mo);
-  mo.weights = weight_flags(workload, opt.weights);
+  // The weights packed as the record was timed (its args say which), unless --weights says.
+  if (opt.weights.empty()) {
+    for (const ArgInfo& a : rec.args)
+      mo.weights.push_back(a.weight);
+  } else if (opt.weights != std::vector<std::string>{"none"}) {
+    mo.weights = weight_flags(workload, opt.weights);
+  }
   Measurer measurer(*target.target, mo);
   Reference ref = load_or_compute_reference(
       workload, rec.seed, opt.reference_cache == "none" ? std::string() : opt.reference_cache);
@@ -174,9 +180,9 @@ RegisterCommand reg("replay", [](CLI::App& app) -> std::function<int()> {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--weights", opt->weights,
-                  "Params that are a model's weights (names or positions, repeatable): given "
-                  "packed where the kernel takes them so, once, as `model tune` times a model's "
-                  "tasks (records of `model tune` replay at their recorded speed so)")
+                  "Params that are a model's weights (names or positions, repeatable; 'none': "
+                  "no param): given packed where the kernel takes them so, once, as `model "
+                  "tune` times a model's tasks (default: as the record was timed)")
       ->delimiter(',');
   cmd->add_option("--reference-cache", opt->reference_cache,
                   "Directory keeping the reference results between runs; 'none' = no cache")

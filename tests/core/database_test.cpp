@@ -105,6 +105,7 @@ TEST_F(DatabaseTest, CommitAndReload) {
     for (int64_t outer : {1, 2, 4}) {
       TuningRecord r = make_record(f, wid, "llvm", {1e-3 * outer, 1.1e-3 * outer}, outer, outer);
       r.created_at_ms = 1700000000000 + outer;
+      r.args[1].weight = outer == 2; // timed with that param packed (a model's weight)
       r.id = db->commit_record(r);
       committed.push_back(r);
     }
@@ -299,6 +300,7 @@ TEST_F(DatabaseTest, JsonLinesRoundTrip) {
     int64_t wg = db->commit_workload(g);
     for (int64_t outer : {1, 2, 4, 8}) {
       TuningRecord r = make_record(f, wf, "llvm", {outer * 1e-4, 0.1 / 3}, outer, outer);
+      r.args[0].weight = outer == 4;
       if (outer == 8) {
         r.run_secs.clear();
         r.error = "crashed: \"SIGSEGV\"\n";

@@ -159,6 +159,24 @@ TEST(Tuner, CommitsOneRecordPerTrial) {
   EXPECT_DOUBLE_EQ(best->mean_secs(), t.best_seconds);
 }
 
+// A model task's weights (TuneTask::weights) are marked in its records' args: `replay` then
+// times a record with them packed, as it was timed.
+TEST(Tuner, RecordsSayWhichParamsAreWeights) {
+  TempDb db;
+  TuneTask task{kSpec, {}, 1, {false, true, false}};
+  TuneResult r = tune(host(), {task}, quick_options(db.path, 4));
+  ASSERT_EQ(r.tasks.size(), 1u);
+  auto d = Database::open(db.path);
+  std::vector<TuningRecord> recs = d->records(r.tasks[0].workload_id, r.target);
+  ASSERT_EQ(recs.size(), 4u);
+  for (const TuningRecord& rec : recs) {
+    ASSERT_EQ(rec.args.size(), 3u);
+    EXPECT_FALSE(rec.args[0].weight);
+    EXPECT_TRUE(rec.args[1].weight);
+    EXPECT_FALSE(rec.args[2].weight);
+  }
+}
+
 // Where the run's time went: the setup, the search, the measuring (whose candidates' turns on
 // the device come one at a time, so they fit inside it), the model updates and the final
 // checks -- all within the run.
