@@ -37,6 +37,14 @@ struct BestOptions {
   std::vector<std::string> libraries{"onednn.cpu"};
 };
 
+// Whether the record was timed with some of its params packed (a model's weights, `model
+// tune`): faster than a record of the same kernel timed with them as given.
+bool weights_packed(const TuningRecord& r) {
+  for (const ArgInfo& a : r.args)
+    if (a.weight) return true;
+  return false;
+}
+
 bool is_library(const std::string& target, const std::vector<std::string>& libraries) {
   for (const auto& l : libraries)
     if (target_matches(target, l)) return true;
@@ -119,11 +127,13 @@ int run_best(const BestOptions& opt) {
                              {"gflops", gflops},
                              {"run_secs", r.run_secs},
                              {"seed", r.seed},
-                             {"created_at_ms", r.created_at_ms}});
+                             {"created_at_ms", r.created_at_ms},
+                             {"weights_packed", weights_packed(r)}});
         if (text) {
           char buf[160];
-          std::snprintf(buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS\n",
-                        static_cast<long long>(r.id), secs * 1e3, gflops);
+          std::snprintf(buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS%s\n",
+                        static_cast<long long>(r.id), secs * 1e3, gflops,
+                        weights_packed(r) ? "  (weights packed)" : "");
           std::cout << buf;
         }
       }
@@ -134,15 +144,17 @@ int run_best(const BestOptions& opt) {
         j["library"] = {{"target", library->target},
                         {"record", library->id},
                         {"seconds", lib_secs},
-                        {"gflops", gflops_of(lib_secs)}};
+                        {"gflops", gflops_of(lib_secs)},
+                        {"weights_packed", weights_packed(*library)}};
         j["chosen"] = lib_chosen ? "library" : "tuned";
         j["implementation"] = lib_chosen ? library->target : target;
         j["ratio_to_library"] = top.empty() ? 0.0 : lib_secs / tuned;
         if (text) {
           char buf[400];
-          std::snprintf(buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS  (library: %s)\n",
-                        static_cast<long long>(library->id), lib_secs * 1e3, gflops_of(lib_secs),
-                        library->target.c_str());
+          std::snprintf(
+              buf, sizeof buf, "  record %-8lld %10.4f ms  %9.2f GFLOPS  (library: %s%s)\n",
+              static_cast<long long>(library->id), lib_secs * 1e3, gflops_of(lib_secs),
+              library->target.c_str(), weights_packed(*library) ? "; weights packed" : "");
           std::cout << buf;
           if (top.empty())
             std::snprintf(buf, sizeof buf, "  chosen: %s (library; no tuned kernel)\n",

@@ -218,6 +218,29 @@ TEST(TuneCli, JsonLastLineThenBestAndReplay) {
   EXPECT_EQ(pj["ok"], true);
   EXPECT_GT(pj["seconds"].get<double>(), 0);
 
+  // A record timed with a param packed as a model's weight (`model tune`) says so in `best`.
+  int64_t packed_id = 0;
+  {
+    auto w = Database::open(db);
+    TuningRecord copy = w->record(best_id);
+    copy.id = 0;
+    copy.created_at_ms = 0;
+    copy.args.at(1).weight = true;
+    packed_id = w->commit_record(copy);
+  }
+  CliRun bp = run_cli(d, {"best", "--db", db, "--workload", kSpec, "-k", "10", "--json"}, "best_w");
+  ASSERT_EQ(bp.status, 0) << bp.err;
+  nlohmann::json bpj = nlohmann::json::parse(last_line(bp.out));
+  ASSERT_EQ(bpj.size(), 1u);
+  size_t marked = 0;
+  for (const nlohmann::json& rec : bpj[0]["best"])
+    marked += rec["weights_packed"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(marked, 1u) << bp.out;
+  CliRun bt = run_cli(d, {"best", "--db", db, "--workload", kSpec, "-k", "10"}, "best_wt");
+  ASSERT_EQ(bt.status, 0) << bt.err;
+  EXPECT_NE(bt.out.find("record " + std::to_string(packed_id)), std::string::npos) << bt.out;
+  EXPECT_NE(bt.out.find("(weights packed)"), std::string::npos) << bt.out;
+
   CliRun ir = run_cli(d,
                       {"replay", "--db", db, "--record", std::to_string(best_id), "--print-ir",
                        "--repeats", "1", "--min-repeat-ms", "1"},
