@@ -3,8 +3,8 @@
 // "opt_level": 3, "num_threads": N}. build() turns the host's lowered program into the SDK
 // program tree and JIT-compiles it; the module runs it on the plugin's thread pool.
 // export_library() compiles the same trees ahead of time into one shared library.
-// A module takes a weight that its kernel copies whole into a buffer as that copy, made once
-// (prepacked_weights.h); with -fpmath=bf16 (f32 is the default) a product's weight in bf16
+// A module takes a weight that its kernel copies into buffers of its own (a panel per
+// iteration of some loops) as those copies, made once (prepacked_weights.h); with -fpmath=bf16 (f32 is the default) a product's weight in bf16
 // (bf16_weights.h); compiled a second time to read them so.
 #include <atomic>
 #include <cstring>
@@ -44,7 +44,7 @@ public:
       : kernel_(std::move(kernel)), params_(std::move(params)) {}
 
   // The tree to compile again for weights handed over packed, and which params may be: a
-  // weight the kernel copies whole into a buffer of its own, as that copy (prepacked_weights.h;
+  // weight the kernel copies into buffers of its own, as those copies (prepacked_weights.h;
   // under -fpmath=bf16 only where the copy is laid out for AMX tile products), else under
   // -fpmath=bf16 a product's operand in bf16 (bf16_weight_candidates).
   void offer_packed_weights(P::Program tree, CompileOptions opts, bool bf16_weights, bool amx) {
