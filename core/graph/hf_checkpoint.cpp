@@ -46,6 +46,38 @@ int64_t int_field(const nlohmann::json& j, const std::string& path, const char* 
   return it->get<int64_t>();
 }
 
+// Optional fields: absent or null is the fallback, a value of another type is refused by name
+// (nlohmann's own conversion error would name neither the file nor the field).
+double float_field(const nlohmann::json& j, const std::string& path, const char* name,
+                   double fallback) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number())
+    throw std::invalid_argument(path + ": \"" + std::string(name) +
+                                "\" is not a number: " + it->dump());
+  return it->get<double>();
+}
+
+std::string string_field(const nlohmann::json& j, const std::string& path, const char* name,
+                         const std::string& fallback) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_string())
+    throw std::invalid_argument(path + ": \"" + std::string(name) +
+                                "\" is not a string: " + it->dump());
+  return it->get<std::string>();
+}
+
+bool bool_field(const nlohmann::json& j, const std::string& path, const char* name,
+                bool fallback = false) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean())
+    throw std::invalid_argument(path + ": \"" + std::string(name) +
+                                "\" is not true or false: " + it->dump());
+  return it->get<bool>();
+}
+
 // One metatune parameter from one checkpoint tensor: its shape there, and whether it is stored
 // transposed (GPT-2's Conv1D keeps [in, out]).
 struct Source {
@@ -64,8 +96,8 @@ public:
     layers_ = int_field(j, cfg_path, "n_layer");
     heads_ = int_field(j, cfg_path, "n_head");
     inner_ = int_field(j, cfg_path, "n_inner", 4 * dim_);
-    double eps = j.value("layer_norm_epsilon", 1e-5);
-    std::string act = j.value("activation_function", std::string("gelu_new"));
+    double eps = float_field(j, cfg_path, "layer_norm_epsilon", 1e-5);
+    std::string act = string_field(j, cfg_path, "activation_function", "gelu_new");
     std::string ours = act == "gelu_new" || act == "gelu_pytorch_tanh" ? "gelu_tanh"
                        : act == "gelu"                                 ? "gelu"
                        : act == "relu"                                 ? "relu"
@@ -149,8 +181,8 @@ public:
       throw std::invalid_argument(cfg_path + ": hidden_size " + std::to_string(dim) +
                                   " is not a multiple of num_attention_heads " +
                                   std::to_string(heads));
-    double eps = j.value("layer_norm_eps", 1e-12);
-    std::string act = j.value("hidden_act", std::string("gelu"));
+    double eps = float_field(j, cfg_path, "layer_norm_eps", 1e-12);
+    std::string act = string_field(j, cfg_path, "hidden_act", "gelu");
     if (act != "gelu" && act != "relu" && act != "gelu_new")
       throw std::invalid_argument(cfg_path + ": hidden_act '" + act +
                                   "' is not supported (gelu, gelu_new, relu)");
@@ -224,11 +256,14 @@ private:
 // Llama (and the checkpoints that share its layout: RMSNorm, SwiGLU, grouped-query attention,
 // rotary embeddings in the rotate-half convention, no biases, an untied head by default).
 // The rotary layer is the rope plugin's: without it loaded, the folder is refused by name.
+// Llama and the decoders that differ from it only in fields of config.json: Qwen2 (biases on
+// q, k and v), Mistral (a sliding attention window), and Llama's own attention_bias, mlp_bias
+// and rope scaling (Llama 3.1/3.2's "llama3", "linear").
 class Llama {
 public:
   static constexpr const char* kRotary = "rope.RotaryQKVLinear";
 
-  Llama(const ConfigRegistry& reg, const std::string& dir) {
+  Llama(const ConfigRegistry& reg, const std::string& dir, const std::string& type) {
     std::string cfg_path = dir + "/config.json";
     nlohmann::json j = read_json(cfg_path);
     layers_ = int_field(j, cfg_path, "num_hidden_layers");
@@ -244,33 +279,38 @@ public:
       throw std::invalid_argument(cfg_path + ": num_attention_heads " + std::to_string(heads) +
                                   " is not a multiple of num_key_value_heads " +
                                   std::to_string(kv_heads));
-    std::string act = j.value("hidden_act", std::string("silu"));
+    std::string act = string_field(j, cfg_path, "hidden_act", "silu");
     if (act != "silu")
       throw std::invalid_argument(cfg_path + ": hidden_act '" + act + "' is not supported (silu)");
-    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-      throw std::invalid_argument(cfg_path + ": rope_scaling " + j["rope_scaling"].dump() +
-                                  " is not supported (plain rotary embeddings only)");
-    for (const char* b : {"attention_bias", "mlp_bias"})
-      if (j.value(b, false))
-        throw std::invalid_argument(cfg_path + ": " + std::string(b) +
-                                    " true is not supported (Llama has no biases)");
-    double factor = j.value("partial_rotary_factor", 1.0);
+    // Qwen2 always has biases on q, k and v (none on o); Llama's attention_bias puts them on
+    // all four projections.
+    const bool attention_bias = bool_field(j, cfg_path, "attention_bias");
+    qkv_bias_ = type == "qwen2" || attention_bias;
+    o_bias_ = type != "qwen2" && attention_bias;
+    mlp_bias_ = bool_field(j, cfg_path, "mlp_bias");
+    int64_t window = 0;
+    if (type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null())
+      window = int_field(j, cfg_path, "sliding_window");
+    if (type == "qwen2" && bool_field(j, cfg_path, "use_sliding_window"))
+      throw std::invalid_argument(cfg_path + ": use_sliding_window true is not supported (a "
+                                             "window on some layers only)");
+    double factor = float_field(j, cfg_path, "partial_rotary_factor", 1.0);
     auto rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * factor);
     if (factor <= 0 || factor > 1 || rotary_dim % 2)
       throw std::invalid_argument(cfg_path + ": partial_rotary_factor " + std::to_string(factor) +
                                   " gives an odd or empty rotary width");
-    tied_ = j.value("tie_word_embeddings", false);
-    const double eps = j.value("rms_norm_eps", 1e-6);
+    tied_ = bool_field(j, cfg_path, "tie_word_embeddings");
+    const double eps = float_field(j, cfg_path, "rms_norm_eps", 1e-6);
     if (!reg.contains(kRotary))
-      throw std::invalid_argument(cfg_path + ": a llama model needs the layer '" +
+      throw std::invalid_argument(cfg_path + ": a " + type + " model needs the layer '" +
                                   std::string(kRotary) +
                                   "' (plugin not found: the rope plugin is not loaded)");
     Config rotary = reg.make(kRotary);
     rotary.set("input_linear", reg.make("std.QKVLinear"))
-        .set("input_linear.bias", false)
+        .set("input_linear.bias", qkv_bias_)
         .set("convention", "rotate_half")
-        .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim)
-        .set("rotary.theta", j.value("rope_theta", 10000.0));
+        .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim);
+    set_rope(rotary, j, cfg_path);
     config = reg.make("std.Decoder");
     const std::string a = "transformer.layer.self_attention.",
                       f = "transformer.layer.feed_forward.";
@@ -286,17 +326,18 @@ public:
         .set(a + "attention.num_kv_heads", kv_heads)
         .set(a + "attention.per_head_dim", head_dim)
         .set(a + "attention.causal", true)
-        .set(a + "attention.output_bias", false)
+        .set(a + "attention.sliding_window", window)
+        .set(a + "attention.output_bias", o_bias_)
         .set(a + "attention.qkv", rotary)
         .set(f + "hidden_dim", int_field(j, cfg_path, "intermediate_size"))
         .set(f + "activation", "silu")
         .set(f + "structure", "prenorm")
         .set(f + "norm", reg.make("std.RMSNorm"))
         .set(f + "norm.eps", eps)
-        .set(f + "linear1.bias", false)
+        .set(f + "linear1.bias", mlp_bias_)
         .set(f + "linear1_gate", reg.make("std.Linear"))
-        .set(f + "linear1_gate.bias", false)
-        .set(f + "linear2.bias", false)
+        .set(f + "linear1_gate.bias", mlp_bias_)
+        .set(f + "linear2.bias", mlp_bias_)
         .set("output_norm", reg.make("std.RMSNorm"))
         .set("output_norm.eps", eps);
     max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
@@ -312,14 +353,22 @@ public:
                   h = "model.layers." + std::to_string(i) + ".";
       std::string a = p + "self_attention.", f = p + "feed_forward.";
       m[a + "norm.weight"] = {h + "input_layernorm.weight"};
-      for (const char* x : {"q", "k", "v"})
-        m[a + "attention.qkv.input_linear." + x + "_weight"] = {h + "self_attn." + x +
-                                                                "_proj.weight"};
+      for (const std::string x : {"q", "k", "v"}) {
+        const std::string ours = a + "attention.qkv.input_linear." + x,
+                          theirs = h + "self_attn." + x;
+        m[ours + "_weight"] = {theirs + "_proj.weight"};
+        if (qkv_bias_) m[ours + "_bias"] = {theirs + "_proj.bias"};
+      }
       m[a + "attention.o_weight"] = {h + "self_attn.o_proj.weight"};
+      if (o_bias_) m[a + "attention.o_bias"] = {h + "self_attn.o_proj.bias"};
       m[f + "norm.weight"] = {h + "post_attention_layernorm.weight"};
-      m[f + "linear1_gate.weight"] = {h + "mlp.gate_proj.weight"};
-      m[f + "linear1.weight"] = {h + "mlp.up_proj.weight"};
-      m[f + "linear2.weight"] = {h + "mlp.down_proj.weight"};
+      for (const auto& [ours, theirs] :
+           {std::pair<std::string, std::string>{"linear1_gate", "gate_proj"},
+            {"linear1", "up_proj"},
+            {"linear2", "down_proj"}}) {
+        m[f + ours + ".weight"] = {h + "mlp." + theirs + ".weight"};
+        if (mlp_bias_) m[f + ours + ".bias"] = {h + "mlp." + theirs + ".bias"};
+      }
     }
     return m;
   }
@@ -336,8 +385,50 @@ public:
   int64_t max_positions_ = 0;
 
 private:
+  // The rotary table's base and scaling: rope_theta and rope_scaling at the top of config.json
+  // (transformers 4), or both in rope_parameters (transformers 5).
+  static void set_rope(Config& rotary, const nlohmann::json& j, const std::string& cfg_path) {
+    const nlohmann::json* rope = nullptr;
+    std::string where = "rope_scaling";
+    if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+      rope = &j["rope_parameters"];
+      where = "rope_parameters";
+    } else if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
+      rope = &j["rope_scaling"];
+    }
+    if (rope && !rope->is_object())
+      throw std::invalid_argument(cfg_path + ": " + where + " " + rope->dump() +
+                                  " is not an object");
+    double theta = float_field(j, cfg_path, "rope_theta", 10000.0);
+    if (rope && rope->contains("rope_theta")) theta = number(*rope, cfg_path, where, "rope_theta");
+    rotary.set("rotary.theta", theta);
+    if (!rope) return;
+    std::string kind = string_field(*rope, cfg_path, "rope_type",
+                                    string_field(*rope, cfg_path, "type", "default"));
+    if (kind == "default") return;
+    if (kind != "linear" && kind != "llama3")
+      throw std::invalid_argument(cfg_path + ": " + where + " " + rope->dump() + ": rope type '" +
+                                  kind + "' is not supported (default, linear, llama3)");
+    rotary.set("rotary.scaling", kind)
+        .set("rotary.factor", number(*rope, cfg_path, where, "factor"));
+    if (kind == "llama3")
+      rotary.set("rotary.low_freq_factor", number(*rope, cfg_path, where, "low_freq_factor"))
+          .set("rotary.high_freq_factor", number(*rope, cfg_path, where, "high_freq_factor"))
+          .set("rotary.original_max_positions",
+               static_cast<int64_t>(
+                   number(*rope, cfg_path, where, "original_max_position_embeddings")));
+  }
+
+  static double number(const nlohmann::json& o, const std::string& cfg_path,
+                       const std::string& where, const char* key) {
+    if (!o.contains(key) || !o[key].is_number())
+      throw std::invalid_argument(cfg_path + ": " + where + " needs a number '" + key + "' (" +
+                                  o.dump() + ")");
+    return o[key].get<double>();
+  }
+
   int64_t layers_ = 0;
-  bool tied_ = false;
+  bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false;
 };
 
 // The parameter at `path` of shape `want` from the checkpoint's tensor `src`.
@@ -373,10 +464,12 @@ NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const
 HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string cfg_path = dir + "/config.json";
   nlohmann::json j = read_json(cfg_path);
-  std::string type = j.value("model_type", std::string());
-  if (type != "gpt2" && type != "bert" && type != "llama")
+  std::string type = string_field(j, cfg_path, "model_type", "");
+  const bool llama_like = type == "llama" || type == "qwen2" || type == "mistral";
+  if (type != "gpt2" && type != "bert" && !llama_like)
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
-                                "' is not supported yet (supported: gpt2, bert, llama)");
+                                "' is not supported yet (supported: gpt2, bert, llama, qwen2, "
+                                "mistral)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;
@@ -386,8 +479,8 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   out.model_type = type;
   if (type == "gpt2")
     out.config = gpt2.emplace(layers, dir).config;
-  else if (type == "llama") {
-    out.config = llama.emplace(layers, dir).config;
+  else if (llama_like) {
+    out.config = llama.emplace(layers, dir, type).config;
     out.max_positions = llama->max_positions_;
   } else
     out.config = bert.emplace(layers, dir).config;

@@ -3,7 +3,9 @@
 // its parameters (transposed where Hugging Face stores them the other way round). GPT-2
 // (model_type "gpt2": std.Decoder), the BERT family ("bert": std.Encoder) and Llama ("llama":
 // std.Decoder with RMSNorm, SwiGLU, grouped-query attention and the rope plugin's rotary QKV
-// layer); every other model_type is refused by name.
+// layer; its attention_bias, mlp_bias and "linear" or "llama3" rope scaling) with the decoders
+// that differ from it in config fields only, Qwen2 ("qwen2": biases on q, k, v) and Mistral
+// ("mistral": a sliding attention window); every other model_type is refused by name.
 #pragma once
 
 #include <map>

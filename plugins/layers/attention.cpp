@@ -123,6 +123,11 @@ MultiheadAttention::MultiheadAttention(std::string_view config)
   causal_ = cfg.get<bool>("causal", false);
   scale_ = cfg.get<double>("scale", 0.0);
   output_bias_ = cfg.get<bool>("output_bias", true);
+  window_ = cfg.get<int64_t>("sliding_window", 0);
+  if (window_ < 0 || (window_ && !causal_))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     "std.MultiheadAttention: sliding_window " + std::to_string(window_) +
+                         (window_ < 0 ? " must not be negative" : " needs causal attention"));
   if (scale_ == 0) scale_ = 1.0 / std::sqrt(static_cast<double>(h_.per_head_dim));
 }
 
@@ -202,10 +207,14 @@ std::vector<TeTensor> MultiheadAttention::build(sdk::LayerContext& ctx,
   TeTensor masked = b.compute("attn_masked", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
     TeExpr s = scores(a) * f32(b, scale_);
     TeExpr neg = f32(b, -1e30);
-    if (decode)
-      s = b.select(a[3] <= ctx.position(a[0], a[2]), s, neg);
-    else if (causal_)
-      s = b.select(a[3] <= a[2], s, neg);
+    if (decode || causal_) {
+      // Key a[3] is seen from the query at position `at` when it is not later and, under a
+      // sliding window, not window_ or more positions earlier.
+      TeExpr at = decode ? ctx.position(a[0], a[2]) : a[2];
+      TeExpr seen = a[3] <= at;
+      if (window_) seen = b.binary(sdk::ExprKind::And, seen, a[3] > at - b.int_imm(window_));
+      s = b.select(seen, s, neg);
+    }
     if (mask) s = b.select((*mask)(a[0], a[3]) > f32(b, 0.5), s, neg);
     return s;
   });

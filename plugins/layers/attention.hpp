@@ -66,6 +66,8 @@ public:
       R"json({"doc": "softmax(q k^T * scale + masks) v, then the output projection", "fields": [)json" MT_STD_HEAD_FIELDS
       R"json(,
       {"name": "causal", "type": "bool", "default": false, "doc": "each position sees only those before it"},
+      {"name": "sliding_window", "type": "int", "default": 0,
+       "doc": "causal: each position sees only the last sliding_window positions, itself included (Mistral); 0 = all"},
       {"name": "scale", "type": "float", "default": 0.0, "doc": "score scale; 0 = 1/sqrt(per_head_dim)"},
       {"name": "qkv", "type": "layer", "default": {"kind": "std.QKVLinear"}, "doc": "the q, k, v projection"},
       {"name": "output_bias", "type": "bool", "default": true, "doc": "bias of the output projection"}],
@@ -79,6 +81,7 @@ public:
 private:
   HeadShape h_;
   bool causal_ = false, output_bias_ = true;
+  int64_t window_ = 0; // sliding_window
   double scale_ = 0;
 };
 

@@ -28,10 +28,9 @@ TeExpr lookup(TensorBuilder& b, TeExpr i, const std::vector<double>& values, siz
 // The frequencies in turns per position, each as head + tail (see the top of the file).
 struct Frequencies {
   std::vector<double> head, tail;
-  Frequencies(int64_t dim, double theta) {
-    for (int64_t i = 0; i < dim / 2; ++i) {
-      double f =
-          std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim)) / (2.0 * M_PI);
+  explicit Frequencies(const std::vector<double>& radians) {
+    for (double r : radians) {
+      double f = r / (2.0 * M_PI);
       int e = 0;
       std::frexp(f, &e); // f = m 2^e, m in [0.5, 1)
       double h = std::ldexp(std::round(std::ldexp(f, 11 - e)), e - 11);
@@ -48,12 +47,67 @@ RotaryTable::RotaryTable(std::string_view config) {
   dim_ = cfg.get<int64_t>("dim", 0);
   theta_ = cfg.get<double>("theta", 10000.0);
   offset_ = cfg.get<int64_t>("position_offset", 0);
+  const std::string scaling = cfg.get<std::string>("scaling", "none");
+  factor_ = cfg.get<double>("factor", 1.0);
+  low_freq_factor_ = cfg.get<double>("low_freq_factor", 1.0);
+  high_freq_factor_ = cfg.get<double>("high_freq_factor", 4.0);
+  original_max_positions_ = cfg.get<int64_t>("original_max_positions", 8192);
+  const std::string me = "rope.RotaryTable: ";
+  if (scaling == "none")
+    scaling_ = Scaling::None;
+  else if (scaling == "linear")
+    scaling_ = Scaling::Linear;
+  else if (scaling == "llama3")
+    scaling_ = Scaling::Llama3;
+  else
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + "scaling '" + scaling + "' (none, linear or llama3)");
+  if (!(factor_ >= 1) || !std::isfinite(factor_))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + "factor " + std::to_string(factor_) + " must be at least 1");
+  if (scaling_ == Scaling::Llama3 &&
+      (!(low_freq_factor_ > 0) || !(high_freq_factor_ > low_freq_factor_) ||
+       !std::isfinite(high_freq_factor_) || original_max_positions_ <= 0))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me +
+                         "llama3 scaling needs 0 < low_freq_factor < high_freq_factor and a "
+                         "positive original_max_positions (low " +
+                         std::to_string(low_freq_factor_) + ", high " +
+                         std::to_string(high_freq_factor_) + ", original_max_positions " +
+                         std::to_string(original_max_positions_) + ")");
   if (dim_ < 0 || dim_ % 2)
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                      "rope.RotaryTable: dim " + std::to_string(dim_) + " must be even");
   if (!(theta_ > 0) || !std::isfinite(theta_))
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                      "rope.RotaryTable: theta " + std::to_string(theta_) + " must be positive");
+}
+
+std::vector<double> RotaryTable::frequencies(int64_t dim) const {
+  std::vector<double> f;
+  for (int64_t i = 0; i < dim / 2; ++i)
+    f.push_back(std::pow(theta_, -2.0 * static_cast<double>(i) / static_cast<double>(dim)));
+  if (scaling_ == Scaling::Linear)
+    for (double& x : f)
+      x /= factor_;
+  if (scaling_ == Scaling::Llama3) {
+    // Wavelengths (positions per turn) against the original context: those that fit in it
+    // many times keep their frequency, those longer than it are stretched by factor, and the
+    // band between moves linearly in original / wavelength from one to the other.
+    const double original = static_cast<double>(original_max_positions_);
+    for (double& x : f) {
+      const double wavelength = 2.0 * M_PI / x;
+      if (wavelength < original / high_freq_factor_) continue;
+      if (wavelength > original / low_freq_factor_) {
+        x /= factor_;
+        continue;
+      }
+      const double smooth =
+          (original / wavelength - low_freq_factor_) / (high_freq_factor_ - low_freq_factor_);
+      x = (1 - smooth) * x / factor_ + smooth * x;
+    }
+  }
+  return f;
 }
 
 std::vector<TeTensor> RotaryTable::build(sdk::LayerContext& ctx,
@@ -72,7 +126,7 @@ std::vector<TeTensor> RotaryTable::build(sdk::LayerContext& ctx,
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                      me + ": rotary width " + std::to_string(dim) + " must be even and positive");
   TensorBuilder& b = ctx.builder();
-  Frequencies freq(dim, theta_);
+  Frequencies freq(frequencies(dim));
   const size_t half = static_cast<size_t>(dim / 2);
   auto turns = [&](const std::vector<TeExpr>& a) {
     TeExpr pos = ctx.position(a[0], a[1]);

@@ -1,6 +1,6 @@
 // Attention layers (plugins/layers/attention.cpp) against a straightforward double-precision
-// multi-head attention written here: causal and padding masks, grouped-query heads, separate
-// and fused projections, and a two-layer stacked transformer.
+// multi-head attention written here: causal and padding masks, a sliding window, grouped-query
+// heads, separate and fused projections, and a two-layer stacked transformer.
 #include "graph_test_util.h"
 
 namespace mt {
@@ -9,8 +9,10 @@ namespace {
 using namespace graph_test;
 
 json mha_config(const Dims& d, bool causal, bool fused) {
-  return attention_config(d.KVH == d.H ? "std.MultiheadAttention" : "std.GroupedQueryAttention", d,
-                          qkv_config(d, fused), causal);
+  json c = attention_config(d.KVH == d.H ? "std.MultiheadAttention" : "std.GroupedQueryAttention",
+                            d, qkv_config(d, fused), causal);
+  if (d.window) c["sliding_window"] = d.window;
+  return c;
 }
 
 // q, k, v of the reference from the run's own parameters.
@@ -68,6 +70,44 @@ TEST(StdAttention, GroupedQueryMatchesReference) {
   Dims d{2, 5, 16, 4, 2, 8};
   check_attention(d, true, false, false);
   check_attention(d, false, true, true);
+}
+
+// Mistral's window: query i sees keys i - window + 1 .. i; with 9 positions and a window of 3
+// most rows lose keys the causal mask alone would keep.
+TEST(StdAttention, SlidingWindowSeesOnlyTheLastPositions) {
+  Dims d{2, 9, 16, 4, 2, 8};
+  d.window = 3;
+  check_attention(d, true, false, false);
+  check_attention(d, true, true, true);
+  d.window = 1; // each position sees itself only
+  check_attention(d, true, false, false);
+  // The window changes the result (it is not the causal attention).
+  Dims full = d;
+  full.window = 0;
+  ModelRun run(mha_config(d, true, false), std::vector<int64_t>{2, 9, 16});
+  Matrix x = input(d.B * d.S * d.D, 1.0), q, k, v;
+  projections(run, d, false, x, q, k, v);
+  Matrix ob = run.param("o_bias");
+  Matrix causal = attention_ref(full, q, k, v, run.param("o_weight"), &ob, true, nullptr);
+  Matrix got = run({x});
+  double differs = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    differs = std::max(differs, std::abs(got[i] - causal[i]));
+  EXPECT_GT(differs, 1e-2);
+}
+
+TEST(StdAttention, SlidingWindowNeedsCausalAttention) {
+  Dims d{1, 4, 16, 2, 2, 8};
+  json c = mha_config(d, false, false);
+  c["sliding_window"] = 2;
+  try {
+    ModelRun run(c, std::vector<int64_t>{1, 4, 16});
+    ADD_FAILURE() << "a window without the causal mask was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding_window 2 needs causal attention"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(StdAttention, FusesIntoScoresSoftmaxContextAndProjections) {

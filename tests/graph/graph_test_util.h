@@ -171,6 +171,7 @@ inline void expect_close(const Matrix& got, const Matrix& want, double tol) {
 
 struct Dims {
   size_t B, S, D, H, KVH, Dh;
+  size_t window = 0; // causal: a position sees only the last `window` (itself included); 0 = all
 };
 
 // The QKV projection of `d` with biases (std.FusedQKVLinear or std.QKVLinear).
@@ -208,7 +209,9 @@ inline Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, con
           for (size_t e = 0; e < d.Dh; ++e)
             dot += q[(b * d.S + i) * qd + h * d.Dh + e] * k[(b * d.S + j) * kvd + kh * d.Dh + e];
           s[j] = dot * scale;
-          if ((causal && j > i) || (mask && (*mask)[b * d.S + j] < 0.5)) s[j] = -1e30;
+          if ((causal && j > i) || (d.window && j + d.window <= i) ||
+              (mask && (*mask)[b * d.S + j] < 0.5))
+            s[j] = -1e30;
           mx = std::max(mx, s[j]);
         }
         double sum = 0;

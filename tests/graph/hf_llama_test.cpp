@@ -1,5 +1,7 @@
 // A Hugging Face Llama checkpoint folder (config.json + model.safetensors in HF's names, random
-// weights written here: grouped-query attention, untied head) loaded through
+// weights written here: grouped-query attention, untied head; and the relatives that differ in
+// config fields: Qwen2's q/k/v biases and tied head, Mistral's sliding window, Llama 3.1's rope
+// scaling, Llama's attention_bias and mlp_bias) loaded through
 // core/graph/hf_checkpoint.h -- the rope plugin's rotary QKV layer around std.QKVLinear, RMSNorm,
 // SwiGLU -- against a float64 Llama forward computed here from the HF-named arrays (rotate-half
 // rotary embeddings with the config's rope_theta); generation with the key/value cache against
@@ -26,6 +28,11 @@ namespace fs = std::filesystem;
 struct LlamaDims {
   int64_t V = 50, D = 32, L = 2, H = 4, KVH = 2, F = 48;
   double theta = 500.0, eps = 1e-5;
+  std::string type = "llama";
+  bool qkv_bias = false, o_bias = false, mlp_bias = false, tied = false;
+  size_t window = 0; // Mistral's sliding_window
+  // Llama 3.1's rope scaling when llama3_factor > 0 (see angle_of below).
+  double llama3_factor = 0, low = 1, high = 4, original = 8192;
   int64_t Dh() const { return D / H; }
 };
 
@@ -37,7 +44,7 @@ struct LlamaFolder : HfTensors {
       : HfTensors(sine, 0.37, 1) {
     dir = fs::temp_directory_path() / ("mt_llama_" + tag + "_" + std::to_string(getpid()));
     fs::create_directories(dir);
-    nlohmann::json cfg = {{"model_type", "llama"},
+    nlohmann::json cfg = {{"model_type", g.type},
                           {"architectures", {"LlamaForCausalLM"}},
                           {"vocab_size", g.V},
                           {"hidden_size", g.D},
@@ -49,7 +56,7 @@ struct LlamaFolder : HfTensors {
                           {"rope_theta", g.theta},
                           {"max_position_embeddings", 64},
                           {"hidden_act", "silu"},
-                          {"tie_word_embeddings", false},
+                          {"tie_word_embeddings", g.tied},
                           {"eos_token_id", 2}};
     if (extra.is_object()) cfg.update(extra);
     std::ofstream(dir / "config.json") << cfg.dump(2);
@@ -62,27 +69,53 @@ struct LlamaFolder : HfTensors {
       add(h + "self_attn.k_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.v_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.o_proj.weight", {D, D}, 0.15, 0);
+      if (g.qkv_bias) {
+        add(h + "self_attn.q_proj.bias", {D}, 0.3, 0.1);
+        add(h + "self_attn.k_proj.bias", {kv}, 0.3, -0.1);
+        add(h + "self_attn.v_proj.bias", {kv}, 0.3, 0);
+      }
+      if (g.o_bias) add(h + "self_attn.o_proj.bias", {D}, 0.2, 0);
       add(h + "post_attention_layernorm.weight", {D}, 0.1, 1);
       add(h + "mlp.gate_proj.weight", {g.F, D}, 0.15, 0);
       add(h + "mlp.up_proj.weight", {g.F, D}, 0.15, 0);
       add(h + "mlp.down_proj.weight", {D, g.F}, 0.15, 0);
+      if (g.mlp_bias) {
+        add(h + "mlp.gate_proj.bias", {g.F}, 0.2, 0.1);
+        add(h + "mlp.up_proj.bias", {g.F}, 0.2, 0);
+        add(h + "mlp.down_proj.bias", {D}, 0.2, 0);
+      }
     }
     add("model.norm.weight", {D}, 0.1, 1);
-    add("lm_head.weight", {g.V, D}, 0.3, 0);
+    if (!g.tied) add("lm_head.weight", {g.V, D}, 0.3, 0);
+  }
+  const Matrix* maybe(const std::string& n, Matrix& keep) const {
+    if (!tensors.count(n)) return nullptr;
+    keep = m(n);
+    return &keep;
   }
   ~LlamaFolder() { fs::remove_all(dir); }
   void write() const { HfTensors::write(dir / "model.safetensors"); }
 };
 
+// The rotary frequency i of a head of width Dh: theta^(-2i/Dh), under Llama 3.1's scaling
+// divided by llama3_factor where it turns fewer than `low` times over the original context,
+// kept where it turns `high` times or more, the divisor linear in the turns between.
+double frequency(const LlamaDims& g, size_t i, size_t Dh) {
+  double f = std::pow(g.theta, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
+  if (g.llama3_factor <= 0) return f;
+  const double turns = g.original * f / (2 * M_PI);
+  const double t = std::clamp((turns - g.low) / (g.high - g.low), 0.0, 1.0);
+  return t * f + (1 - t) * f / g.llama3_factor;
+}
+
 // Rotate-half rotary embedding of x [S, heads * Dh] in place: pairs (i, i + Dh/2) of each head
-// turned by position * theta^(-2i/Dh).
-void rotate_half(Matrix& x, size_t S, size_t heads, size_t Dh, double theta) {
+// turned by position * frequency i.
+void rotate_half(Matrix& x, size_t S, size_t heads, size_t Dh, const LlamaDims& g) {
   const size_t half = Dh / 2;
   for (size_t t = 0; t < S; ++t)
     for (size_t h = 0; h < heads; ++h)
       for (size_t i = 0; i < half; ++i) {
-        double angle = static_cast<double>(t) *
-                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
+        double angle = static_cast<double>(t) * frequency(g, i, Dh);
         double* a = &x[t * heads * Dh + h * Dh + i];
         double* b = a + half;
         double x0 = *a, x1 = *b;
@@ -101,35 +134,44 @@ Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int
   for (int64_t l = 0; l < g.L; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     Matrix n = rms_norm_ref(h, c.m(p + "input_layernorm.weight"), S, D, g.eps);
-    Matrix q = linear_ref(n, c.m(p + "self_attn.q_proj.weight"), nullptr, S, D, D);
-    Matrix k = linear_ref(n, c.m(p + "self_attn.k_proj.weight"), nullptr, S, D, kv);
-    Matrix v = linear_ref(n, c.m(p + "self_attn.v_proj.weight"), nullptr, S, D, kv);
-    rotate_half(q, S, g.H, Dh, g.theta);
-    rotate_half(k, S, g.KVH, Dh, g.theta);
-    Dims d{1, S, D, static_cast<size_t>(g.H), static_cast<size_t>(g.KVH), Dh};
-    Matrix a =
-        attention_ref(d, q, k, v, c.m(p + "self_attn.o_proj.weight"), nullptr, true, nullptr);
+    Matrix b[7];
+    const std::string sa = p + "self_attn.", mlp = p + "mlp.";
+    Matrix q = linear_ref(n, c.m(sa + "q_proj.weight"), c.maybe(sa + "q_proj.bias", b[0]), S, D, D);
+    Matrix k =
+        linear_ref(n, c.m(sa + "k_proj.weight"), c.maybe(sa + "k_proj.bias", b[1]), S, D, kv);
+    Matrix v =
+        linear_ref(n, c.m(sa + "v_proj.weight"), c.maybe(sa + "v_proj.bias", b[2]), S, D, kv);
+    rotate_half(q, S, g.H, Dh, g);
+    rotate_half(k, S, g.KVH, Dh, g);
+    Dims d{1, S, D, static_cast<size_t>(g.H), static_cast<size_t>(g.KVH), Dh, g.window};
+    Matrix a = attention_ref(d, q, k, v, c.m(sa + "o_proj.weight"),
+                             c.maybe(sa + "o_proj.bias", b[3]), true, nullptr);
     for (size_t i = 0; i < h.size(); ++i)
       h[i] += a[i];
     Matrix n2 = rms_norm_ref(h, c.m(p + "post_attention_layernorm.weight"), S, D, g.eps);
-    Matrix gate = linear_ref(n2, c.m(p + "mlp.gate_proj.weight"), nullptr, S, D, F);
-    Matrix up = linear_ref(n2, c.m(p + "mlp.up_proj.weight"), nullptr, S, D, F);
+    Matrix gate = linear_ref(n2, c.m(mlp + "gate_proj.weight"),
+                             c.maybe(mlp + "gate_proj.bias", b[4]), S, D, F);
+    Matrix up =
+        linear_ref(n2, c.m(mlp + "up_proj.weight"), c.maybe(mlp + "up_proj.bias", b[5]), S, D, F);
     for (size_t i = 0; i < gate.size(); ++i)
       gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
-    Matrix y = linear_ref(gate, c.m(p + "mlp.down_proj.weight"), nullptr, S, F, D);
+    Matrix y = linear_ref(gate, c.m(mlp + "down_proj.weight"),
+                          c.maybe(mlp + "down_proj.bias", b[6]), S, F, D);
     for (size_t i = 0; i < h.size(); ++i)
       h[i] += y[i];
   }
   h = rms_norm_ref(h, c.m("model.norm.weight"), S, D, g.eps);
-  return linear_ref(h, c.m("lm_head.weight"), nullptr, S, D, g.V);
+  return linear_ref(h, c.m(g.tied ? "model.embed_tokens.weight" : "lm_head.weight"), nullptr, S, D,
+                    g.V);
 }
 
-TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {
-  LlamaDims g;
-  LlamaFolder c(g, "ok");
+// The folder's whole-sequence logits against the float64 forward.
+void check_forward(const LlamaDims& g, const std::string& tag, nlohmann::json extra = {}) {
+  SCOPED_TRACE(g.type + " " + tag);
+  LlamaFolder c(g, tag, std::move(extra));
   c.write();
   HfModel m = load_hf_checkpoint(host(), c.dir.string());
-  EXPECT_EQ(m.model_type, "llama");
+  EXPECT_EQ(m.model_type, g.type);
   EXPECT_EQ(m.max_positions, 64);
   std::vector<int32_t> ids = {7, 44, 0, 13, 13, 2, 31};
   te::Tensor in = te::placeholder({1, static_cast<int64_t>(ids.size())}, DType::i32(), "ids");
@@ -149,12 +191,15 @@ TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {
 
 // Greedy generation with the cache: every step's logits against the float64 forward of the
 // whole sequence so far, and the same tokens.
-TEST(HfLlama, GenerationWithTheCacheMatchesTheFloat64Recompute) {
-  LlamaDims g;
-  LlamaFolder c(g, "gen");
+void check_generation(const LlamaDims& g, const std::string& tag, nlohmann::json extra = {},
+                      KernelPolicy policy = KernelPolicy::Untuned) {
+  SCOPED_TRACE(g.type + " " + tag + " " + to_string(policy));
+  LlamaFolder c(g, tag, std::move(extra));
   c.write();
   HfModel m = load_hf_checkpoint(host(), c.dir.string());
-  KernelSelector sel(host(), KernelSelectionOptions{});
+  KernelSelectionOptions options;
+  options.policy = policy;
+  KernelSelector sel(host(), options);
   Generator gen(host(), m.config, sel, m.params, GenerationShape{{}, {8, 16}});
   TokenSampler greedy(SamplingOptions{});
   std::vector<int32_t> tokens = {3, 17, 41, 8};
@@ -172,6 +217,72 @@ TEST(HfLlama, GenerationWithTheCacheMatchesTheFloat64Recompute) {
   }
 }
 
+TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {
+  check_forward(LlamaDims{}, "ok");
+}
+
+TEST(HfLlama, GenerationWithTheCacheMatchesTheFloat64Recompute) {
+  check_generation(LlamaDims{}, "gen");
+}
+
+// Qwen2 (Qwen2.5): biases on q, k and v, none on o; a tied head.
+TEST(HfLlama, Qwen2WithItsProjectionBiasesMatches) {
+  LlamaDims g;
+  g.type = "qwen2";
+  g.qkv_bias = g.tied = true;
+  check_forward(g, "qwen2", {{"use_sliding_window", false}, {"sliding_window", 4}});
+  check_generation(g, "qwen2_gen");
+}
+
+// Mistral's sliding window (3 positions) in the prompt and in every decode step, where the
+// cache holds more rows than the window lets a query see.
+TEST(HfLlama, MistralSlidingWindowMatchesInPromptAndGeneration) {
+  LlamaDims g;
+  g.type = "mistral";
+  g.window = 3;
+  check_forward(g, "mistral", {{"sliding_window", 3}});
+  check_generation(g, "mistral_gen", {{"sliding_window", 3}});
+  // The library's kernels (oneDNN's matrix products take the window's mask as a post-op).
+  check_generation(g, "mistral_lib", {{"sliding_window", 3}}, KernelPolicy::Library);
+  g.window = 0; // null: no window
+  check_forward(g, "mistral_null", {{"sliding_window", nullptr}});
+}
+
+// Llama 3.1/3.2: "llama3" rope scaling (an original context of 64 positions, so that with head
+// width 8 and theta 500 the four frequencies are kept, blended and divided) -- in transformers
+// 4's rope_scaling and transformers 5's rope_parameters -- and Llama's attention_bias (q, k, v
+// and o) and mlp_bias.
+TEST(HfLlama, Llama3RopeScalingAndBiasesMatch) {
+  LlamaDims g;
+  g.llama3_factor = 8;
+  g.low = 1;
+  g.high = 4;
+  g.original = 64;
+  int kept = 0, divided = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    LlamaDims plain;
+    double ratio = frequency(plain, i, 8) / frequency(g, i, 8);
+    kept += std::abs(ratio - 1) < 1e-12;
+    divided += std::abs(ratio - 8) < 1e-9;
+  }
+  ASSERT_EQ(kept, 1);
+  ASSERT_EQ(divided, 2);
+  nlohmann::json scaling = {{"rope_type", "llama3"},
+                            {"factor", 8.0},
+                            {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0},
+                            {"original_max_position_embeddings", 64}};
+  check_forward(g, "llama3", {{"rope_scaling", scaling}});
+  nlohmann::json params = scaling;
+  params["rope_theta"] = g.theta;
+  check_forward(g, "llama3_v5", {{"rope_parameters", params}, {"rope_theta", nullptr}});
+  g.qkv_bias = g.o_bias = g.mlp_bias = true;
+  check_forward(g, "llama3_bias",
+                {{"rope_scaling", scaling}, {"attention_bias", true}, {"mlp_bias", true}});
+  check_generation(g, "llama3_gen",
+                   {{"rope_scaling", scaling}, {"attention_bias", true}, {"mlp_bias", true}});
+}
+
 std::string load_error(const LlamaFolder& c) {
   try {
     load_hf_checkpoint(host(), c.dir.string());
@@ -183,9 +294,35 @@ std::string load_error(const LlamaFolder& c) {
 
 TEST(HfLlama, WhatTheLoaderRefusesIsNamed) {
   LlamaDims g;
-  LlamaFolder scaling(g, "scaling", {{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}});
+  LlamaFolder scaling(g, "scaling", {{"rope_scaling", {{"type", "yarn"}, {"factor", 2.0}}}});
   scaling.write();
-  EXPECT_NE(load_error(scaling).find("rope_scaling"), std::string::npos) << load_error(scaling);
+  EXPECT_NE(load_error(scaling).find("rope type 'yarn' is not supported (default, linear, llama3)"),
+            std::string::npos)
+      << load_error(scaling);
+  LlamaFolder no_factor(g, "no_factor", {{"rope_scaling", {{"rope_type", "llama3"}}}});
+  no_factor.write();
+  EXPECT_NE(load_error(no_factor).find("rope_scaling needs a number 'factor'"), std::string::npos)
+      << load_error(no_factor);
+  LlamaDims q = g;
+  q.type = "qwen2";
+  q.qkv_bias = true;
+  LlamaFolder windowed(q, "windowed", {{"use_sliding_window", true}});
+  windowed.write();
+  EXPECT_NE(load_error(windowed).find("use_sliding_window true is not supported"),
+            std::string::npos)
+      << load_error(windowed);
+  LlamaFolder bias_text(g, "bias_text", {{"attention_bias", "yes"}});
+  bias_text.write();
+  EXPECT_NE(load_error(bias_text).find("\"attention_bias\" is not true or false: \"yes\""),
+            std::string::npos)
+      << load_error(bias_text);
+  // A bias the config promises and the file lacks is named.
+  LlamaDims qb = q;
+  LlamaFolder no_bias(qb, "no_bias");
+  no_bias.tensors.erase("model.layers.0.self_attn.k_proj.bias");
+  no_bias.write();
+  EXPECT_NE(load_error(no_bias).find("model.layers.0.self_attn.k_proj.bias"), std::string::npos)
+      << load_error(no_bias);
   LlamaFolder gqa(g, "gqa", {{"num_key_value_heads", 3}});
   gqa.write();
   EXPECT_NE(load_error(gqa).find("num_key_value_heads 3"), std::string::npos) << load_error(gqa);

@@ -2,6 +2,7 @@
 // conventions, partial rotary, offsets), and every output of a model run.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -16,12 +17,22 @@ struct Rotary {
   bool interleaved = false;
   double theta = 10000.0;
   int64_t offset = 0;
+  double linear_factor = 1.0; // positions divided by it ("linear" scaling)
+  // Llama 3.1's scaling when llama3_factor > 0: in terms of c = original / wavelength (turns
+  // of the frequency over the original context), c >= high keeps the frequency, c <= low
+  // divides it by the factor, and between the two the divisor goes linearly in c.
+  double llama3_factor = 0, low = 1, high = 4, original = 8192;
 };
 
-// cos or sin of the angle of frequency i at `position`.
+// The angle of frequency i at `position`.
 inline double angle(const Rotary& r, int64_t position, size_t i) {
-  return static_cast<double>(position + r.offset) *
-         std::pow(r.theta, -2.0 * static_cast<double>(i) / static_cast<double>(r.rotary_dim));
+  double f = std::pow(r.theta, -2.0 * static_cast<double>(i) / static_cast<double>(r.rotary_dim));
+  if (r.llama3_factor > 0) {
+    const double c = r.original * f / (2 * M_PI);
+    const double t = std::clamp((c - r.low) / (r.high - r.low), 0.0, 1.0);
+    f = t * f + (1 - t) * f / r.llama3_factor;
+  }
+  return static_cast<double>(position + r.offset) * f / r.linear_factor;
 }
 
 // x [B, S, heads * head_dim] with every head rotated by its token's position (s).

@@ -1,6 +1,7 @@
 // rope.RotaryTable against cos and sin computed in double: default and Llama-3 bases, offsets
-// into the thousands (where a plain f32 angle would already be off by 1e-4), the width taken
-// from the input when dim is 0, and bad fields refused with their values.
+// into the thousands (where a plain f32 angle would already be off by 1e-4), linear and Llama
+// 3.1 frequency scaling, the width taken from the input when dim is 0, and bad fields refused
+// with their values.
 #include "rope_test_util.h"
 
 namespace mt {
@@ -8,16 +9,20 @@ namespace {
 
 using namespace rope_test;
 
-void check_table(int64_t dim, double theta, int64_t offset, double tol) {
+void check_table(int64_t dim, double theta, int64_t offset, double tol, json scaling = {},
+                 Rotary r = {}) {
   SCOPED_TRACE("dim " + std::to_string(dim) + " theta " + std::to_string(theta) + " offset " +
-               std::to_string(offset));
+               std::to_string(offset) + " scaling " + scaling.dump());
   const size_t B = 2, S = 9, half = static_cast<size_t>(dim / 2);
   json cfg = {
       {"kind", "rope.RotaryTable"}, {"dim", dim}, {"theta", theta}, {"position_offset", offset}};
+  if (scaling.is_object()) cfg.update(scaling);
   ModelRun run(cfg, std::vector<int64_t>{2, 9, 3});
   std::vector<Matrix> out = run_all(run, {input(B * S * 3)});
   ASSERT_EQ(out.size(), 2u);
-  Rotary r{static_cast<size_t>(dim), false, theta, offset};
+  r.rotary_dim = static_cast<size_t>(dim);
+  r.theta = theta;
+  r.offset = offset;
   Matrix cos(B * S * half), sin(B * S * half);
   for (size_t b = 0; b < B; ++b)
     for (size_t s = 0; s < S; ++s)
@@ -42,6 +47,42 @@ TEST(RotaryTable, OffsetPositionsKeepTheirPrecision) {
   check_table(16, 10000.0, 37, 1e-6);
   check_table(128, 500000.0, 3000, 1e-6);
   check_table(64, 10000.0, 8000, 1e-6);
+}
+
+// Linear scaling divides every frequency; Llama 3.1's (Llama 3.2 1B's fields: factor 32,
+// original context 8192) keeps the fast ones, divides the slow ones and blends the band
+// between -- with theta 500000 and width 64 all three kinds occur.
+TEST(RotaryTable, ScaledFrequenciesMatchTheirDefinitions) {
+  check_table(16, 10000.0, 40, 1e-6, {{"scaling", "linear"}, {"factor", 4.0}},
+              Rotary{.linear_factor = 4.0});
+  json llama3 = {{"scaling", "llama3"},
+                 {"factor", 32.0},
+                 {"low_freq_factor", 1.0},
+                 {"high_freq_factor", 4.0},
+                 {"original_max_positions", 8192}};
+  check_table(64, 500000.0, 3000, 1e-6, llama3, Rotary{.llama3_factor = 32.0});
+  // The band between: some frequency of the table is neither kept nor divided.
+  Rotary plain{.rotary_dim = 64, .theta = 500000.0}, scaled = plain;
+  scaled.llama3_factor = 32.0;
+  int kept = 0, divided = 0, blended = 0;
+  for (size_t i = 0; i < 32; ++i) {
+    double ratio = angle(plain, 1, i) / angle(scaled, 1, i);
+    kept += std::abs(ratio - 1) < 1e-12;
+    divided += std::abs(ratio - 32) < 1e-9;
+    blended += ratio > 1 + 1e-9 && ratio < 32 - 1e-9;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(blended, 0);
+  // A factor below 2 and an original context close to the positions: the smooth band is where
+  // the table is read.
+  check_table(32, 10000.0, 0, 1e-6,
+              {{"scaling", "llama3"},
+               {"factor", 1.5},
+               {"low_freq_factor", 2.0},
+               {"high_freq_factor", 8.0},
+               {"original_max_positions", 64}},
+              Rotary{.llama3_factor = 1.5, .low = 2.0, .high = 8.0, .original = 64});
 }
 
 TEST(RotaryTable, WidthZeroIsTheInputsLastAxis) {
@@ -73,6 +114,20 @@ TEST(RotaryTable, RefusesOddWidthsAndBadTheta) {
             std::string::npos);
   EXPECT_NE(build_error({{"kind", "rope.RotaryTable"}, {"dim", 8}, {"theta", -1.0}}, {1, 4, 3})
                 .find("must be positive"),
+            std::string::npos);
+  EXPECT_NE(build_error({{"kind", "rope.RotaryTable"}, {"scaling", "yarn"}}, {1, 4, 4})
+                .find("scaling 'yarn' (none, linear or llama3)"),
+            std::string::npos);
+  EXPECT_NE(
+      build_error({{"kind", "rope.RotaryTable"}, {"scaling", "linear"}, {"factor", 0.5}}, {1, 4, 4})
+          .find("factor 0.500000 must be at least 1"),
+      std::string::npos);
+  EXPECT_NE(build_error({{"kind", "rope.RotaryTable"},
+                         {"scaling", "llama3"},
+                         {"low_freq_factor", 4.0},
+                         {"high_freq_factor", 4.0}},
+                        {1, 4, 4})
+                .find("low_freq_factor < high_freq_factor"),
             std::string::npos);
 }
 
