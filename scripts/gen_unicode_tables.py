@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes core/tokenizer/unicode_tables.cpp: the Unicode character data the tokenizers need
-(general category, lowercase mapping, canonical decomposition, canonical combining class,
-White_Space), taken from this Python's unicodedata, so that metatune needs no ICU.
+(general category, lowercase mapping, canonical decomposition and composition, canonical
+combining class, White_Space), taken from this Python's unicodedata, so that metatune needs no
+ICU.
 
     python3 scripts/gen_unicode_tables.py            # rewrites core/tokenizer/unicode_tables.cpp
     python3 scripts/gen_unicode_tables.py --check    # exit 1 if the committed file differs,
@@ -12,6 +13,9 @@ The tables follow what Hugging Face's tokenizers crate asks of Rust's char metho
     Rust's char::to_lowercase: U+0130 becomes two characters; no final-sigma context);
   * canonical decomposition: the full recursive NFD of one character (Hangul syllables are
     left to the algorithm in unicode_normalize.cpp), with the combining classes for reordering;
+  * canonical composition (NFC): the primary composites, the characters whose one-step
+    canonical decomposition is two characters and that NFC keeps (not excluded from
+    composition), as (first, second) -> composite; Hangul again by the algorithm;
   * White_Space: Rust's char::is_whitespace. Python's str.isspace() also counts U+001C..U+001F
     (bidirectional class B/S), which White_Space does not: those four are left out here.
 """
@@ -71,6 +75,20 @@ def decomposition_table():
     return entries
 
 
+def composition_table():
+    entries = []
+    for cp in range(MAX_CODE_POINT + 1):
+        if is_surrogate(cp) or HANGUL_FIRST <= cp <= HANGUL_LAST:
+            continue
+        mapping = unicodedata.decomposition(chr(cp))
+        if not mapping or mapping.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in mapping.split()]
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+            entries.append((parts[0], parts[1], cp))
+    return sorted(entries)
+
+
 def combining_class_runs():
     runs, start, previous = [], None, 0
     for cp in range(MAX_CODE_POINT + 2):
@@ -104,6 +122,7 @@ def render():
     runs = category_runs()
     single, multiple = lowercase_tables()
     decompositions = decomposition_table()
+    compositions = composition_table()
     ccc = combining_class_runs()
     spaces = white_space()
 
@@ -129,6 +148,7 @@ def render():
     out.append("")
     out.append("#include <algorithm>")
     out.append("#include <cstdint>")
+    out.append("#include <utility>")
     out.append("")
     out.append("namespace mt::tok {")
     out.append("")
@@ -163,6 +183,12 @@ def render():
     out.append("};")
     out.append(f"constexpr char32_t kDecompositionPool[{len(pool)}] = {{")
     out.append(rows([f"0x{c:05X}," for c in pool], 8))
+    out.append("};")
+    out.append("")
+    out.append("struct Composition { uint32_t first, second, composite; };")
+    out.append("// Primary composites by (first, second), Hangul excepted.")
+    out.append(f"constexpr Composition kCompositions[{len(compositions)}] = {{")
+    out.append(rows([f"{{0x{a:05X}, 0x{b:05X}, 0x{c:05X}}}," for a, b, c in compositions], 3))
     out.append("};")
     out.append("")
     out.append("struct CombiningRun { uint32_t first, last; uint8_t combining_class; };")
@@ -215,6 +241,17 @@ std::u32string_view canonical_decomposition(char32_t c) {
       [](const Expansion& x, char32_t v) { return x.code_point < static_cast<uint32_t>(v); });
   if (e == std::end(kDecompositions) || e->code_point != c) return {};
   return {kDecompositionPool + e->offset, e->length};
+}
+
+char32_t primary_composite(char32_t first, char32_t second) {
+  const auto* e =
+      std::lower_bound(std::begin(kCompositions), std::end(kCompositions), std::pair(first, second),
+                       [](const Composition& x, std::pair<char32_t, char32_t> v) {
+                         return std::pair<uint32_t, uint32_t>(x.first, x.second) <
+                                std::pair<uint32_t, uint32_t>(v.first, v.second);
+                       });
+  if (e == std::end(kCompositions) || e->first != first || e->second != second) return 0;
+  return e->composite;
 }
 
 uint8_t canonical_combining_class(char32_t c) {

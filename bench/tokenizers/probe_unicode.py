@@ -1,7 +1,7 @@
 """Every Unicode code point through both implementations' text handling: for each one (but the
 surrogates and the newline) a line that puts it between letters, between digits, alone and
-doubled, then what the model would be given -- the byte-level BPE's GPT-2 pieces, and
-WordPiece's normalized words -- from the package (normalizer.normalize_str,
+doubled, then what the model would be given -- the byte-level BPE's GPT-2 pieces, those of
+Llama 3's and Qwen2's split (Qwen2's after NFC), and WordPiece's normalized words -- from the package (normalizer.normalize_str,
 pre_tokenizer.pre_tokenize_str) and from `metatune tokenize --pieces`. This tests the Unicode
 tables (categories, whitespace, lowercase, NFD) on all of Unicode, including what the
 vocabulary cannot show: characters it does not have become the same byte tokens or [UNK]
@@ -42,6 +42,8 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--bpe", required=True, help="folder with a byte-level BPE tokenizer.json")
     p.add_argument("--wordpiece", required=True, help="folder with a WordPiece tokenizer.json")
+    p.add_argument("--llama3", help="folder with a tokenizer.json of Llama 3's form")
+    p.add_argument("--qwen2", help="folder with a tokenizer.json of Qwen2's form (NFC)")
     p.add_argument("--show", type=int, default=20)
     a = p.parse_args()
 
@@ -52,7 +54,9 @@ def main():
         f.write("".join(line + "\n" for line in lines))
 
     failed = 0
-    for name, folder in (("byte-level BPE", a.bpe), ("WordPiece", a.wordpiece)):
+    folders = [("byte-level BPE", a.bpe), ("WordPiece", a.wordpiece)]
+    folders += [(n, f) for n, f in (("Llama 3 form", a.llama3), ("Qwen2 form", a.qwen2)) if f]
+    for name, folder in folders:
         tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
         if tok.normalizer is None:
             ref = [[w for w, _ in tok.pre_tokenizer.pre_tokenize_str(line)] for line in lines]

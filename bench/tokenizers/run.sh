@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/tokenizers: metatune's tokenizers (core/tokenizer) against Hugging Face's tokenizers
-# package on the same files. Trains a byte-level BPE and a BERT WordPiece with the package on
+# package on the same files. Trains a byte-level BPE (GPT-2's form, Llama 3's and Qwen2's) and
+# a BERT WordPiece with the package on
 # text found on this machine (train.py), writes a test text of real and generated lines
 # (make_text.py), and compares the ids line by line, the decoded text, and for the byte-level
 # BPE decode(encode(line)) == line (compare.py); and each line with the next as a pair (ids and
@@ -36,7 +37,7 @@ if [[ ! -x "$metatune" ]]; then
   cmake --build "$build" --target metatune_cli
 fi
 mkdir -p "$work" "$out"
-stamp="$work/trained-$BPE_VOCAB-$WORDPIECE_VOCAB"
+stamp="$work/trained-v2-$BPE_VOCAB-$WORDPIECE_VOCAB"
 if [[ -n "${RETRAIN:-}" || ! -f "$stamp" ]]; then
   "$py" "$here/train.py" --out "$work" --bpe-vocab "$BPE_VOCAB" \
     --wordpiece-vocab "$WORDPIECE_VOCAB" | tee "$stamp"
@@ -59,6 +60,9 @@ compare() { # NAME TEXT ARGS...: one comparison, its output kept in the log
 for text in "$work/text.txt" "$work/newer.txt"; do
   compare "byte-level BPE (tokenizer.json)" "$text" --tokenizer "$work/bpe" --round-trip
   compare "byte-level BPE, add_prefix_space" "$text" --tokenizer "$work/bpe-prefix"
+  compare "byte-level BPE, Llama 3 form (Split, ignore_merges)" "$text" \
+    --tokenizer "$work/llama3" --round-trip
+  compare "byte-level BPE, Qwen2 form (NFC, Split)" "$text" --tokenizer "$work/qwen2"
   compare "WordPiece (vocab.txt)" "$text" --tokenizer "$work/wordpiece" --vocab-txt
   compare "WordPiece (vocab.txt), [CLS] ... [SEP]" "$text" --tokenizer "$work/wordpiece" \
     --vocab-txt --add-special-tokens
@@ -75,7 +79,8 @@ done
 
 # Every code point through the normalizers and pre-tokenizers (what the vocabulary cannot show).
 "$py" "$here/probe_unicode.py" --metatune "$metatune" --work "$work" --bpe "$work/bpe" \
-  --wordpiece "$work/wordpiece-json" --show "${SHOW:-3}" >>"$log" 2>&1 || true
+  --wordpiece "$work/wordpiece-json" --llama3 "$work/llama3" --qwen2 "$work/qwen2" \
+  --show "${SHOW:-3}" >>"$log" 2>&1 || true
 
 {
   echo "# bench/tokenizers: metatune tokenize vs Hugging Face tokenizers, $run_date"

@@ -1,15 +1,17 @@
-"""Trains the two tokenizers bench/tokenizers compares, with Hugging Face's tokenizers, on text
+"""Trains the tokenizers bench/tokenizers compares, with Hugging Face's tokenizers, on text
 found on this machine (the licenses in /usr/share/common-licenses, Debian's copyright files,
 Python's own sources and text files): a GPT-2 style byte-level BPE (tokenizer.json, with
-<|endoftext|> as a special token) and a lowercasing BERT WordPiece (vocab.txt, and its
-tokenizer.json).
+<|endoftext|> as a special token), a lowercasing BERT WordPiece (vocab.txt, and its
+tokenizer.json), and byte-level BPEs in the form Llama 3 and Qwen2 write (a Split pre-tokenizer
+with their pattern before ByteLevel; Qwen2's with the NFC normalizer; Llama 3's with
+ignore_merges).
 
     python train.py --out DIR [--bpe-vocab 8000] [--wordpiece-vocab 8000]
 
 Writes DIR/bpe/tokenizer.json, DIR/bpe-prefix/tokenizer.json (the same with
 add_prefix_space), DIR/wordpiece/vocab.txt (a folder with only vocab.txt, read as
-BertWordPieceTokenizer reads it), DIR/wordpiece-json/tokenizer.json and DIR/corpus.txt (the
-files used, one a line).
+BertWordPieceTokenizer reads it), DIR/wordpiece-json/tokenizer.json, DIR/llama3/tokenizer.json,
+DIR/qwen2/tokenizer.json and DIR/corpus.txt (the files used, one a line).
 """
 import argparse
 import glob
@@ -17,9 +19,32 @@ import json
 import os
 import sys
 
-from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
+from tokenizers import (BertWordPieceTokenizer, ByteLevelBPETokenizer, Regex, Tokenizer, decoders,
+                        models, normalizers, pre_tokenizers, trainers)
 
 CORPUS_LIMIT_BYTES = 12_000_000
+
+# The Split patterns of Llama 3's and Qwen2's tokenizer.json (Qwen2: one number a piece).
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def split_bpe(files, vocab_size, pattern, nfc, ignore_merges):
+    """A byte-level BPE as Llama 3 (nfc False, ignore_merges True) and Qwen2 (nfc True) write
+    theirs: Sequence [Split(pattern, Isolated), ByteLevel(use_regex False)]."""
+    tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    if nfc:
+        tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train(files, trainer)
+    return tok
 
 
 def corpus_files():
@@ -79,9 +104,15 @@ def main():
     os.makedirs(os.path.join(args.out, "wordpiece-json"), exist_ok=True)
     wp.save_model(os.path.join(args.out, "wordpiece"))
     wp.save(os.path.join(args.out, "wordpiece-json", "tokenizer.json"))
+    for name, pattern, nfc, ignore_merges in (("llama3", LLAMA3_PATTERN, False, True),
+                                              ("qwen2", QWEN2_PATTERN, True, False)):
+        tok = split_bpe(files, args.bpe_vocab, pattern, nfc, ignore_merges)
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        tok.save(os.path.join(args.out, name, "tokenizer.json"))
     total = sum(os.path.getsize(f) for f in files)
     print(f"trained on {len(files)} files ({total / 1e6:.1f} MB): byte-level BPE "
-          f"{bpe.get_vocab_size()} tokens, WordPiece {wp.get_vocab_size()} tokens")
+          f"{bpe.get_vocab_size()} tokens, WordPiece {wp.get_vocab_size()} tokens, Llama 3 and Qwen2 "
+          f"forms {args.bpe_vocab} tokens each")
 
 
 if __name__ == "__main__":

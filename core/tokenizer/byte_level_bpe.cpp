@@ -1,9 +1,11 @@
 #include "core/tokenizer/byte_level_bpe.h"
 
 #include "core/tokenizer/byte_unicode_map.h"
+#include "core/tokenizer/cl100k_split.h"
 #include "core/tokenizer/gpt2_split.h"
 #include "core/tokenizer/tokenizer_error.h"
 #include "core/tokenizer/tokenizer_json.h"
+#include "core/tokenizer/unicode_normalize.h"
 #include "core/tokenizer/utf8_codec.h"
 
 namespace mt::tok {
@@ -63,13 +65,71 @@ void refuse_set(const TokenizerJson& doc, const Json& model, const char* key, co
   if (!unset) doc.fail(json_path("model", key), std::string("is set: ") + why);
 }
 
+// pre_tokenizer: ByteLevel, or Sequence [Split (a pattern cl100k_split.h knows, Isolated, not
+// inverted), ByteLevel (use_regex false)] -- Llama 3's and Qwen2's.
+void read_pre_tokenizer(const TokenizerJson& doc, ByteLevelBpeOptions& options) {
+  const Json& root = doc.root();
+  const std::string pre = doc.component_type("pre_tokenizer");
+  const auto byte_level = [&](const Json& p, const std::string& field) {
+    // The tokenizers crate's defaults where a field is missing.
+    options.add_prefix_space = doc.bool_member(p, field, "add_prefix_space", true);
+    options.split = doc.bool_member(p, field, "use_regex", true) ? BpeSplit::Gpt2 : BpeSplit::None;
+  };
+  if (pre == "ByteLevel") {
+    byte_level(root["pre_tokenizer"], "pre_tokenizer");
+    return;
+  }
+  const std::string supported = " (supported: ByteLevel, or Sequence [Split, ByteLevel] as Llama 3 "
+                                "and Qwen2 write it)";
+  if (pre != "Sequence")
+    doc.fail("pre_tokenizer", (pre.empty() ? std::string("(none)") : "'" + pre + "'") +
+                                  " is not supported" + supported);
+  const Json& steps = doc.required(root["pre_tokenizer"], "pre_tokenizer", "pretokenizers");
+  const auto type_of = [&](size_t i) {
+    const Json& step = steps[i];
+    return step.is_object() && step.contains("type") && step["type"].is_string()
+               ? step["type"].get<std::string>()
+               : std::string();
+  };
+  if (!steps.is_array() || steps.size() != 2 || type_of(0) != "Split" || type_of(1) != "ByteLevel")
+    doc.fail("pre_tokenizer.pretokenizers",
+             steps.dump().substr(0, 200) + " is not supported" + supported);
+  const Json& split = steps[0];
+  const std::string field = "pre_tokenizer.pretokenizers[0]";
+  const Json& pattern = doc.required(split, field, "pattern");
+  if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
+    doc.fail(field + ".pattern", pattern.dump().substr(0, 200) + " is not supported (a Regex)");
+  const std::optional<size_t> digits = cl100k_digits(pattern["Regex"].get<std::string>());
+  if (!digits)
+    doc.fail(field + ".pattern.Regex", "\"" + pattern["Regex"].get<std::string>().substr(0, 200) +
+                                           "\" is not supported (Llama 3's and Qwen2's patterns)");
+  if (const std::string b = doc.string_member(split, field, "behavior"); b != "Isolated")
+    doc.fail(field + ".behavior", "'" + b + "' is not supported (Isolated)");
+  if (doc.bool_member(split, field, "invert", false))
+    doc.fail(field + ".invert", "true is not supported");
+  byte_level(steps[1], "pre_tokenizer.pretokenizers[1]");
+  if (options.split != BpeSplit::None)
+    doc.fail("pre_tokenizer.pretokenizers[1].use_regex",
+             "true after a Split is not supported (Llama 3 and Qwen2 set it false)");
+  if (options.add_prefix_space)
+    doc.fail("pre_tokenizer.pretokenizers[1].add_prefix_space",
+             "true after a Split is not supported (Llama 3 and Qwen2 set it false)");
+  options.split = BpeSplit::Cl100k;
+  options.max_digits = *digits;
+}
+
 } // namespace
 
 ByteLevelBpe::ByteLevelBpe(std::unordered_map<std::string, TokenId> vocab,
                            const std::vector<std::pair<std::string, std::string>>& merges,
                            ByteLevelBpeOptions options, std::vector<AddedToken> added_tokens,
                            PostProcessor post_processor, std::string source)
-    : vocab_(std::move(vocab), AddedVocabulary(std::move(added_tokens), nullptr)),
+    : vocab_(std::move(vocab),
+             AddedVocabulary(std::move(added_tokens),
+                             options.nfc ? AddedVocabulary::Normalizer([](std::string_view s) {
+                               return encode_utf8(nfc(decode_utf8(s)));
+                             })
+                                         : AddedVocabulary::Normalizer())),
       options_(std::move(options)), post_processor_(std::move(post_processor)),
       source_(std::move(source)) {
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -96,20 +156,15 @@ ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const TokenizerJson& doc) {
   const Json& model = doc.required(root, "", "model");
   if (const std::string type = doc.string_member(model, "model", "type"); type != "BPE")
     doc.fail("model.type", "'" + type + "' is not BPE");
-  if (const std::string n = doc.component_type("normalizer"); !n.empty())
-    doc.fail("normalizer", "'" + n + "' is not supported with a byte-level BPE (supported: none)");
-  const std::string pre = doc.component_type("pre_tokenizer");
-  if (pre != "ByteLevel")
-    doc.fail("pre_tokenizer", (pre.empty() ? std::string("(none)") : "'" + pre + "'") +
-                                  " is not supported (supported: ByteLevel)");
+  ByteLevelBpeOptions options;
+  if (const std::string n = doc.component_type("normalizer"); n == "NFC")
+    options.nfc = true;
+  else if (!n.empty())
+    doc.fail("normalizer",
+             "'" + n + "' is not supported with a byte-level BPE (supported: none, NFC)");
+  read_pre_tokenizer(doc, options);
   if (const std::string d = doc.component_type("decoder"); !d.empty() && d != "ByteLevel")
     doc.fail("decoder", "'" + d + "' is not supported (supported: ByteLevel)");
-  const Json& pre_tokenizer = root["pre_tokenizer"];
-  ByteLevelBpeOptions options;
-  // The tokenizers crate's defaults where a field is missing.
-  options.add_prefix_space =
-      doc.bool_member(pre_tokenizer, "pre_tokenizer", "add_prefix_space", true);
-  options.use_regex = doc.bool_member(pre_tokenizer, "pre_tokenizer", "use_regex", true);
   options.ignore_merges = doc.bool_member(model, "model", "ignore_merges", false);
   options.fuse_unk = doc.bool_member(model, "model", "fuse_unk", false);
   options.unk_token = doc.optional_string(model, "model", "unk_token");
@@ -147,8 +202,10 @@ void ByteLevelBpe::pre_tokenize_piece(std::string_view text, std::vector<TextPie
   std::u32string chars = decode_utf8(text);
   if (options_.add_prefix_space && chars.front() != U' ') chars.insert(chars.begin(), U' ');
   std::vector<std::pair<size_t, size_t>> pieces;
-  if (options_.use_regex)
+  if (options_.split == BpeSplit::Gpt2)
     pieces = gpt2_split(chars);
+  else if (options_.split == BpeSplit::Cl100k)
+    pieces = cl100k_split(chars, options_.max_digits);
   else
     pieces.emplace_back(0, chars.size());
   const ByteUnicodeMap& map = byte_unicode_map();

@@ -1,10 +1,12 @@
-// GPT-2 style byte-level BPE, as Hugging Face's tokenizers runs a tokenizer.json with
-// model.type "BPE", pre_tokenizer ByteLevel and decoder ByteLevel: added tokens split off
-// first (added_vocabulary.h), then each piece -- with a space in front when add_prefix_space
-// and it does not start with one -- cut by the GPT-2 pattern (gpt2_split.h, when use_regex),
-// its UTF-8 bytes written as GPT-2's byte characters (byte_unicode_map.h) and merged by the
-// BPE ranks (bpe_merges.h). Decoding maps the characters back to bytes, as UTF-8 with U+FFFD
-// for ill-formed sequences.
+// Byte-level BPE, as Hugging Face's tokenizers runs a tokenizer.json with model.type "BPE",
+// pre_tokenizer ByteLevel and decoder ByteLevel (GPT-2), or -- Llama 3, Qwen2 -- pre_tokenizer
+// Sequence [Split by their pattern, ByteLevel without its own split] and optionally the NFC
+// normalizer: added tokens split off first (added_vocabulary.h), the rest normalized, then each
+// piece -- with a space in front when add_prefix_space and it does not start with one -- cut
+// by the GPT-2 pattern (gpt2_split.h, when use_regex) or Llama 3's (cl100k_split.h), its UTF-8
+// bytes written as GPT-2's byte characters (byte_unicode_map.h) and merged by the BPE ranks
+// (bpe_merges.h). Decoding maps the characters back to bytes, as UTF-8 with U+FFFD for
+// ill-formed sequences.
 #pragma once
 
 #include <optional>
@@ -22,9 +24,18 @@
 
 namespace mt::tok {
 
+// How a piece between added tokens is cut before its bytes are merged.
+enum class BpeSplit {
+  None,   // ByteLevel with use_regex false alone: the whole piece
+  Gpt2,   // ByteLevel with use_regex: gpt2_split.h
+  Cl100k, // Sequence [Split (Llama 3's or Qwen2's pattern), ByteLevel]: cl100k_split.h
+};
+
 struct ByteLevelBpeOptions {
+  bool nfc = false;              // normalizer NFC (Qwen2)
   bool add_prefix_space = false; // pre_tokenizer.add_prefix_space
-  bool use_regex = true;         // pre_tokenizer.use_regex: the GPT-2 split
+  BpeSplit split = BpeSplit::Gpt2;
+  size_t max_digits = 3;         // BpeSplit::Cl100k: the longest run of numbers in a piece
   bool ignore_merges = false;    // model.ignore_merges: a word in the vocabulary is one token
   std::optional<std::string> unk_token; // model.unk_token (none: unknown characters dropped)
   bool fuse_unk = false;                // model.fuse_unk: consecutive unknowns as one
@@ -43,9 +54,10 @@ public:
                PostProcessor post_processor, std::string source);
 
   // Reads a tokenizer.json of model.type "BPE". Throws TokenizerError naming the file and the
-  // field for what it does not support: a normalizer, a pre_tokenizer other than ByteLevel, a
-  // decoder other than ByteLevel, BPE dropout, continuing_subword_prefix, end_of_word_suffix or
-  // byte_fallback.
+  // field for what it does not support: a normalizer other than NFC, a pre_tokenizer other
+  // than ByteLevel or Sequence [Split (Llama 3's or Qwen2's pattern, Isolated), ByteLevel
+  // (use_regex false)], a decoder other than ByteLevel, BPE dropout, continuing_subword_prefix,
+  // end_of_word_suffix or byte_fallback.
   static ByteLevelBpe from_tokenizer_json(const TokenizerJson& doc);
 
   // add_special_tokens: the post-processor's tokens around the ids (post_processor.h).
@@ -62,7 +74,7 @@ public:
   size_t vocab_size() const;
   const std::string& source() const { return source_; }
 
-  // What the BPE model is given: the added tokens (id set) and the GPT-2 pieces between them
+  // What the BPE model is given: the added tokens (id set) and the pieces between them
   // in byte characters (as the Python package's pre_tokenizer.pre_tokenize_str shows them).
   std::vector<TextPiece> pre_tokenize(std::string_view text) const;
   // The BPE of one pre-tokenized piece, already in byte characters.

@@ -27,6 +27,21 @@ void decompose(char32_t c, std::u32string& out) {
     out.append(d);
 }
 
+// The composite of a starter and the next character, Hangul by the algorithm: a leading
+// consonant and a vowel make an LV syllable, an LV syllable and a trailing consonant an LVT one.
+char32_t compose(char32_t first, char32_t second) {
+  constexpr char32_t kLeadCount = 19;
+  if (first >= kLeadFirst && first < kLeadFirst + kLeadCount && second >= kVowelFirst &&
+      second < kVowelFirst + kVowelCount)
+    return kHangulFirst +
+           ((first - kLeadFirst) * kVowelCount + (second - kVowelFirst)) * kTrailCount;
+  if (first >= kHangulFirst && first < kHangulFirst + kSyllableCount &&
+      (first - kHangulFirst) % kTrailCount == 0 && second > kTrailFirst &&
+      second < kTrailFirst + kTrailCount)
+    return first + (second - kTrailFirst);
+  return primary_composite(first, second);
+}
+
 } // namespace
 
 std::u32string nfd(std::u32string_view text) {
@@ -50,6 +65,32 @@ std::u32string nfd(std::u32string_view text) {
                        });
     i = end;
   }
+  return out;
+}
+
+std::u32string nfc(std::u32string_view text) {
+  std::u32string out = nfd(text);
+  if (out.empty()) return out;
+  size_t starter = 0, kept = 1;
+  // The combining class of the last character kept after the starter; 256 blocks everything
+  // when the text does not begin with a starter.
+  int last_class = canonical_combining_class(out[0]) == 0 ? 0 : 256;
+  for (size_t i = 1; i < out.size(); ++i) {
+    const char32_t c = out[i];
+    const int c_class = canonical_combining_class(c);
+    // Not blocked: the last character kept is the starter itself (class 0: composed
+    // characters are gone), or all kept since it have a lower class than c.
+    const char32_t composite =
+        last_class == 0 || last_class < c_class ? compose(out[starter], c) : 0;
+    if (composite) {
+      out[starter] = composite;
+      continue;
+    }
+    if (c_class == 0) starter = kept;
+    last_class = c_class;
+    out[kept++] = c;
+  }
+  out.resize(kept);
   return out;
 }
 

@@ -1,5 +1,6 @@
-// Canonical decomposition (Unicode normalization form D) over the generated tables, for the
-// BERT normalizer's accent stripping (NFD, then drop the non-spacing marks).
+// Canonical decomposition and composition (Unicode normalization forms D and C) over the
+// generated tables: NFD for the BERT normalizer's accent stripping (NFD, then drop the
+// non-spacing marks), NFC for tokenizer.json's NFC normalizer (Qwen2's).
 #pragma once
 
 #include <string>
@@ -11,5 +12,10 @@ namespace mt::tok {
 // section 3.12), then each run of non-starters put in canonical order (a stable sort by
 // combining class).
 std::u32string nfd(std::u32string_view text);
+
+// NFC: NFD, then canonical composition (Unicode's section 3.11): each character joined to the
+// last starter before it when they have a primary composite and no character between them
+// blocks it (a starter, or one of a combining class not lower than its own).
+std::u32string nfc(std::u32string_view text);
 
 } // namespace mt::tok

@@ -16,6 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 using testing::bpe_json;
+using testing::kLlama3Pattern;
 using testing::TempDir;
 
 // The message of the TokenizerError that loading `doc` (written as DIR/tokenizer.json) throws,
@@ -53,15 +54,56 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
   json doc = bpe_json();
   doc["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   EXPECT_EQ(load_error(dir, doc),
-            p + ": pre_tokenizer 'Metaspace' is not supported (supported: ByteLevel)");
+            p + ": pre_tokenizer 'Metaspace' is not supported (supported: ByteLevel, or Sequence "
+                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
   doc = bpe_json();
   doc["pre_tokenizer"] = nullptr;
   EXPECT_EQ(load_error(dir, doc),
-            p + ": pre_tokenizer (none) is not supported (supported: ByteLevel)");
+            p + ": pre_tokenizer (none) is not supported (supported: ByteLevel, or Sequence "
+                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
   doc = bpe_json();
-  doc["normalizer"] = {{"type", "NFC"}};
-  EXPECT_EQ(load_error(dir, doc),
-            p + ": normalizer 'NFC' is not supported with a byte-level BPE (supported: none)");
+  doc["normalizer"] = {{"type", "NFKC"}};
+  EXPECT_EQ(
+      load_error(dir, doc),
+      p + ": normalizer 'NFKC' is not supported with a byte-level BPE (supported: none, NFC)");
+  // Llama 3's pre-tokenizer with what differs from it.
+  const json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", true},
+                           {"use_regex", false}};
+  const auto sequence = [&](json split, json second) {
+    json d = bpe_json();
+    d["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split, second}}};
+    return d;
+  };
+  const json split = {{"type", "Split"},
+                      {"pattern", {{"Regex", kLlama3Pattern}}},
+                      {"behavior", "Isolated"},
+                      {"invert", false}};
+  dir.write("ok/tokenizer.json", sequence(split, byte_level).dump());
+  EXPECT_NO_THROW(Tokenizer::load(dir.path("ok")));
+  json other = split;
+  other["pattern"]["Regex"] = R"(\s+|\w+)";
+  EXPECT_EQ(load_error(dir, sequence(other, byte_level)),
+            p + R"(: pre_tokenizer.pretokenizers[0].pattern.Regex "\s+|\w+" is not supported )"
+                "(Llama 3's and Qwen2's patterns)");
+  other = split;
+  other["behavior"] = "Removed";
+  EXPECT_EQ(load_error(dir, sequence(other, byte_level)),
+            p + ": pre_tokenizer.pretokenizers[0].behavior 'Removed' is not supported (Isolated)");
+  other = split;
+  other["pattern"] = {{"String", " "}};
+  EXPECT_NE(load_error(dir, sequence(other, byte_level))
+                .find("pre_tokenizer.pretokenizers[0].pattern {\"String\":\" \"} is not "
+                      "supported (a Regex)"),
+            std::string::npos);
+  json regex_too = byte_level;
+  regex_too["use_regex"] = true;
+  EXPECT_EQ(load_error(dir, sequence(split, regex_too)),
+            p + ": pre_tokenizer.pretokenizers[1].use_regex true after a Split is not supported "
+                "(Llama 3 and Qwen2 set it false)");
+  EXPECT_NE(load_error(dir, sequence(byte_level, split)).find("pre_tokenizer.pretokenizers"),
+            std::string::npos);
   doc = bpe_json();
   doc["decoder"] = {{"type", "Metaspace"}};
   EXPECT_EQ(load_error(dir, doc),

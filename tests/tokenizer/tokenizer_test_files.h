@@ -37,6 +37,12 @@ struct TempDir {
   }
 };
 
+// The Split patterns of Llama 3's and Qwen2's tokenizer.json, as they write them.
+inline constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+inline constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // A small valid byte-level BPE (tokenizer.json): the bytes of "ab", one merge, one special
 // token, no post-processor.
 inline nlohmann::json bpe_json() {
