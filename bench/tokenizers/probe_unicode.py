@@ -44,6 +44,7 @@ def main():
     p.add_argument("--wordpiece", required=True, help="folder with a WordPiece tokenizer.json")
     p.add_argument("--llama3", help="folder with a tokenizer.json of Llama 3's form")
     p.add_argument("--qwen2", help="folder with a tokenizer.json of Qwen2's form (NFC)")
+    p.add_argument("--sentence-piece", help="folder with a SentencePiece BPE's tokenizer.json")
     p.add_argument("--show", type=int, default=20)
     a = p.parse_args()
 
@@ -55,13 +56,15 @@ def main():
 
     failed = 0
     folders = [("byte-level BPE", a.bpe), ("WordPiece", a.wordpiece)]
-    folders += [(n, f) for n, f in (("Llama 3 form", a.llama3), ("Qwen2 form", a.qwen2)) if f]
+    folders += [(n, f) for n, f in (("Llama 3 form", a.llama3), ("Qwen2 form", a.qwen2),
+                                    ("SentencePiece BPE", a.sentence_piece)) if f]
     for name, folder in folders:
         tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-        if tok.normalizer is None:
-            ref = [[w for w, _ in tok.pre_tokenizer.pre_tokenize_str(line)] for line in lines]
+        normalize = tok.normalizer.normalize_str if tok.normalizer else (lambda x: x)
+        if tok.pre_tokenizer is None:  # the normalized line is the one piece
+            ref = [[normalize(line)] if normalize(line) else [] for line in lines]
         else:
-            ref = [[w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(line))]
+            ref = [[w for w, _ in tok.pre_tokenizer.pre_tokenize_str(normalize(line))]
                    for line in lines]
         got = ours(a.metatune, folder, path)
         if len(got) != len(lines):

@@ -37,7 +37,7 @@ if [[ ! -x "$metatune" ]]; then
   cmake --build "$build" --target metatune_cli
 fi
 mkdir -p "$work" "$out"
-stamp="$work/trained-v2-$BPE_VOCAB-$WORDPIECE_VOCAB"
+stamp="$work/trained-v3-$BPE_VOCAB-$WORDPIECE_VOCAB"
 if [[ -n "${RETRAIN:-}" || ! -f "$stamp" ]]; then
   "$py" "$here/train.py" --out "$work" --bpe-vocab "$BPE_VOCAB" \
     --wordpiece-vocab "$WORDPIECE_VOCAB" | tee "$stamp"
@@ -63,6 +63,12 @@ for text in "$work/text.txt" "$work/newer.txt"; do
   compare "byte-level BPE, Llama 3 form (Split, ignore_merges)" "$text" \
     --tokenizer "$work/llama3" --round-trip
   compare "byte-level BPE, Qwen2 form (NFC, Split)" "$text" --tokenizer "$work/qwen2"
+  compare "SentencePiece BPE, Llama 2 form (Prepend, Replace; byte fallback)" "$text" \
+    --tokenizer "$work/sp-legacy"
+  compare "SentencePiece BPE, Metaspace form (prepend first)" "$text" \
+    --tokenizer "$work/sp-metaspace"
+  compare "SentencePiece BPE, Llama 2 form, <s> ..." "$text" --tokenizer "$work/sp-legacy" \
+    --add-special-tokens
   compare "WordPiece (vocab.txt)" "$text" --tokenizer "$work/wordpiece" --vocab-txt
   compare "WordPiece (vocab.txt), [CLS] ... [SEP]" "$text" --tokenizer "$work/wordpiece" \
     --vocab-txt --add-special-tokens
@@ -80,6 +86,7 @@ done
 # Every code point through the normalizers and pre-tokenizers (what the vocabulary cannot show).
 "$py" "$here/probe_unicode.py" --metatune "$metatune" --work "$work" --bpe "$work/bpe" \
   --wordpiece "$work/wordpiece-json" --llama3 "$work/llama3" --qwen2 "$work/qwen2" \
+  --sentence-piece "$work/sp-legacy" \
   --show "${SHOW:-3}" >>"$log" 2>&1 || true
 
 {

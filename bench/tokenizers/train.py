@@ -2,16 +2,18 @@
 found on this machine (the licenses in /usr/share/common-licenses, Debian's copyright files,
 Python's own sources and text files): a GPT-2 style byte-level BPE (tokenizer.json, with
 <|endoftext|> as a special token), a lowercasing BERT WordPiece (vocab.txt, and its
-tokenizer.json), and byte-level BPEs in the form Llama 3 and Qwen2 write (a Split pre-tokenizer
+tokenizer.json), byte-level BPEs in the form Llama 3 and Qwen2 write (a Split pre-tokenizer
 with their pattern before ByteLevel; Qwen2's with the NFC normalizer; Llama 3's with
-ignore_merges).
+ignore_merges), and a BPE over SentencePiece pieces with byte fallback in the two forms of
+Llama 2's and Mistral's tokenizer.json.
 
     python train.py --out DIR [--bpe-vocab 8000] [--wordpiece-vocab 8000]
 
 Writes DIR/bpe/tokenizer.json, DIR/bpe-prefix/tokenizer.json (the same with
 add_prefix_space), DIR/wordpiece/vocab.txt (a folder with only vocab.txt, read as
 BertWordPieceTokenizer reads it), DIR/wordpiece-json/tokenizer.json, DIR/llama3/tokenizer.json,
-DIR/qwen2/tokenizer.json and DIR/corpus.txt (the files used, one a line).
+DIR/qwen2/tokenizer.json, DIR/sp-legacy/tokenizer.json, DIR/sp-metaspace/tokenizer.json and
+DIR/corpus.txt (the files used, one a line).
 """
 import argparse
 import glob
@@ -72,6 +74,54 @@ def corpus_files():
     return files
 
 
+def sentence_piece_bpes(files, vocab_size):
+    """A BPE over SentencePiece pieces (spaces as U+2581) with byte fallback, in the two forms
+    transformers converts Llama 2's, Mistral's and TinyLlama's tokenizers to: the older one
+    (normalizers Prepend + Replace, no pre-tokenizer, decoders Replace, ByteFallback, Fuse,
+    Strip) and the newer one (the Metaspace pre-tokenizer and decoder, prepend_scheme "first").
+    Trained with words cut at the spaces; the 256 byte tokens <0xXX> added to the vocabulary
+    after the trained ones (Llama 2 has them first)."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"),
+                                           normalizers.Replace(" ", "\u2581")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first",
+                                                 split=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - 256,
+                                  special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    tok.train(files, trainer)
+    doc = json.loads(tok.to_str())
+    vocab = doc["model"]["vocab"]
+    for b in range(256):
+        name = f"<0x{b:02X}>"
+        if name not in vocab:
+            vocab[name] = max(vocab.values()) + 1
+    doc["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                   {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                 {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                 {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [vocab["<s>"]], "tokens": ["<s>"]}}}
+    older = dict(doc)
+    older["pre_tokenizer"] = None
+    older["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    newer = dict(doc)
+    newer["normalizer"] = None
+    newer["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                              "prepend_scheme": "first", "split": False}
+    newer["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                        "split": False}
+    # Both must load in the package.
+    for d in (older, newer):
+        Tokenizer.from_str(json.dumps(d))
+    return older, newer
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -109,10 +159,14 @@ def main():
         tok = split_bpe(files, args.bpe_vocab, pattern, nfc, ignore_merges)
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         tok.save(os.path.join(args.out, name, "tokenizer.json"))
+    for name, doc in zip(("sp-legacy", "sp-metaspace"), sentence_piece_bpes(files, args.bpe_vocab)):
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        with open(os.path.join(args.out, name, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, ensure_ascii=False)
     total = sum(os.path.getsize(f) for f in files)
     print(f"trained on {len(files)} files ({total / 1e6:.1f} MB): byte-level BPE "
           f"{bpe.get_vocab_size()} tokens, WordPiece {wp.get_vocab_size()} tokens, Llama 3 and Qwen2 "
-          f"forms {args.bpe_vocab} tokens each")
+          f"forms and SentencePiece BPEs {args.bpe_vocab} tokens each")
 
 
 if __name__ == "__main__":

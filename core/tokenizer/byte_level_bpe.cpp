@@ -1,5 +1,6 @@
 #include "core/tokenizer/byte_level_bpe.h"
 
+#include "core/tokenizer/bpe_model_json.h"
 #include "core/tokenizer/byte_unicode_map.h"
 #include "core/tokenizer/cl100k_split.h"
 #include "core/tokenizer/gpt2_split.h"
@@ -15,54 +16,6 @@ namespace {
 // The byte length of the UTF-8 sequence starting with `lead` (well-formed text).
 size_t utf8_length(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
-
-std::unordered_map<std::string, TokenId> read_vocab(const TokenizerJson& doc, const Json& model) {
-  const Json& vocab = doc.required(model, "model", "vocab");
-  if (!vocab.is_object()) doc.fail("model.vocab", "is not an object of token: id");
-  std::unordered_map<std::string, TokenId> out;
-  out.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > UINT32_MAX)
-      doc.fail("model.vocab", "entry '" + it.key() + "' is not a token id");
-    out.emplace(it.key(), it.value().get<TokenId>());
-  }
-  return out;
-}
-
-// "a b" strings (the older format) or ["a", "b"] pairs.
-std::vector<std::pair<std::string, std::string>> read_merges(const TokenizerJson& doc,
-                                                             const Json& model) {
-  const Json* merges = doc.member(model, "model", "merges");
-  std::vector<std::pair<std::string, std::string>> out;
-  if (!merges) return out;
-  if (!merges->is_array()) doc.fail("model.merges", "is not an array");
-  out.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const Json& m = (*merges)[i];
-    const std::string field = "model.merges[" + std::to_string(i) + "]";
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        doc.fail(field, "is not two tokens separated by one space: \"" + s + "\"");
-      out.emplace_back(s.substr(0, space), s.substr(space + 1));
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      out.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
-    } else {
-      doc.fail(field, "is neither \"a b\" nor [\"a\", \"b\"]");
-    }
-  }
-  return out;
-}
-
-void refuse_set(const TokenizerJson& doc, const Json& model, const char* key, const char* why) {
-  const Json* v = doc.member(model, "model", key);
-  if (!v) return;
-  const bool unset = (v->is_string() && v->get<std::string>().empty()) ||
-                     (v->is_boolean() && !v->get<bool>()) ||
-                     (v->is_number() && v->get<double>() == 0.0);
-  if (!unset) doc.fail(json_path("model", key), std::string("is set: ") + why);
 }
 
 // pre_tokenizer: ByteLevel, or Sequence [Split (a pattern cl100k_split.h knows, Isolated, not
@@ -169,11 +122,11 @@ ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const TokenizerJson& doc) {
   options.fuse_unk = doc.bool_member(model, "model", "fuse_unk", false);
   options.unk_token = doc.optional_string(model, "model", "unk_token");
   options.byte_level_decoder = !doc.component_type("decoder").empty();
-  refuse_set(doc, model, "dropout", "BPE dropout is random, not supported");
-  refuse_set(doc, model, "continuing_subword_prefix", "not supported with a byte-level BPE");
-  refuse_set(doc, model, "end_of_word_suffix", "not supported with a byte-level BPE");
-  refuse_set(doc, model, "byte_fallback", "not supported with a byte-level BPE");
-  return ByteLevelBpe(read_vocab(doc, model), read_merges(doc, model), std::move(options),
+  refuse_bpe_field(doc, model, "dropout", "BPE dropout is random, not supported");
+  refuse_bpe_field(doc, model, "continuing_subword_prefix", "not supported with a byte-level BPE");
+  refuse_bpe_field(doc, model, "end_of_word_suffix", "not supported with a byte-level BPE");
+  refuse_bpe_field(doc, model, "byte_fallback", "not supported with a byte-level BPE");
+  return ByteLevelBpe(read_bpe_vocab(doc, model), read_bpe_merges(doc, model), std::move(options),
                       read_added_tokens(doc), read_post_processor(doc), doc.path());
 }
 

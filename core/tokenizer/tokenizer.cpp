@@ -11,6 +11,8 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::string& path) {
   const TokenizerJson doc = TokenizerJson::read(path);
   const Json& model = doc.required(doc.root(), "", "model");
   const std::string type = doc.string_member(model, "model", "type");
+  if (type == "BPE" && SentencePieceBpe::is_its_form(doc))
+    return Tokenizer(SentencePieceBpe::from_tokenizer_json(doc));
   if (type == "BPE") return Tokenizer(ByteLevelBpe::from_tokenizer_json(doc));
   if (type == "WordPiece") return Tokenizer(WordPiece::from_tokenizer_json(doc));
   doc.fail("model.type", "'" + type + "' is not supported (supported: BPE, WordPiece)");
@@ -69,7 +71,9 @@ size_t Tokenizer::vocab_size() const {
 }
 
 const char* Tokenizer::kind() const {
-  return std::holds_alternative<ByteLevelBpe>(impl_) ? "byte-level BPE" : "WordPiece";
+  if (std::holds_alternative<ByteLevelBpe>(impl_)) return "byte-level BPE";
+  if (std::holds_alternative<SentencePieceBpe>(impl_)) return "SentencePiece BPE";
+  return "WordPiece";
 }
 
 const std::string& Tokenizer::source() const {

@@ -1,5 +1,6 @@
 // The tokenizer of a checkpoint folder: Tokenizer::load(dir) picks tokenizer.json (a
-// byte-level BPE such as GPT-2's, or a BERT WordPiece) or else vocab.txt (BERT WordPiece set
+// byte-level BPE such as GPT-2's, Llama 3's or Qwen2's, a BPE over SentencePiece pieces such as
+// Llama 2's or Mistral's, or a BERT WordPiece) or else vocab.txt (BERT WordPiece set
 // up as BertWordPieceTokenizer does), and gives the same ids as Hugging Face's tokenizers for
 // what it supports (docs/tokenizers.md); everything else is refused by name.
 #pragma once
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/tokenizer/byte_level_bpe.h"
+#include "core/tokenizer/sentence_piece_bpe.h"
 #include "core/tokenizer/word_piece.h"
 
 namespace mt::tok {
@@ -20,12 +22,14 @@ namespace mt::tok {
 class Tokenizer {
 public:
   explicit Tokenizer(ByteLevelBpe bpe) : impl_(std::move(bpe)) {}
+  explicit Tokenizer(SentencePieceBpe bpe) : impl_(std::move(bpe)) {}
   explicit Tokenizer(WordPiece word_piece) : impl_(std::move(word_piece)) {}
 
   // From a folder: DIR/tokenizer.json if present, else DIR/vocab.txt; a path to either file
   // works too. Throws TokenizerError naming the file (or the folder, when it has neither).
   static Tokenizer load(const std::string& path);
-  // A tokenizer.json of model.type "BPE" (byte-level) or "WordPiece".
+  // A tokenizer.json of model.type "BPE" (byte-level, or over SentencePiece pieces: see
+  // SentencePieceBpe::is_its_form) or "WordPiece".
   static Tokenizer from_tokenizer_json(const std::string& path);
 
   // The ids of `text` (UTF-8; ill-formed text throws std::invalid_argument). With
@@ -51,16 +55,19 @@ public:
   std::optional<std::string> id_to_token(TokenId id) const;
   // Distinct tokens, the model's and the added ones.
   size_t vocab_size() const;
-  // "byte-level BPE" or "WordPiece".
+  // "byte-level BPE", "SentencePiece BPE" or "WordPiece".
   const char* kind() const;
   // The file it was read from.
   const std::string& source() const;
 
   const ByteLevelBpe* byte_level_bpe() const { return std::get_if<ByteLevelBpe>(&impl_); }
+  const SentencePieceBpe* sentence_piece_bpe() const {
+    return std::get_if<SentencePieceBpe>(&impl_);
+  }
   const WordPiece* word_piece() const { return std::get_if<WordPiece>(&impl_); }
 
 private:
-  std::variant<ByteLevelBpe, WordPiece> impl_;
+  std::variant<ByteLevelBpe, SentencePieceBpe, WordPiece> impl_;
 };
 
 } // namespace mt::tok

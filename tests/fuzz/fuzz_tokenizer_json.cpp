@@ -1,4 +1,5 @@
-// libFuzzer target for the tokenizer.json loaders (core/tokenizer: ByteLevelBpe and WordPiece
+// libFuzzer target for the tokenizer.json loaders (core/tokenizer: ByteLevelBpe,
+// SentencePieceBpe and WordPiece
 // from a parsed document, their added tokens and post-processors), fed whole files, and for
 // what a loaded tokenizer does with text: encode (with and without special tokens), encode a
 // pair, decode. Any file may be refused, but only with a TokenizerError; a crash, leak,
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/tokenizer/byte_level_bpe.h"
+#include "core/tokenizer/sentence_piece_bpe.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/tokenizer_error.h"
 #include "core/tokenizer/tokenizer_json.h"
@@ -28,6 +30,8 @@ namespace {
 
 std::optional<mt::tok::Tokenizer> load(const mt::tok::TokenizerJson& doc) {
   const std::string type = doc.component_type("model");
+  if (type == "BPE" && mt::tok::SentencePieceBpe::is_its_form(doc))
+    return mt::tok::Tokenizer(mt::tok::SentencePieceBpe::from_tokenizer_json(doc));
   if (type == "BPE") return mt::tok::Tokenizer(mt::tok::ByteLevelBpe::from_tokenizer_json(doc));
   if (type == "WordPiece") return mt::tok::Tokenizer(mt::tok::WordPiece::from_tokenizer_json(doc));
   return std::nullopt;

@@ -52,10 +52,15 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
   const TempDir dir;
   const std::string p = dir.path("t/tokenizer.json");
   json doc = bpe_json();
+  doc["pre_tokenizer"] = {{"type", "Whitespace"}};
+  EXPECT_EQ(load_error(dir, doc),
+            p + ": pre_tokenizer 'Whitespace' is not supported (supported: ByteLevel, or Sequence "
+                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
+  // A Metaspace pre-tokenizer makes it a SentencePiece BPE, whose decoders are others.
   doc["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   EXPECT_EQ(load_error(dir, doc),
-            p + ": pre_tokenizer 'Metaspace' is not supported (supported: ByteLevel, or Sequence "
-                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
+            p + ": decoder 'ByteLevel' is not supported with a SentencePiece BPE (supported: "
+                "Replace, ByteFallback, Fuse, Strip, Metaspace, a Sequence of them)");
   doc = bpe_json();
   doc["pre_tokenizer"] = nullptr;
   EXPECT_EQ(load_error(dir, doc),
@@ -105,9 +110,12 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
   EXPECT_NE(load_error(dir, sequence(byte_level, split)).find("pre_tokenizer.pretokenizers"),
             std::string::npos);
   doc = bpe_json();
-  doc["decoder"] = {{"type", "Metaspace"}};
+  doc["decoder"] = {{"type", "WordPiece"}};
   EXPECT_EQ(load_error(dir, doc),
-            p + ": decoder 'Metaspace' is not supported (supported: ByteLevel)");
+            p + ": decoder 'WordPiece' is not supported (supported: ByteLevel)");
+  doc["decoder"] = {{"type", "Metaspace"}};
+  EXPECT_EQ(load_error(dir, doc), p + ": pre_tokenizer 'ByteLevel' is not supported with a "
+                                      "SentencePiece BPE (supported: none, Metaspace)");
   doc = bpe_json();
   doc["model"]["type"] = "Unigram";
   EXPECT_EQ(load_error(dir, doc),

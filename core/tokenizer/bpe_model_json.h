@@ -1,0 +1,28 @@
+// What the BPE models share of tokenizer.json's "model" object: the vocabulary, the merges in
+// rank order, and the refusal of fields neither model supports.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/tokenizer/added_vocabulary.h"
+#include "core/tokenizer/tokenizer_json.h"
+
+namespace mt::tok {
+
+// model.vocab: token -> id. Throws TokenizerError naming an entry that is not an id.
+std::unordered_map<std::string, TokenId> read_bpe_vocab(const TokenizerJson& doc,
+                                                        const Json& model);
+
+// model.merges: "a b" strings (the older format) or ["a", "b"] pairs; absent: none.
+std::vector<std::pair<std::string, std::string>> read_bpe_merges(const TokenizerJson& doc,
+                                                                 const Json& model);
+
+// Throws TokenizerError "model.KEY is set: WHY" when model.KEY is present and not unset
+// (null, "", false or 0).
+void refuse_bpe_field(const TokenizerJson& doc, const Json& model, const char* key,
+                      const char* why);
+
+} // namespace mt::tok
