@@ -1,5 +1,7 @@
 #include "core/tokenizer/bpe_model_json.h"
 
+#include "core/tokenizer/tokenizer_error.h"
+
 namespace mt::tok {
 
 std::unordered_map<std::string, TokenId> read_bpe_vocab(const TokenizerJson& doc,
@@ -39,6 +41,32 @@ std::vector<std::pair<std::string, std::string>> read_bpe_merges(const Tokenizer
     }
   }
   return out;
+}
+
+BpeMerges bpe_merges_of(const Vocabulary& vocab,
+                        const std::vector<std::pair<std::string, std::string>>& merges,
+                        const std::string& source) {
+  BpeMerges out;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [left, right] = merges[rank];
+    const std::string field = "model.merges[" + std::to_string(rank) + "]";
+    const std::optional<TokenId> l = vocab.model_id(left), r = vocab.model_id(right),
+                                 m = vocab.model_id(left + right);
+    if (!l) throw TokenizerError(source, field, "'" + left + "' is not in model.vocab");
+    if (!r) throw TokenizerError(source, field, "'" + right + "' is not in model.vocab");
+    if (!m)
+      throw TokenizerError(source, field, "merged '" + left + right + "' is not in model.vocab");
+    out.add(*l, *r, *m, static_cast<uint32_t>(rank));
+  }
+  return out;
+}
+
+std::optional<TokenId> bpe_unk_id(const Vocabulary& vocab, const std::optional<std::string>& unk,
+                                  const std::string& source) {
+  if (!unk) return std::nullopt;
+  const std::optional<TokenId> id = vocab.model_id(*unk);
+  if (!id) throw TokenizerError(source, "model.unk_token", "'" + *unk + "' is not in model.vocab");
+  return id;
 }
 
 void refuse_bpe_field(const TokenizerJson& doc, const Json& model, const char* key,

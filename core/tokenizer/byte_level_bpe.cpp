@@ -85,23 +85,8 @@ ByteLevelBpe::ByteLevelBpe(std::unordered_map<std::string, TokenId> vocab,
                                          : AddedVocabulary::Normalizer())),
       options_(std::move(options)), post_processor_(std::move(post_processor)),
       source_(std::move(source)) {
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [left, right] = merges[rank];
-    const std::string field = "model.merges[" + std::to_string(rank) + "]";
-    const std::optional<TokenId> l = vocab_.model_id(left), r = vocab_.model_id(right),
-                                 m = vocab_.model_id(left + right);
-    if (!l) throw TokenizerError(source_, field, "'" + left + "' is not in model.vocab");
-    if (!r) throw TokenizerError(source_, field, "'" + right + "' is not in model.vocab");
-    if (!m)
-      throw TokenizerError(source_, field, "merged '" + left + right + "' is not in model.vocab");
-    merges_.add(*l, *r, *m, static_cast<uint32_t>(rank));
-  }
-  if (options_.unk_token) {
-    unk_id_ = vocab_.model_id(*options_.unk_token);
-    if (!unk_id_)
-      throw TokenizerError(source_, "model.unk_token",
-                           "'" + *options_.unk_token + "' is not in model.vocab");
-  }
+  merges_ = bpe_merges_of(vocab_, merges, source_);
+  unk_id_ = bpe_unk_id(vocab_, options_.unk_token, source_);
 }
 
 ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const TokenizerJson& doc) {

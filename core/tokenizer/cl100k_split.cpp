@@ -1,26 +1,10 @@
 #include "core/tokenizer/cl100k_split.h"
 
-#include "core/tokenizer/unicode_tables.h"
+#include "core/tokenizer/split_char_class.h"
 
 namespace mt::tok {
 
 namespace {
-
-enum class CharClass { Letter, Number, Space, Other };
-
-CharClass classify(char32_t c) {
-  if (c < 0x80) {
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return CharClass::Letter;
-    if (c >= '0' && c <= '9') return CharClass::Number;
-    if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return CharClass::Space;
-    return CharClass::Other;
-  }
-  if (is_white_space(c)) return CharClass::Space;
-  const GeneralCategory g = general_category(c);
-  if (is_letter(g)) return CharClass::Letter;
-  if (is_number(g)) return CharClass::Number;
-  return CharClass::Other;
-}
 
 bool is_newline(char32_t c) {
   return c == U'\r' || c == U'\n';

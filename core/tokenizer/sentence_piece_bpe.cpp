@@ -291,23 +291,8 @@ SentencePieceBpe::SentencePieceBpe(std::unordered_map<std::string, TokenId> voca
                            std::string_view s) { return normalize_with(steps, s); })),
       options_(std::move(options)), post_processor_(std::move(post_processor)),
       source_(std::move(source)) {
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [left, right] = merges[rank];
-    const std::string field = "model.merges[" + std::to_string(rank) + "]";
-    const std::optional<TokenId> l = vocab_.model_id(left), r = vocab_.model_id(right),
-                                 m = vocab_.model_id(left + right);
-    if (!l) throw TokenizerError(source_, field, "'" + left + "' is not in model.vocab");
-    if (!r) throw TokenizerError(source_, field, "'" + right + "' is not in model.vocab");
-    if (!m)
-      throw TokenizerError(source_, field, "merged '" + left + right + "' is not in model.vocab");
-    merges_.add(*l, *r, *m, static_cast<uint32_t>(rank));
-  }
-  if (options_.unk_token) {
-    unk_id_ = vocab_.model_id(*options_.unk_token);
-    if (!unk_id_)
-      throw TokenizerError(source_, "model.unk_token",
-                           "'" + *options_.unk_token + "' is not in model.vocab");
-  }
+  merges_ = bpe_merges_of(vocab_, merges, source_);
+  unk_id_ = bpe_unk_id(vocab_, options_.unk_token, source_);
   static const char* const kHex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b)
     byte_ids_.push_back(vocab_.model_id(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">"));

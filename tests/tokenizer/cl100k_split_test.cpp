@@ -22,11 +22,13 @@
 #include "core/tokenizer/unicode_normalize.h"
 #include "core/tokenizer/unicode_tables.h"
 #include "core/tokenizer/utf8_codec.h"
+#include "tests/tokenizer/split_test_util.h"
 #include "tests/tokenizer/tokenizer_test_files.h"
 
 namespace mt::tok {
 namespace {
 
+using testing::ascii_classes;
 using Pieces = std::vector<std::pair<size_t, size_t>>;
 using json = nlohmann::json;
 using testing::kLlama3Pattern;
@@ -80,25 +82,6 @@ void expect_package_pieces(const char* cases, size_t max_digits) {
 TEST(Cl100kSplit, PiecesAreThePackagesForLlama3AndQwen2) {
   expect_package_pieces(kPackagePieces3, 3);
   expect_package_pieces(kPackagePieces1, 1);
-}
-
-// ASCII stays as it is; other letters become 'x' (not a contraction letter), numbers '7',
-// White_Space '\t', anything else '#'.
-std::wstring ascii_classes(std::u32string_view text) {
-  std::wstring out;
-  for (char32_t c : text) {
-    if (c < 0x80)
-      out.push_back(static_cast<wchar_t>(c));
-    else if (is_white_space(c))
-      out.push_back(L'\t');
-    else if (is_letter(general_category(c)))
-      out.push_back(L'x');
-    else if (is_number(general_category(c)))
-      out.push_back(L'7');
-    else
-      out.push_back(L'#');
-  }
-  return out;
 }
 
 // The pattern in ECMAScript over ascii_classes(): (?i:...) spelled out per letter, \p{L} as

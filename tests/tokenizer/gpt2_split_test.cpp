@@ -14,30 +14,13 @@
 #include "core/tokenizer/gpt2_split.h"
 #include "core/tokenizer/unicode_tables.h"
 #include "core/tokenizer/utf8_codec.h"
+#include "tests/tokenizer/split_test_util.h"
 
 namespace mt::tok {
 namespace {
 
+using testing::ascii_classes;
 using Pieces = std::vector<std::pair<size_t, size_t>>;
-
-// ASCII stays as it is (the contractions and the optional space are literal); other letters
-// become 'x' (not a contraction letter), numbers '7', White_Space '\t', anything else '#'.
-std::wstring ascii_classes(std::u32string_view text) {
-  std::wstring out;
-  for (char32_t c : text) {
-    if (c < 0x80)
-      out.push_back(static_cast<wchar_t>(c));
-    else if (is_white_space(c))
-      out.push_back(L'\t');
-    else if (is_letter(general_category(c)))
-      out.push_back(L'x');
-    else if (is_number(general_category(c)))
-      out.push_back(L'7');
-    else
-      out.push_back(L'#');
-  }
-  return out;
-}
 
 Pieces regex_split(std::u32string_view text) {
   static const std::wregex pattern(
