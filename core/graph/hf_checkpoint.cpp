@@ -257,8 +257,9 @@ private:
 // rotary embeddings in the rotate-half convention, no biases, an untied head by default).
 // The rotary layer is the rope plugin's: without it loaded, the folder is refused by name.
 // Llama and the decoders that differ from it only in fields of config.json: Qwen2 (biases on
-// q, k and v), Mistral (a sliding attention window), and Llama's own attention_bias, mlp_bias
-// and rope scaling (Llama 3.1/3.2's "llama3", "linear").
+// q, k and v), Qwen3 (q and k RMS-normalised per head before the rotation), Mistral (a sliding
+// attention window), and Llama's own attention_bias, mlp_bias and rope scaling (Llama 3.1/3.2's
+// "llama3", "linear").
 class Llama {
 public:
   static constexpr const char* kRotary = "rope.RotaryQKVLinear";
@@ -287,11 +288,12 @@ public:
     const bool attention_bias = bool_field(j, cfg_path, "attention_bias");
     qkv_bias_ = type == "qwen2" || attention_bias;
     o_bias_ = type != "qwen2" && attention_bias;
+    qk_norm_ = type == "qwen3";
     mlp_bias_ = bool_field(j, cfg_path, "mlp_bias");
     int64_t window = 0;
     if (type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null())
       window = int_field(j, cfg_path, "sliding_window");
-    if (type == "qwen2" && bool_field(j, cfg_path, "use_sliding_window"))
+    if ((type == "qwen2" || type == "qwen3") && bool_field(j, cfg_path, "use_sliding_window"))
       throw std::invalid_argument(cfg_path + ": use_sliding_window true is not supported (a "
                                              "window on some layers only)");
     double factor = float_field(j, cfg_path, "partial_rotary_factor", 1.0);
@@ -306,9 +308,14 @@ public:
                                   std::string(kRotary) +
                                   "' (plugin not found: the rope plugin is not loaded)");
     Config rotary = reg.make(kRotary);
-    rotary.set("input_linear", reg.make("std.QKVLinear"))
-        .set("input_linear.bias", qkv_bias_)
-        .set("convention", "rotate_half")
+    if (qk_norm_)
+      rotary.set("input_linear", reg.make("std.QKNormQKVLinear"))
+          .set("input_linear.eps", eps)
+          .set("input_linear.input_linear", reg.make("std.QKVLinear"))
+          .set("input_linear.input_linear.bias", qkv_bias_);
+    else
+      rotary.set("input_linear", reg.make("std.QKVLinear")).set("input_linear.bias", qkv_bias_);
+    rotary.set("convention", "rotate_half")
         .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim);
     set_rope(rotary, j, cfg_path);
     config = reg.make("std.Decoder");
@@ -353,8 +360,13 @@ public:
                   h = "model.layers." + std::to_string(i) + ".";
       std::string a = p + "self_attention.", f = p + "feed_forward.";
       m[a + "norm.weight"] = {h + "input_layernorm.weight"};
+      const std::string qkv = a + "attention.qkv.input_linear.";
+      if (qk_norm_) {
+        m[qkv + "q_norm_weight"] = {h + "self_attn.q_norm.weight"};
+        m[qkv + "k_norm_weight"] = {h + "self_attn.k_norm.weight"};
+      }
       for (const std::string x : {"q", "k", "v"}) {
-        const std::string ours = a + "attention.qkv.input_linear." + x,
+        const std::string ours = qkv + (qk_norm_ ? "input_linear." : "") + x,
                           theirs = h + "self_attn." + x;
         m[ours + "_weight"] = {theirs + "_proj.weight"};
         if (qkv_bias_) m[ours + "_bias"] = {theirs + "_proj.bias"};
@@ -428,7 +440,7 @@ private:
   }
 
   int64_t layers_ = 0;
-  bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false;
+  bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false, qk_norm_ = false;
 };
 
 // The parameter at `path` of shape `want` from the checkpoint's tensor `src`.
@@ -465,11 +477,12 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string cfg_path = dir + "/config.json";
   nlohmann::json j = read_json(cfg_path);
   std::string type = string_field(j, cfg_path, "model_type", "");
-  const bool llama_like = type == "llama" || type == "qwen2" || type == "mistral";
+  const bool llama_like =
+      type == "llama" || type == "qwen2" || type == "qwen3" || type == "mistral";
   if (type != "gpt2" && type != "bert" && !llama_like)
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
                                 "' is not supported yet (supported: gpt2, bert, llama, qwen2, "
-                                "mistral)");
+                                "qwen3, mistral)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;

@@ -4,8 +4,9 @@
 // (model_type "gpt2": std.Decoder), the BERT family ("bert": std.Encoder) and Llama ("llama":
 // std.Decoder with RMSNorm, SwiGLU, grouped-query attention and the rope plugin's rotary QKV
 // layer; its attention_bias, mlp_bias and "linear" or "llama3" rope scaling) with the decoders
-// that differ from it in config fields only, Qwen2 ("qwen2": biases on q, k, v) and Mistral
-// ("mistral": a sliding attention window); every other model_type is refused by name.
+// that differ from it in config fields only, Qwen2 ("qwen2": biases on q, k, v), Qwen3
+// ("qwen3": per-head RMS norms of q and k) and Mistral ("mistral": a sliding attention window);
+// every other model_type is refused by name.
 #pragma once
 
 #include <map>

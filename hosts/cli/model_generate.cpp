@@ -78,7 +78,8 @@ std::vector<int32_t> eos_ids(const ModelGenerateOptions& o) {
 }
 
 // Prints the text of the tokens so far as it grows: a byte-level token may end inside a
-// character, so what decodes to a trailing U+FFFD waits for the next token.
+// character, so what decodes to a trailing U+FFFD waits for the next token -- and when no
+// token follows, finish() prints it as it decodes (the replacement characters included).
 class TextStream {
 public:
   explicit TextStream(const tok::Tokenizer& t) : t_(t) {}
@@ -95,6 +96,14 @@ public:
     static const std::string kReplacement = "\xEF\xBF\xBD";
     bool partial = text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0;
     if (partial || text.compare(0, printed_.size(), printed_) != 0) return;
+    std::fputs(text.c_str() + printed_.size(), stdout);
+    std::fflush(stdout);
+    printed_ = std::move(text);
+  }
+  void finish() {
+    if (ids_.empty()) return;
+    std::string text = t_.decode(ids_);
+    if (text.size() <= printed_.size() || text.compare(0, printed_.size(), printed_) != 0) return;
     std::fputs(text.c_str() + printed_.size(), stdout);
     std::fflush(stdout);
     printed_ = std::move(text);
@@ -236,6 +245,7 @@ int generate_text(const ModelGenerateOptions& o) {
     more = emit(sampler.next(logits, gen.vocab()));
   }
   const double decode_s = since(t0);
+  if (text) text->finish();
   const auto steps = static_cast<int64_t>(out.size()) - 1;
   std::printf("\n");
   if (!more)

@@ -8,6 +8,7 @@
 #include "language_model.hpp"
 #include "layer_norm.hpp"
 #include "linear.hpp"
+#include "qk_norm.hpp"
 #include "transformer.hpp"
 
 METATUNE_PLUGIN("std_layers", "0.1", "Standard model layers (AXLearn's set)") {
@@ -19,6 +20,8 @@ METATUNE_PLUGIN("std_layers", "0.1", "Standard model layers (AXLearn's set)") {
   registry.add<RMSNorm>("std.RMSNorm", "root-mean-square normalisation over the last axis");
   registry.add<QKVLinear>("std.QKVLinear", "separate query, key, value projections");
   registry.add<FusedQKVLinear>("std.FusedQKVLinear", "one fused query/key/value projection");
+  registry.add<QKNormQKVLinear>("std.QKNormQKVLinear",
+                                "a QKV projection with q and k RMS-normalised per head");
   registry.add<MultiheadAttention>("std.MultiheadAttention",
                                    "multi-head attention with causal and padding masks");
   registry.add<MultiheadAttention>("std.GroupedQueryAttention",

@@ -33,7 +33,9 @@ struct LlamaDims {
   size_t window = 0; // Mistral's sliding_window
   // Llama 3.1's rope scaling when llama3_factor > 0 (see angle_of below).
   double llama3_factor = 0, low = 1, high = 4, original = 8192;
-  int64_t Dh() const { return D / H; }
+  int64_t head_dim = 0; // config.json's head_dim (Qwen3: wider than D / H); 0 = D / H
+  bool qk_norm = false; // Qwen3's per-head RMS norms of q and k
+  int64_t Dh() const { return head_dim ? head_dim : D / H; }
 };
 
 // The folder, removed at the end; tensors base + scale * sin(0.37 i + k), k per tensor.
@@ -58,19 +60,24 @@ struct LlamaFolder : HfTensors {
                           {"hidden_act", "silu"},
                           {"tie_word_embeddings", g.tied},
                           {"eos_token_id", 2}};
+    if (g.head_dim) cfg["head_dim"] = g.head_dim;
     if (extra.is_object()) cfg.update(extra);
     std::ofstream(dir / "config.json") << cfg.dump(2);
-    const int64_t D = g.D, kv = g.KVH * g.Dh();
+    const int64_t D = g.D, kv = g.KVH * g.Dh(), qd = g.H * g.Dh();
     add("model.embed_tokens.weight", {g.V, D}, 0.5, 0);
     for (int64_t l = 0; l < g.L; ++l) {
       std::string h = "model.layers." + std::to_string(l) + ".";
       add(h + "input_layernorm.weight", {D}, 0.1, 1);
-      add(h + "self_attn.q_proj.weight", {D, D}, 0.2, 0);
+      add(h + "self_attn.q_proj.weight", {qd, D}, 0.2, 0);
       add(h + "self_attn.k_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.v_proj.weight", {kv, D}, 0.2, 0);
-      add(h + "self_attn.o_proj.weight", {D, D}, 0.15, 0);
+      add(h + "self_attn.o_proj.weight", {D, qd}, 0.15, 0);
+      if (g.qk_norm) {
+        add(h + "self_attn.q_norm.weight", {g.Dh()}, 0.3, 1);
+        add(h + "self_attn.k_norm.weight", {g.Dh()}, 0.3, 1);
+      }
       if (g.qkv_bias) {
-        add(h + "self_attn.q_proj.bias", {D}, 0.3, 0.1);
+        add(h + "self_attn.q_proj.bias", {qd}, 0.3, 0.1);
         add(h + "self_attn.k_proj.bias", {kv}, 0.3, -0.1);
         add(h + "self_attn.v_proj.bias", {kv}, 0.3, 0);
       }
@@ -124,9 +131,25 @@ void rotate_half(Matrix& x, size_t S, size_t heads, size_t Dh, const LlamaDims& 
       }
 }
 
+// x [S, heads * Dh] with each head's channels divided by their root mean square (+ eps) and
+// scaled by w [Dh] (Qwen3's q_norm, k_norm).
+Matrix head_rms_norm(Matrix x, const Matrix& w, size_t S, size_t heads, size_t Dh, double eps) {
+  for (size_t t = 0; t < S; ++t)
+    for (size_t h = 0; h < heads; ++h) {
+      double* v = &x[(t * heads + h) * Dh];
+      double ss = 0;
+      for (size_t e = 0; e < Dh; ++e)
+        ss += v[e] * v[e];
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(Dh) + eps);
+      for (size_t e = 0; e < Dh; ++e)
+        v[e] *= inv * w[e];
+    }
+  return x;
+}
+
 // Logits [S, V] of the float64 Llama forward.
 Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int32_t>& ids) {
-  const size_t S = ids.size(), D = g.D, Dh = g.Dh(), kv = g.KVH * Dh, F = g.F;
+  const size_t S = ids.size(), D = g.D, Dh = g.Dh(), kv = g.KVH * Dh, qd = g.H * Dh, F = g.F;
   Matrix emb = c.m("model.embed_tokens.weight"), h(S * D);
   for (size_t t = 0; t < S; ++t)
     for (size_t d = 0; d < D; ++d)
@@ -136,11 +159,16 @@ Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int
     Matrix n = rms_norm_ref(h, c.m(p + "input_layernorm.weight"), S, D, g.eps);
     Matrix b[7];
     const std::string sa = p + "self_attn.", mlp = p + "mlp.";
-    Matrix q = linear_ref(n, c.m(sa + "q_proj.weight"), c.maybe(sa + "q_proj.bias", b[0]), S, D, D);
+    Matrix q =
+        linear_ref(n, c.m(sa + "q_proj.weight"), c.maybe(sa + "q_proj.bias", b[0]), S, D, qd);
     Matrix k =
         linear_ref(n, c.m(sa + "k_proj.weight"), c.maybe(sa + "k_proj.bias", b[1]), S, D, kv);
     Matrix v =
         linear_ref(n, c.m(sa + "v_proj.weight"), c.maybe(sa + "v_proj.bias", b[2]), S, D, kv);
+    if (g.qk_norm) {
+      q = head_rms_norm(q, c.m(sa + "q_norm.weight"), S, g.H, Dh, g.eps);
+      k = head_rms_norm(k, c.m(sa + "k_norm.weight"), S, g.KVH, Dh, g.eps);
+    }
     rotate_half(q, S, g.H, Dh, g);
     rotate_half(k, S, g.KVH, Dh, g);
     Dims d{1, S, D, static_cast<size_t>(g.H), static_cast<size_t>(g.KVH), Dh, g.window};
@@ -246,6 +274,17 @@ TEST(HfLlama, MistralSlidingWindowMatchesInPromptAndGeneration) {
   check_generation(g, "mistral_lib", {{"sliding_window", 3}}, KernelPolicy::Library);
   g.window = 0; // null: no window
   check_forward(g, "mistral_null", {{"sliding_window", nullptr}});
+}
+
+// Qwen3: q and k RMS-normalised per head before the rotation, heads wider than hidden / heads
+// (head_dim 16 with hidden 32 and 4 heads: q is 64 wide), a tied head.
+TEST(HfLlama, Qwen3WithItsPerHeadNormsMatches) {
+  LlamaDims g;
+  g.type = "qwen3";
+  g.qk_norm = g.tied = true;
+  g.head_dim = 16;
+  check_forward(g, "qwen3", {{"attention_bias", false}, {"use_sliding_window", false}});
+  check_generation(g, "qwen3_gen");
 }
 
 // Llama 3.1/3.2: "llama3" rope scaling (an original context of 64 positions, so that with head

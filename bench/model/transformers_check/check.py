@@ -8,11 +8,21 @@ float64) and greedy-generates N tokens; then `metatune model run --hf DIR --toke
 --save-output X.npy` gives metatune's logits of every position and `metatune model generate
 --hf DIR --prompt-ids ... --ignore-eos` its greedy tokens, and the two are compared.
 
+The text check (models llama2_sp_text, llama3_bpe_text, qwen2_bpe_text): a tokenizer trained
+here with the tokenizers package in Llama 2's SentencePiece-BPE form, Llama 3's or Qwen2's
+byte-level form is saved with a random-weight model of its vocabulary size; for each prompt
+(spaces, accents, CJK and emoji, special tokens written in the text) transformers' tokenizer
+and `metatune tokenize --add-special-tokens` give the prompt ids, transformers' generate() and
+`metatune model generate --hf DIR --prompt TEXT --ignore-eos` the greedy tokens, and
+transformers' decode() of the generated ids is compared with the text metatune printed and
+with `metatune tokenize --decode`.
+
     .venv/bin/python check.py [--metatune build/bin/metatune] [--models a,b] [--keep DIR]
 
 Exit status 1 when any model's logits differ by more than --tol x max|ref| (or a folder is
 refused by the loader, or the greedy tokens differ where transformers' top two logits are not
-within that tolerance of each other).
+within that tolerance of each other), or, in the text check, when prompt ids, greedy tokens
+(same rule), the printed text or the decoded text differ, or a metatune command fails.
 """
 import argparse
 import copy
@@ -27,8 +37,13 @@ import time
 import numpy as np
 import torch
 import transformers
-from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+import tokenizers
+from tokenizers import (Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors,
+                        trainers)
+from tokenizers import models as tok_models
 
 SMALL = dict(vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, intermediate_size=128, max_position_embeddings=256)
@@ -43,6 +58,9 @@ MODELS = {
     "qwen2_tied": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=True), 16),
     "mistral_window8": (MistralConfig, MistralForCausalLM, dict(
         tie_word_embeddings=False, sliding_window=8), 24),
+    # Qwen3: per-head q/k RMS norms, heads wider than hidden / heads (q is 128 wide), tied.
+    "qwen3_headdim32": (Qwen3Config, Qwen3ForCausalLM, dict(
+        tie_word_embeddings=True, head_dim=32), 16),
 }
 # The same folder as llama_llama3_rope_bias with config.json's rope fields rewritten in
 # transformers 4's form (rope_theta and rope_scaling at the top) when transformers wrote
@@ -193,14 +211,381 @@ def rewrite_v4_fields(src, dst):
     return True
 
 
+# ---------------------------------------------------------------------------------------------
+# The text check: a tokenizer trained here with the tokenizers package in one of the forms the
+# Llama-family checkpoints ship, saved beside a random-weight model; prompts as text through
+# transformers' tokenizer and through metatune's, greedy generation from them, and the decoded
+# text of the generated ids on both sides.
+
+# The Split patterns of Llama 3's and Qwen2's tokenizer.json (Qwen2: one number a piece).
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+TEXT_CORPUS_BYTES = 400_000
+TEXT_VOCAB = 1500  # tokens trained (the SentencePiece form: with its 256 byte tokens)
+
+# name -> (tokenizer form, config class, model class, extra config fields)
+TEXT_MODELS = {
+    "llama2_sp_text": ("llama2", LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=False)),
+    "llama3_bpe_text": ("llama3", LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=False)),
+    "qwen2_bpe_text": ("qwen2", Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=True)),
+}
+TEXT_PROMPTS = [
+    ("ascii_spaces", "  The quick  brown fox jumps over the lazy dog."),
+    ("accented", "Café déjà vu: naïve façade, Ångström, Dvořák; re\u0301sume\u0301 "
+                 "(e + combining acute)."),
+    ("cjk_emoji", "日本語のテキスト、中文字符 🙂👍🏽 한국어!"),
+]
+# A prompt with the form's special tokens written in the text (found before anything else).
+SPECIAL_PROMPT = {
+    "llama2": "Hello</s> world<s> again <unk>x",
+    "llama3": "Hi<|end_of_text|> there <|begin_of_text|>again",
+    "qwen2": "<|im_start|>user\nHello there<|im_end|>\n<|endoftext|>",
+}
+
+
+def text_corpus(limit=TEXT_CORPUS_BYTES):
+    """The licenses in /usr/share/common-licenses, then Debian's copyright files, sorted, up to
+    `limit` characters."""
+    import glob
+    files, total = [], 0
+    for pattern in ("/usr/share/common-licenses/*", "/usr/share/doc/*/copyright"):
+        for path in sorted(glob.glob(pattern)):
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    size = len(f.read())
+            except (UnicodeDecodeError, OSError):
+                continue
+            if total + size > limit:
+                return files, total
+            files.append(path)
+            total += size
+    return files, total
+
+
+def train_llama2_form(files):
+    """A BPE over SentencePiece pieces in Llama 2's tokenizer.json form (what transformers'
+    LlamaConverter writes): model BPE with byte_fallback, fuse_unk, unk <unk>; vocabulary
+    <unk> <s> </s> (0..2, special added tokens), the 256 byte tokens <0x00>..<0xFF> (3..258),
+    then the trained pieces; normalizer Prepend("▁") + Replace(" ", "▁"); no pre-tokenizer;
+    decoder Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0); post-processor
+    TemplateProcessing "<s> $A" (pair "<s> $A <s> $B")."""
+    tok = Tokenizer(tok_models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    # Trained with words cut at the spaces (so no piece has a "▁" inside), as SentencePiece's are.
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first",
+                                                 split=True)
+    tok.train(files, trainers.BpeTrainer(vocab_size=TEXT_VOCAB - 256,
+                                         special_tokens=["<unk>", "<s>", "</s>"],
+                                         show_progress=False))
+    doc = json.loads(tok.to_str())
+    trained = sorted(doc["model"]["vocab"].items(), key=lambda kv: kv[1])
+    specials = ["<unk>", "<s>", "</s>"]
+    assert [t for t, _ in trained[:3]] == specials
+    order = specials + [f"<0x{b:02X}>" for b in range(256)] + [t for t, _ in trained[3:]]
+    assert len(set(order)) == len(order)
+    doc["model"]["vocab"] = {t: i for i, t in enumerate(order)}
+    doc["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+    doc["pre_tokenizer"] = None
+    doc["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    doc["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                   {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                 {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                 {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+    tok = Tokenizer.from_str(json.dumps(doc, ensure_ascii=False))
+    config = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    return tok, config, dict(bos_token_id=1, eos_token_id=2, pad_token_id=None)
+
+
+def train_split_form(files, form):
+    """A byte-level BPE in the form Llama 3 (ignore_merges, <|begin_of_text|> $A as the
+    post-processor's template after ByteLevel, as Llama 3.x's tokenizer.json has it) or Qwen2
+    (NFC normalizer; post-processor ByteLevel: no BOS; <|endoftext|> <|im_start|> <|im_end|>)
+    writes it: pre-tokenizer Sequence [Split(pattern, Isolated), ByteLevel(add_prefix_space
+    False, use_regex False)], decoder ByteLevel; the special tokens after the trained ones."""
+    llama3 = form == "llama3"
+    tok = Tokenizer(tok_models.BPE(ignore_merges=llama3))
+    if not llama3:
+        tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN if llama3 else QWEN2_PATTERN),
+                             behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train(files, trainers.BpeTrainer(vocab_size=TEXT_VOCAB,
+                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                         show_progress=False))
+    if llama3:
+        tok.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>"])
+        bos = tok.token_to_id("<|begin_of_text|>")
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True),
+            processors.TemplateProcessing(
+                single="<|begin_of_text|> $A",
+                pair="<|begin_of_text|> $A <|begin_of_text|>:1 $B:1",
+                special_tokens=[("<|begin_of_text|>", bos)])])
+        config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+        ids = dict(bos_token_id=bos, eos_token_id=tok.token_to_id("<|end_of_text|>"),
+                   pad_token_id=None)
+    else:
+        tok.add_special_tokens(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+        tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False,
+                                                  use_regex=False)
+        config = {"bos_token": None, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+        eot = tok.token_to_id("<|endoftext|>")
+        ids = dict(bos_token_id=None, eos_token_id=eot, pad_token_id=eot)
+    return tok, config, ids
+
+
+def make_text_model(name, folder, seed, corpus):
+    """The tokenizer of TEXT_MODELS[name]'s form, trained on `corpus`, and a random-weight model
+    of its vocabulary size, saved together in `folder`. Returns what was made."""
+    form, cfg_cls, model_cls, extra = TEXT_MODELS[name]
+    tok, tok_config, special_ids = (train_llama2_form(corpus) if form == "llama2"
+                                    else train_split_form(corpus, form))
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    assert sorted(tok.get_vocab(with_added_tokens=True).values()) == list(range(vocab))
+    cfg = cfg_cls(**dict(SMALL, vocab_size=vocab), **extra, **special_ids)
+    k = len(MODELS) + list(TEXT_MODELS).index(name)  # the same weights whichever are run
+    torch.manual_seed(seed + k)
+    model = model_cls(cfg)
+    init_weights(model, seed + k)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save(os.path.join(folder, "tokenizer.json"))
+    # transformers' tokenizer of the folder: tokenizer.json as it is (PreTrainedTokenizerFast,
+    # transformers 5's TokenizersBackend), not a model class's tokenizer that rebuilds the
+    # pipeline; no clean_up_tokenization_spaces (a transformers step, not tokenizer.json's).
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump(dict(tokenizer_class="PreTrainedTokenizerFast", model_max_length=256,
+                       clean_up_tokenization_spaces=False, **tok_config), f, indent=2)
+    return {"form": form, "vocab_size": vocab, "special_ids": special_ids}
+
+
+def metatune_tokenize(metatune, folder, text):
+    cmd = [metatune, "tokenize", "--tokenizer", folder, "--text", text, "--whole",
+           "--add-special-tokens", "--json"]
+    p, _ = run_cmd(cmd)
+    if p.returncode != 0:
+        return None, loader_error(p.stdout + p.stderr) or f"exit {p.returncode}"
+    return json.loads(p.stdout), None
+
+
+def metatune_decode(metatune, folder, ids):
+    cmd = [metatune, "tokenize", "--tokenizer", folder, "--text", " ".join(map(str, ids)),
+           "--decode", "--json"]
+    p, _ = run_cmd(cmd)
+    if p.returncode != 0:
+        return None, loader_error(p.stdout + p.stderr) or f"exit {p.returncode}"
+    return json.loads(p.stdout), None
+
+
+def metatune_generate_text(metatune, folder, text, new_tokens, work):
+    """`metatune model generate --hf DIR --prompt TEXT`: its report (prompt token count, new
+    ids) and the text it printed (stdout before its figures line)."""
+    report = os.path.join(work, "generate_text.json")
+    if os.path.exists(report):
+        os.remove(report)
+    cmd = [metatune, "model", "generate", "--hf", folder, "--prompt", text,
+           "--max-new-tokens", str(new_tokens), "--ignore-eos", "--greedy", "-q",
+           "--log-level", "warn", "--report-json", report]
+    # Bytes, read as UTF-8 here: text=True would turn a printed "\r" into "\n".
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, timeout=300)
+    secs = time.time() - t0
+    p.stdout = p.stdout.decode("utf-8", errors="backslashreplace")
+    p.stderr = p.stderr.decode("utf-8", errors="backslashreplace")
+    if p.returncode != 0 or not os.path.exists(report):
+        return None, loader_error(p.stdout + p.stderr) or f"exit {p.returncode}", cmd, secs
+    with open(report) as f:
+        rep = json.load(f)
+    # The streamed text, then "\n", then (-q) the line "prompt N tokens: prefill ...".
+    marker = f"\nprompt {rep['prompt_tokens']} tokens: prefill "
+    at = p.stdout.rfind(marker)
+    if at < 0:
+        return None, f"no '{marker.strip()}' line in its output:\n{p.stdout[-500:]}", cmd, secs
+    printed = p.stdout[:at]
+    return {"prompt_tokens": rep["prompt_tokens"], "new_tokens": [int(t) for t in rep["new_tokens"]],
+            "printed": printed, "stdout": p.stdout}, None, cmd, secs
+
+
+def hf_greedy(model, ids, new_tokens):
+    """transformers' greedy generate() (float64) and the top-two margin at each step."""
+    gc = copy.deepcopy(model.generation_config)
+    gc.do_sample = False
+    gc.max_new_tokens = new_tokens
+    gc.min_new_tokens = 0
+    gc.eos_token_id = None
+    gc.pad_token_id = 0
+    with torch.no_grad():
+        seq = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids),
+                                                                            dtype=torch.long),
+                             generation_config=gc)
+        full = model(seq).logits[0, len(ids) - 1:-1].double().numpy()
+    top2 = np.sort(full, axis=-1)[:, -2:]
+    return ([int(t) for t in seq[0, len(ids):]], (top2[:, 1] - top2[:, 0]).tolist(),
+            float(np.abs(full).max()))
+
+
+def first_difference(a, b):
+    return next((j for j, (x, y) in enumerate(zip(a, b)) if x != y),
+                None if len(a) == len(b) else min(len(a), len(b)))
+
+
+def text_check(name, folder, work, args, corpus):
+    """Builds TEXT_MODELS[name] in `folder` and compares, for each prompt: the prompt ids
+    (transformers' tokenizer with add_special_tokens=True; also the tokenizers package on its
+    own) with metatune's (`metatune tokenize --add-special-tokens`, and the count `model
+    generate --prompt` reported), the greedy tokens (transformers' generate() from its ids,
+    metatune's `model generate --prompt TEXT`), and the text of the generated ids: transformers'
+    decode (skip_special_tokens=True) against what metatune printed and against `metatune
+    tokenize --decode`. Returns (result dict, failed)."""
+    made = make_text_model(name, folder, args.seed, corpus)
+    r = {"model": name, "text": True, "folder": folder, **made, "prompts": []}
+    hf_tok = AutoTokenizer.from_pretrained(folder)
+    # AutoTokenizer may take a model type's own class (transformers 5: Qwen2Tokenizer for a
+    # qwen2 config.json, which rebuilds parts of the pipeline); the ids of tokenizer.json as it
+    # is, through transformers and through the tokenizers package, are checked beside it.
+    fast_tok = PreTrainedTokenizerFast.from_pretrained(folder)
+    pkg_tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
+    model = model.to(torch.float64).eval()
+    r["hf_tokenizer_class"] = type(hf_tok).__name__
+    r["hf_class"] = type(model).__name__
+    print(f"\n== {name}: {made['form']} tokenizer ({made['vocab_size']} tokens, "
+          f"{type(hf_tok).__name__}) + {type(model).__name__}; config {made['special_ids']}",
+          flush=True)
+    failed = False
+    prompts = TEXT_PROMPTS + [("special_tokens", SPECIAL_PROMPT[made["form"]])]
+    for label, text in prompts:
+        q = {"label": label, "text": text}
+        r["prompts"].append(q)
+        bad = []
+        print(f"   -- {label}: {json.dumps(text, ensure_ascii=False)}")
+        hf_ids = hf_tok(text, add_special_tokens=True)["input_ids"]
+        fast_ids = fast_tok(text, add_special_tokens=True)["input_ids"]
+        pkg_ids = pkg_tok.encode(text, add_special_tokens=True).ids
+        q["hf_ids"] = hf_ids
+        if fast_ids != hf_ids:
+            q["pretrainedtokenizerfast_ids"] = fast_ids
+            print(f"      (PreTrainedTokenizerFast gives other ids than {type(hf_tok).__name__}: "
+                  f"{fast_ids})")
+        if pkg_ids != hf_ids:
+            q["tokenizers_package_ids"] = pkg_ids
+            print(f"      (the tokenizers package alone gives other ids: {pkg_ids})")
+        mt_ids, err = metatune_tokenize(args.metatune, folder, text)
+        q["metatune_ids"] = mt_ids
+        if err is not None:
+            q["tokenize_error"] = err
+            bad.append("tokenize failed")
+            print("      metatune tokenize: FAILED\n         " + err.replace("\n", "\n         "))
+        q["ids_agree"] = mt_ids == hf_ids
+        print(f"      prompt ids, transformers: {hf_ids}")
+        if mt_ids is not None:
+            tag = "agree" if q["ids_agree"] else "DIFFER"
+            print(f"      prompt ids, metatune:     {mt_ids}  [{tag}]")
+            if not q["ids_agree"]:
+                k = first_difference(mt_ids, hf_ids)
+                q["ids_first_difference"] = k
+                bad.append("prompt ids")
+                print(f"         first differs at index {k}: transformers "
+                      f"{hf_tok.convert_ids_to_tokens(hf_ids[k:k + 4])}, metatune "
+                      f"{hf_tok.convert_ids_to_tokens(mt_ids[k:k + 4])}")
+        hf_new, margins, max_abs = hf_greedy(model, hf_ids, args.new_tokens)
+        q["hf_new"] = hf_new
+        q["hf_text"] = hf_tok.decode(hf_new, skip_special_tokens=True)
+        q["hf_text_with_specials"] = hf_tok.decode(hf_new)
+        gen, err, cmd, secs = metatune_generate_text(args.metatune, folder, text, args.new_tokens,
+                                                     work)
+        q["generate_command"] = " ".join(cmd)
+        print(f"      greedy, transformers: {hf_new}  text {json.dumps(q['hf_text'], ensure_ascii=False)}"
+              + ("" if q["hf_text_with_specials"] == q["hf_text"] else
+                 f" (with special tokens: {json.dumps(q['hf_text_with_specials'], ensure_ascii=False)})"))
+        if err is not None:
+            q["generate_error"] = err
+            bad.append("generate failed")
+            print(f"      greedy, metatune model generate --prompt: FAILED ({secs:.1f} s)\n         "
+                  + err.replace("\n", "\n         "))
+        else:
+            q.update(metatune_new=gen["new_tokens"], metatune_printed=gen["printed"],
+                     metatune_prompt_tokens=gen["prompt_tokens"])
+            if gen["prompt_tokens"] != len(hf_ids):
+                bad.append("prompt length in model generate")
+                print(f"      metatune model generate --prompt reports {gen['prompt_tokens']} "
+                      f"prompt tokens, transformers' ids are {len(hf_ids)}  [DIFFER]")
+            agree = gen["new_tokens"] == hf_new
+            q["greedy_agree"] = agree
+            note = ""
+            if not agree:
+                k = first_difference(gen["new_tokens"], hf_new)
+                margin = margins[k] if k is not None and k < len(margins) else None
+                # Only the same prompt's tokens can be a near tie.
+                near_tie = (q["ids_agree"] and margin is not None
+                            and margin <= args.tol * max_abs)
+                q["greedy_first_difference"] = {"step": k, "hf_top2_margin": margin,
+                                                "near_tie": bool(near_tie)}
+                note = (f" -- first differs at step {k}" +
+                        ("" if margin is None else
+                         f"; transformers' top-two margin there {margin:.3g}") +
+                        (" (a near tie: not counted)" if near_tie else ""))
+                if not near_tie:
+                    bad.append("greedy tokens")
+            print(f"      greedy, metatune:     {gen['new_tokens']}  [{'agree' if agree else 'DIFFER'}]"
+                  f"{note}; prompt {gen['prompt_tokens']} tokens ({secs:.1f} s)")
+            # What metatune printed, against transformers' decode of metatune's own ids.
+            expect = hf_tok.decode(gen["new_tokens"], skip_special_tokens=True)
+            q["hf_text_of_metatune_new"] = expect
+            q["printed_agree"] = gen["printed"] == expect
+            print(f"      text, metatune printed: {json.dumps(gen['printed'], ensure_ascii=False)}  "
+                  f"[{'agree' if q['printed_agree'] else 'DIFFER'}]")
+            if not q["printed_agree"]:
+                bad.append("printed text")
+                print(f"         transformers' decode of those ids: "
+                      f"{json.dumps(expect, ensure_ascii=False)}")
+                rest = expect[len(gen["printed"]):]
+                if expect.startswith(gen["printed"]) and rest and set(rest) == {"\ufffd"}:
+                    q["printed_missing_tail"] = rest
+                    print(f"         metatune printed all but the last {len(rest)} character(s), "
+                          f"all U+FFFD: its stream holds back text that ends in U+FFFD (a "
+                          f"character a later token may complete) and prints nothing of it "
+                          f"after the last token")
+        dec, err = metatune_decode(args.metatune, folder, hf_new)
+        q["metatune_decode_of_hf_new"] = dec
+        if err is not None:
+            q["decode_error"] = err
+            bad.append("decode failed")
+            print("      metatune tokenize --decode: FAILED\n         " + err.replace("\n", "\n         "))
+        else:
+            q["decode_agree"] = dec == q["hf_text"]
+            print(f"      text, metatune tokenize --decode of transformers' ids: "
+                  f"{json.dumps(dec, ensure_ascii=False)}  [{'agree' if q['decode_agree'] else 'DIFFER'}]")
+            if not q["decode_agree"]:
+                bad.append("decoded text")
+        q["failures"] = bad
+        failed |= bool(bad)
+    return r, failed
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.abspath(os.path.join(here, "..", "..", ".."))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--metatune", default=os.environ.get("METATUNE",
                                                          os.path.join(root, "build/bin/metatune")))
-    ap.add_argument("--models", default=",".join(list(MODELS) + [V4_VARIANT]),
-                    help="comma-separated, of: " + ", ".join(list(MODELS) + [V4_VARIANT]))
+    all_models = list(MODELS) + [V4_VARIANT] + list(TEXT_MODELS)
+    ap.add_argument("--models", default=",".join(all_models),
+                    help="comma-separated, of: " + ", ".join(all_models) + " (the last " +
+                    str(len(TEXT_MODELS)) + ": the text check, a tokenizer with each)")
     ap.add_argument("--implementations", default="library,untuned",
                     help="metatune model run --implementations values to compare (comma-separated)")
     ap.add_argument("--seed", type=int, default=0)
@@ -219,8 +604,9 @@ def main():
     results, failed = [], False
     wanted = [m for m in args.models.split(",") if m]
     for name in wanted:
-        if name not in MODELS and name != V4_VARIANT:
+        if name not in all_models:
             sys.exit(f"check.py: unknown model {name}")
+    corpus = None
     for name in wanted:
         r = {"model": name}
         results.append(r)
@@ -229,6 +615,16 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
+        if name in TEXT_MODELS:
+            if corpus is None:
+                corpus = text_corpus()
+                print(f"\ntext check: tokenizers {tokenizers.__version__}, trained on "
+                      f"{len(corpus[0])} files ({corpus[1]} characters) of "
+                      f"/usr/share/common-licenses and /usr/share/doc/*/copyright", flush=True)
+            t, bad = text_check(name, folder, work, args, corpus[0])
+            r.update(t)
+            failed |= bad
+            continue
         if name == V4_VARIANT:
             src_name = "llama_llama3_rope_bias"
             src = os.path.join(base, src_name)
@@ -331,10 +727,21 @@ def main():
         print(f"   greedy, metatune model generate --ignore-eos:    {toks}  "
               f"[{'agree' if agree else 'DIFFER'}]{note} ({secs:.1f} s)", flush=True)
 
-    print("\n== summary (max abs logit difference, metatune vs transformers float64; greedy tokens)")
+    print("\n== summary (max abs logit difference, metatune vs transformers float64; greedy "
+          "tokens; text check: prompt ids, greedy tokens, printed text, decode)")
     for r in results:
         if r.get("skipped"):
             print(f"   {r['model']:34s} skipped")
+            continue
+        if r.get("text"):
+            for q in r["prompts"]:
+                what = "; ".join(
+                    f"{k} " + ("agree" if q.get(f) else "FAILED" if e in q else "DIFFER")
+                    for k, f, e in (("prompt ids", "ids_agree", "tokenize_error"),
+                                    ("greedy", "greedy_agree", "generate_error"),
+                                    ("printed text", "printed_agree", "generate_error"),
+                                    ("decode", "decode_agree", "decode_error")))
+                print(f"   {r['model'] + ' / ' + q['label']:34s} {what}")
             continue
         runs = ", ".join(f"{k} " + (f"{v['max_abs_diff']:.2g}" + ("" if v["ok"] else " MISMATCH")
                                      if "max_abs_diff" in v else "FAILED")

@@ -5,7 +5,11 @@
 # `metatune model run --hf` (library and untuned kernels) against transformers' float64
 # forward, and the greedy tokens of `metatune model generate` against transformers' generate().
 # Exits nonzero on a difference beyond 1e-3 x max|logit| (TOL), a loader error or differing
-# greedy tokens.
+# greedy tokens. Then the text check (llama2_sp_text, llama3_bpe_text, qwen2_bpe_text): a
+# tokenizer of Llama 2's (SentencePiece BPE, byte fallback), Llama 3's or Qwen2's form trained
+# with the tokenizers package beside each model; prompts as text through transformers and
+# through `metatune tokenize` / `metatune model generate --prompt`: prompt ids, greedy tokens,
+# and the generated text (transformers' decode vs what metatune printed and its --decode).
 #
 #   bash bench/model/transformers_check/run.sh
 #   KEEP=/tmp/tc bash bench/model/transformers_check/run.sh     # keep the folders and outputs
