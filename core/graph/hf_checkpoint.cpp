@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/graph/layer_registry.h"
-#include "core/model/safetensors_file.h"
+#include "core/model/safetensors_shards.h"
 #include "core/plugin/plugin_host.h"
 
 namespace mt {
@@ -206,7 +206,8 @@ public:
   }
 
   // metatune path -> checkpoint tensor (nn.Linear weights are [out, in] as ours).
-  std::map<std::string, Source> mapping(const SafetensorsFile& file, const std::string& pre) const {
+  std::map<std::string, Source> mapping(const SafetensorsShards& file,
+                                        const std::string& pre) const {
     // Old checkpoints name LayerNorm's parameters gamma / beta.
     auto ln = [&](const std::string& base, bool weight) {
       std::string modern = base + (weight ? ".weight" : ".bias");
@@ -444,7 +445,7 @@ private:
 };
 
 // The parameter at `path` of shape `want` from the checkpoint's tensor `src`.
-NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const Source& src,
+NDArray read_param(const SafetensorsShards& file, const std::string& prefix, const Source& src,
                    const std::string& path, const std::vector<int64_t>& want) {
   std::string name = prefix + src.name;
   const SafetensorsTensorInfo* info = file.find(name);
@@ -454,7 +455,7 @@ NDArray read_param(const SafetensorsFile& file, const std::string& prefix, const
   std::vector<int64_t> stored = want;
   if (src.transpose) std::swap(stored[0], stored[1]);
   if (info->shape != stored)
-    throw std::invalid_argument(file.path() + ": tensor '" + name + "' is " +
+    throw std::invalid_argument(file.path_of(name) + ": tensor '" + name + "' is " +
                                 shape_text(info->shape) + ", " + shape_text(stored) +
                                 " expected (for " + path + ")");
   std::vector<float> v = file.to_f32(name);
@@ -497,15 +498,7 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
     out.max_positions = llama->max_positions_;
   } else
     out.config = bert.emplace(layers, dir).config;
-  std::string weights = dir + "/model.safetensors";
-  if (!std::filesystem::exists(weights) &&
-      std::filesystem::exists(dir + "/model.safetensors.index.json"))
-    throw std::invalid_argument(weights + ": missing; the checkpoint is sharded "
-                                          "(model.safetensors.index.json), which is not "
-                                          "supported yet: merge the shards into one file");
-  if (!std::filesystem::exists(weights))
-    throw std::invalid_argument(weights + ": missing (the checkpoint's weights)");
-  SafetensorsFile file = SafetensorsFile::open(weights);
+  const SafetensorsShards file = SafetensorsShards::open(dir);
   std::string prefix;
   std::map<std::string, Source> mapping;
   std::function<bool(const std::string&)> ignorable;
@@ -550,7 +543,7 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
         !ignorable(n.substr(!prefix.empty() && n.rfind(prefix, 0) == 0 ? prefix.size() : 0)))
       extra += (extra.empty() ? "" : ", ") + n;
   if (!extra.empty())
-    throw std::invalid_argument(weights + ": tensors the model does not use: " + extra);
+    throw std::invalid_argument(file.path() + ": tensors the model does not use: " + extra);
   return out;
 }
 

@@ -102,6 +102,24 @@ struct LlamaFolder : HfTensors {
   }
   ~LlamaFolder() { fs::remove_all(dir); }
   void write() const { HfTensors::write(dir / "model.safetensors"); }
+  // As Hugging Face writes a checkpoint past its shard size: the tensors of layer 0 and the
+  // embedding in one file, the rest in another, and model.safetensors.index.json mapping each
+  // name to its file.
+  void write_sharded() const {
+    HfTensors first = *this, second = *this;
+    nlohmann::json map = nlohmann::json::object();
+    for (const auto& [name, v] : tensors) {
+      const bool in_first =
+          name.find("layers.0.") != std::string::npos || name == "model.embed_tokens.weight";
+      (in_first ? second : first).tensors.erase(name);
+      map[name] =
+          in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    }
+    first.write(dir / "model-00001-of-00002.safetensors");
+    second.write(dir / "model-00002-of-00002.safetensors");
+    std::ofstream(dir / "model.safetensors.index.json")
+        << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(2);
+  }
 };
 
 // The rotary frequency i of a head of width Dh: theta^(-2i/Dh), under Llama 3.1's scaling
@@ -329,6 +347,46 @@ std::string load_error(const LlamaFolder& c) {
     return e.what();
   }
   return "(loaded)";
+}
+
+// A sharded checkpoint loads the same parameters as the single file; a broken index is named.
+TEST(HfLlama, ShardedCheckpointsLoadAsOne) {
+  LlamaDims g;
+  LlamaFolder one(g, "single"), two(g, "sharded");
+  one.write();
+  two.write_sharded();
+  HfModel a = load_hf_checkpoint(host(), one.dir.string());
+  HfModel b = load_hf_checkpoint(host(), two.dir.string());
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (const auto& [path, x] : a.params) {
+    const NDArray& y = b.params.at(path);
+    ASSERT_EQ(x.shape(), y.shape()) << path;
+    EXPECT_TRUE(
+        std::equal(x.data_as<float>(), x.data_as<float>() + x.num_elements(), y.data_as<float>()))
+        << path;
+  }
+  // A shard the index names is missing; a tensor the index puts in the wrong shard; a name
+  // that leaves the folder.
+  const fs::path index = two.dir / "model.safetensors.index.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(index));
+  fs::rename(two.dir / "model-00002-of-00002.safetensors", two.dir / "moved.safetensors");
+  EXPECT_NE(load_error(two).find("model-00002-of-00002.safetensors"), std::string::npos)
+      << load_error(two);
+  fs::rename(two.dir / "moved.safetensors", two.dir / "model-00002-of-00002.safetensors");
+  j["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
+  std::ofstream(index) << j.dump();
+  EXPECT_NE(load_error(two).find("weight_map puts 'model.norm.weight' in "
+                                 "model-00001-of-00002.safetensors, which has no such tensor"),
+            std::string::npos)
+      << load_error(two);
+  j["weight_map"]["model.norm.weight"] = "../elsewhere.safetensors";
+  std::ofstream(index) << j.dump();
+  EXPECT_NE(load_error(two).find("names '../elsewhere.safetensors', not a file of the folder"),
+            std::string::npos)
+      << load_error(two);
+  std::ofstream(index) << "{\"weight_map\": 3}";
+  EXPECT_NE(load_error(two).find("not a JSON object with a \"weight_map\""), std::string::npos)
+      << load_error(two);
 }
 
 TEST(HfLlama, WhatTheLoaderRefusesIsNamed) {

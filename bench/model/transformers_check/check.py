@@ -61,7 +61,15 @@ MODELS = {
     # Qwen3: per-head q/k RMS norms, heads wider than hidden / heads (q is 128 wide), tied.
     "qwen3_headdim32": (Qwen3Config, Qwen3ForCausalLM, dict(
         tie_word_embeddings=True, head_dim=32), 16),
+    # Saved in shards (save_pretrained's max_shard_size): model-0000N-of-0000M.safetensors and
+    # model.safetensors.index.json, as checkpoints of more than a few GB come.
+    "llama_sharded": (LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=False), 16),
+    # Weights stored in bf16, as most checkpoints ship (metatune reads them as f32; the
+    # reference reloads the same bf16 values and computes in float64).
+    "qwen2_bf16": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=True), 16),
 }
+SHARD_SIZE = {"llama_sharded": "150KB"}
+SAVE_DTYPE = {"qwen2_bf16": torch.bfloat16}
 # The same folder as llama_llama3_rope_bias with config.json's rope fields rewritten in
 # transformers 4's form (rope_theta and rope_scaling at the top) when transformers wrote
 # transformers 5's rope_parameters: the loader's other path. Not transformers' own output.
@@ -645,7 +653,10 @@ def main():
             torch.manual_seed(args.seed + k)
             model = model_cls(cfg)
             init_weights(model, args.seed + k)
-            model.save_pretrained(folder, safe_serialization=True)
+            if name in SAVE_DTYPE:
+                model = model.to(SAVE_DTYPE[name])
+            shard = {"max_shard_size": SHARD_SIZE[name]} if name in SHARD_SIZE else {}
+            model.save_pretrained(folder, safe_serialization=True, **shard)
             ids = prompt_ids(n, SMALL["vocab_size"], args.seed + 1000)
         with open(os.path.join(folder, "config.json")) as f:
             saved = json.load(f)
