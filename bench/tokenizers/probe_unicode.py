@@ -45,6 +45,7 @@ def main():
     p.add_argument("--llama3", help="folder with a tokenizer.json of Llama 3's form")
     p.add_argument("--qwen2", help="folder with a tokenizer.json of Qwen2's form (NFC)")
     p.add_argument("--sentence-piece", help="folder with a SentencePiece BPE's tokenizer.json")
+    p.add_argument("--digits", help="folder with a tokenizer.json of SmolLM's form (Digits)")
     p.add_argument("--show", type=int, default=20)
     a = p.parse_args()
 
@@ -57,7 +58,8 @@ def main():
     failed = 0
     folders = [("byte-level BPE", a.bpe), ("WordPiece", a.wordpiece)]
     folders += [(n, f) for n, f in (("Llama 3 form", a.llama3), ("Qwen2 form", a.qwen2),
-                                    ("SentencePiece BPE", a.sentence_piece)) if f]
+                                    ("SentencePiece BPE", a.sentence_piece),
+                                    ("SmolLM form", a.digits)) if f]
     for name, folder in folders:
         tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
         normalize = tok.normalizer.normalize_str if tok.normalizer else (lambda x: x)

@@ -37,7 +37,7 @@ if [[ ! -x "$metatune" ]]; then
   cmake --build "$build" --target metatune_cli
 fi
 mkdir -p "$work" "$out"
-stamp="$work/trained-v3-$BPE_VOCAB-$WORDPIECE_VOCAB"
+stamp="$work/trained-v4-$BPE_VOCAB-$WORDPIECE_VOCAB"
 if [[ -n "${RETRAIN:-}" || ! -f "$stamp" ]]; then
   "$py" "$here/train.py" --out "$work" --bpe-vocab "$BPE_VOCAB" \
     --wordpiece-vocab "$WORDPIECE_VOCAB" | tee "$stamp"
@@ -63,6 +63,8 @@ for text in "$work/text.txt" "$work/newer.txt"; do
   compare "byte-level BPE, Llama 3 form (Split, ignore_merges)" "$text" \
     --tokenizer "$work/llama3" --round-trip
   compare "byte-level BPE, Qwen2 form (NFC, Split)" "$text" --tokenizer "$work/qwen2"
+  compare "byte-level BPE, SmolLM form (Digits, ByteLevel)" "$text" --tokenizer "$work/digits" \
+    --round-trip
   compare "SentencePiece BPE, Llama 2 form (Prepend, Replace; byte fallback)" "$text" \
     --tokenizer "$work/sp-legacy"
   compare "SentencePiece BPE, Metaspace form (prepend first)" "$text" \
@@ -86,7 +88,7 @@ done
 # Every code point through the normalizers and pre-tokenizers (what the vocabulary cannot show).
 "$py" "$here/probe_unicode.py" --metatune "$metatune" --work "$work" --bpe "$work/bpe" \
   --wordpiece "$work/wordpiece-json" --llama3 "$work/llama3" --qwen2 "$work/qwen2" \
-  --sentence-piece "$work/sp-legacy" \
+  --sentence-piece "$work/sp-legacy" --digits "$work/digits" \
   --show "${SHOW:-3}" >>"$log" 2>&1 || true
 
 {

@@ -12,7 +12,8 @@ Llama 2's and Mistral's tokenizer.json.
 Writes DIR/bpe/tokenizer.json, DIR/bpe-prefix/tokenizer.json (the same with
 add_prefix_space), DIR/wordpiece/vocab.txt (a folder with only vocab.txt, read as
 BertWordPieceTokenizer reads it), DIR/wordpiece-json/tokenizer.json, DIR/llama3/tokenizer.json,
-DIR/qwen2/tokenizer.json, DIR/sp-legacy/tokenizer.json, DIR/sp-metaspace/tokenizer.json and
+DIR/qwen2/tokenizer.json, DIR/digits/tokenizer.json (SmolLM's form), DIR/sp-legacy/tokenizer.json,
+DIR/sp-metaspace/tokenizer.json and
 DIR/corpus.txt (the files used, one a line).
 """
 import argparse
@@ -72,6 +73,21 @@ def corpus_files():
             files.append(path)
             total += size
     return files
+
+
+def digits_bpe(files, vocab_size):
+    """A byte-level BPE as SmolLM and StarCoder write theirs: Sequence [Digits(individual),
+    ByteLevel(use_regex True)]."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train(files, trainer)
+    return tok
 
 
 def sentence_piece_bpes(files, vocab_size):
@@ -159,6 +175,8 @@ def main():
         tok = split_bpe(files, args.bpe_vocab, pattern, nfc, ignore_merges)
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         tok.save(os.path.join(args.out, name, "tokenizer.json"))
+    os.makedirs(os.path.join(args.out, "digits"), exist_ok=True)
+    digits_bpe(files, args.bpe_vocab).save(os.path.join(args.out, "digits", "tokenizer.json"))
     for name, doc in zip(("sp-legacy", "sp-metaspace"), sentence_piece_bpes(files, args.bpe_vocab)):
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         with open(os.path.join(args.out, name, "tokenizer.json"), "w", encoding="utf-8") as f:

@@ -7,6 +7,7 @@
 #include "core/tokenizer/tokenizer_error.h"
 #include "core/tokenizer/tokenizer_json.h"
 #include "core/tokenizer/unicode_normalize.h"
+#include "core/tokenizer/unicode_tables.h"
 #include "core/tokenizer/utf8_codec.h"
 
 namespace mt::tok {
@@ -18,8 +19,9 @@ size_t utf8_length(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
-// pre_tokenizer: ByteLevel, or Sequence [Split (a pattern cl100k_split.h knows, Isolated, not
-// inverted), ByteLevel (use_regex false)] -- Llama 3's and Qwen2's.
+// pre_tokenizer: ByteLevel; Sequence [Split (a pattern cl100k_split.h knows, Isolated, not
+// inverted), ByteLevel (use_regex false)] -- Llama 3's and Qwen2's; or Sequence [Digits,
+// ByteLevel (use_regex true)] -- SmolLM's and StarCoder's.
 void read_pre_tokenizer(const TokenizerJson& doc, ByteLevelBpeOptions& options) {
   const Json& root = doc.root();
   const std::string pre = doc.component_type("pre_tokenizer");
@@ -33,7 +35,8 @@ void read_pre_tokenizer(const TokenizerJson& doc, ByteLevelBpeOptions& options) 
     return;
   }
   const std::string supported = " (supported: ByteLevel, or Sequence [Split, ByteLevel] as Llama 3 "
-                                "and Qwen2 write it)";
+                                "and Qwen2 write it, or Sequence [Digits, ByteLevel] as SmolLM "
+                                "and StarCoder do)";
   if (pre != "Sequence")
     doc.fail("pre_tokenizer", (pre.empty() ? std::string("(none)") : "'" + pre + "'") +
                                   " is not supported" + supported);
@@ -44,11 +47,25 @@ void read_pre_tokenizer(const TokenizerJson& doc, ByteLevelBpeOptions& options) 
                ? step["type"].get<std::string>()
                : std::string();
   };
-  if (!steps.is_array() || steps.size() != 2 || type_of(0) != "Split" || type_of(1) != "ByteLevel")
+  if (!steps.is_array() || steps.size() != 2 || (type_of(0) != "Split" && type_of(0) != "Digits") ||
+      type_of(1) != "ByteLevel")
     doc.fail("pre_tokenizer.pretokenizers",
              steps.dump().substr(0, 200) + " is not supported" + supported);
-  const Json& split = steps[0];
   const std::string field = "pre_tokenizer.pretokenizers[0]";
+  const std::string second = "pre_tokenizer.pretokenizers[1]";
+  byte_level(steps[1], second);
+  if (options.add_prefix_space)
+    doc.fail(second + ".add_prefix_space",
+             "true after a " + type_of(0) + " is not supported (the checkpoints set it false)");
+  if (type_of(0) == "Digits") {
+    if (options.split != BpeSplit::Gpt2)
+      doc.fail(second + ".use_regex", "false after Digits is not supported (SmolLM and "
+                                      "StarCoder set it true)");
+    options.split = BpeSplit::DigitsGpt2;
+    options.individual_digits = doc.bool_member(steps[0], field, "individual_digits", false);
+    return;
+  }
+  const Json& split = steps[0];
   const Json& pattern = doc.required(split, field, "pattern");
   if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
     doc.fail(field + ".pattern", pattern.dump().substr(0, 200) + " is not supported (a Regex)");
@@ -60,15 +77,33 @@ void read_pre_tokenizer(const TokenizerJson& doc, ByteLevelBpeOptions& options) 
     doc.fail(field + ".behavior", "'" + b + "' is not supported (Isolated)");
   if (doc.bool_member(split, field, "invert", false))
     doc.fail(field + ".invert", "true is not supported");
-  byte_level(steps[1], "pre_tokenizer.pretokenizers[1]");
   if (options.split != BpeSplit::None)
-    doc.fail("pre_tokenizer.pretokenizers[1].use_regex",
-             "true after a Split is not supported (Llama 3 and Qwen2 set it false)");
-  if (options.add_prefix_space)
-    doc.fail("pre_tokenizer.pretokenizers[1].add_prefix_space",
+    doc.fail(second + ".use_regex",
              "true after a Split is not supported (Llama 3 and Qwen2 set it false)");
   options.split = BpeSplit::Cl100k;
   options.max_digits = *digits;
+}
+
+// The Digits pre-tokenizer (numbers cut out: each alone, or each run) and then the GPT-2 split
+// of every stretch between them, as ByteLevel with use_regex runs on each piece it is given.
+std::vector<std::pair<size_t, size_t>> digits_then_gpt2_split(std::u32string_view text,
+                                                              bool individual) {
+  std::vector<std::pair<size_t, size_t>> pieces;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = i;
+    const bool number = is_number(general_category(text[i]));
+    while (end < text.size() && is_number(general_category(text[end])) == number &&
+           !(number && individual && end > i))
+      ++end;
+    if (number) {
+      pieces.emplace_back(i, end);
+    } else {
+      for (const auto& [b, e] : gpt2_split(text.substr(i, end - i)))
+        pieces.emplace_back(i + b, i + e);
+    }
+    i = end;
+  }
+  return pieces;
 }
 
 } // namespace
@@ -142,6 +177,8 @@ void ByteLevelBpe::pre_tokenize_piece(std::string_view text, std::vector<TextPie
   std::vector<std::pair<size_t, size_t>> pieces;
   if (options_.split == BpeSplit::Gpt2)
     pieces = gpt2_split(chars);
+  else if (options_.split == BpeSplit::DigitsGpt2)
+    pieces = digits_then_gpt2_split(chars, options_.individual_digits);
   else if (options_.split == BpeSplit::Cl100k)
     pieces = cl100k_split(chars, options_.max_digits);
   else

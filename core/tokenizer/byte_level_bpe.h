@@ -26,9 +26,10 @@ namespace mt::tok {
 
 // How a piece between added tokens is cut before its bytes are merged.
 enum class BpeSplit {
-  None,   // ByteLevel with use_regex false alone: the whole piece
-  Gpt2,   // ByteLevel with use_regex: gpt2_split.h
-  Cl100k, // Sequence [Split (Llama 3's or Qwen2's pattern), ByteLevel]: cl100k_split.h
+  None,       // ByteLevel with use_regex false alone: the whole piece
+  Gpt2,       // ByteLevel with use_regex: gpt2_split.h
+  Cl100k,     // Sequence [Split (Llama 3's or Qwen2's pattern), ByteLevel]: cl100k_split.h
+  DigitsGpt2, // Sequence [Digits, ByteLevel with use_regex]: numbers apart, then GPT-2's split
 };
 
 struct ByteLevelBpeOptions {
@@ -36,6 +37,7 @@ struct ByteLevelBpeOptions {
   bool add_prefix_space = false; // pre_tokenizer.add_prefix_space
   BpeSplit split = BpeSplit::Gpt2;
   size_t max_digits = 3;         // BpeSplit::Cl100k: the longest run of numbers in a piece
+  bool individual_digits = false; // BpeSplit::DigitsGpt2: each number a piece, not each run
   bool ignore_merges = false;    // model.ignore_merges: a word in the vocabulary is one token
   std::optional<std::string> unk_token; // model.unk_token (none: unknown characters dropped)
   bool fuse_unk = false;                // model.fuse_unk: consecutive unknowns as one

@@ -62,18 +62,25 @@ std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokeniz
   return ids;
 }
 
-// config.json's eos_token_id (a number or a list of them) of an --hf folder.
+// The end-of-sequence ids of an --hf folder: eos_token_id (a number or a list of them) of
+// config.json and of generation_config.json, both -- an instruct model's chat turn often ends
+// with a token only generation_config.json names (Llama 3's <|eot_id|>), as transformers'
+// generate() reads it.
 std::vector<int32_t> eos_ids(const ModelGenerateOptions& o) {
   std::vector<int32_t> out;
   if (o.source.hf.empty() || o.ignore_eos) return out;
-  std::ifstream in(std::filesystem::path(o.source.hf) / "config.json");
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("eos_token_id")) return out;
-  const nlohmann::json& e = j["eos_token_id"];
-  if (e.is_number_integer()) out.push_back(e.get<int32_t>());
-  if (e.is_array())
-    for (const nlohmann::json& x : e)
-      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  for (const char* file : {"config.json", "generation_config.json"}) {
+    std::ifstream in(std::filesystem::path(o.source.hf) / file);
+    if (!in) continue;
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("eos_token_id")) continue;
+    const nlohmann::json& e = j["eos_token_id"];
+    std::vector<nlohmann::json> ids =
+        e.is_array() ? e.get<std::vector<nlohmann::json>>() : std::vector<nlohmann::json>{e};
+    for (const nlohmann::json& x : ids)
+      if (x.is_number_integer() && std::find(out.begin(), out.end(), x.get<int32_t>()) == out.end())
+        out.push_back(x.get<int32_t>());
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli_run.h"
 #include "core/graph/generator.h"
 #include "core/graph/hf_checkpoint.h"
 #include "core/graph/layer_registry.h"
@@ -347,6 +348,35 @@ std::string load_error(const LlamaFolder& c) {
     return e.what();
   }
   return "(loaded)";
+}
+
+// `model generate --hf` stops at an end-of-sequence id that only generation_config.json names
+// (as an instruct model's end of turn is), and at config.json's; --ignore-eos runs on.
+TEST(HfLlama, GenerateStopsAtTheEosOfEitherConfig) {
+  LlamaDims g;
+  LlamaFolder c(g, "eos", {{"eos_token_id", nullptr}});
+  c.write();
+  const std::string base = "model generate --hf " + c.dir.string() +
+                           " --prompt-ids 3,17,41,8 --max-new-tokens 6 --greedy";
+  graph_test::CliResult free_run = graph_test::metatune(base);
+  ASSERT_EQ(free_run.status, 0) << free_run.output;
+  // The first generated id: the line before "prompt N tokens" holds the ids.
+  const std::string out = free_run.output;
+  const size_t line_end = out.find("\nprompt ");
+  ASSERT_NE(line_end, std::string::npos) << out;
+  const size_t line_start = out.rfind('\n', line_end - 1) + 1;
+  const int first = std::stoi(out.substr(line_start, line_end - line_start));
+  EXPECT_EQ(out.find("stopped at the end-of-sequence"), std::string::npos) << out;
+  std::ofstream(c.dir / "generation_config.json")
+      << nlohmann::json{{"eos_token_id", {999, first}}}.dump();
+  graph_test::CliResult stopped = graph_test::metatune(base);
+  ASSERT_EQ(stopped.status, 0) << stopped.output;
+  EXPECT_NE(stopped.output.find("stopped at the end-of-sequence token " + std::to_string(first)),
+            std::string::npos)
+      << stopped.output;
+  graph_test::CliResult ignored = graph_test::metatune(base + " --ignore-eos");
+  EXPECT_EQ(ignored.output.find("stopped at the end-of-sequence"), std::string::npos)
+      << ignored.output;
 }
 
 // A sharded checkpoint loads the same parameters as the single file; a broken index is named.

@@ -55,7 +55,8 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
   doc["pre_tokenizer"] = {{"type", "Whitespace"}};
   EXPECT_EQ(load_error(dir, doc),
             p + ": pre_tokenizer 'Whitespace' is not supported (supported: ByteLevel, or Sequence "
-                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
+                "[Split, ByteLevel] as Llama 3 and Qwen2 write it, or Sequence [Digits, "
+                "ByteLevel] as SmolLM and StarCoder do)");
   // A Metaspace pre-tokenizer makes it a SentencePiece BPE, whose decoders are others.
   doc["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   EXPECT_EQ(load_error(dir, doc),
@@ -65,7 +66,8 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
   doc["pre_tokenizer"] = nullptr;
   EXPECT_EQ(load_error(dir, doc),
             p + ": pre_tokenizer (none) is not supported (supported: ByteLevel, or Sequence "
-                "[Split, ByteLevel] as Llama 3 and Qwen2 write it)");
+                "[Split, ByteLevel] as Llama 3 and Qwen2 write it, or Sequence [Digits, "
+                "ByteLevel] as SmolLM and StarCoder do)");
   doc = bpe_json();
   doc["normalizer"] = {{"type", "NFKC"}};
   EXPECT_EQ(
