@@ -26,8 +26,8 @@ std::vector<TaskKernel> exportable_kernels(const LoadedModel& m, const ModelComp
     if (!kernels[t].library) continue;
     if (!own)
       own = std::make_unique<KernelSelector>(
-          *m.host,
-          selection(db ? KernelPolicy::Tuned : KernelPolicy::Untuned, o.target, o.libraries, db));
+          *m.host, selection(db ? KernelPolicy::Tuned : KernelPolicy::Untuned, o.target,
+                             o.libraries, db, o.fpmath));
     std::string chosen = kernels[t].label();
     kernels[t] = own->select(m.tasks[t]);
     std::printf("%s: %s was chosen, but only %s exports kernel libraries: %s instead\n",
@@ -48,6 +48,10 @@ void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
                   "library kernels are replaced by the tuning target's");
   cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
   cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  add_fpmath_option(cmd, o.fpmath,
+                    "f32, or bf16: the kernels as `model run --fpmath bf16` chooses and builds "
+                    "them (the tuning target's with -fpmath=bf16: products in bf16, AMX where the "
+                    "CPU has it); the artifact's weights stay f32");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
 }
@@ -61,7 +65,7 @@ int compile_model_artifact(const ModelCompileOptions& o) {
                             : parse_kernel_policy(o.implementations);
   if (!o.quiet) std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
-  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get()));
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
   std::vector<TaskKernel> kernels = exportable_kernels(m, o, selector, db.get());
   ModelArtifactSource src;
   src.model = m.name;

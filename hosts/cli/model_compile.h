@@ -16,6 +16,7 @@ namespace mt::cli {
 struct ModelCompileOptions {
   ModelSourceOptions source;
   std::string db, target = "llvm", implementations, out, log_level;
+  std::string fpmath = "f32"; // --fpmath: bf16 kernels (the weights packed in bf16), as model run
   std::vector<std::string> libraries{"onednn.cpu"};
   bool quiet = false;
 };

@@ -196,6 +196,31 @@ TEST_F(AotModel, TunedDecoderMatchesTheExecutor) {
     fs::remove(tuned.db_path.string() + suffix);
 }
 
+// --fpmath bf16 builds the kernels as `model run --fpmath bf16` does (AMX tile products where a
+// tuned record has them: checked on the Llama bench's model, docs/models.md); untuned kernels
+// read f32 weights as before, so the artifact runs and predicts as the f32 one. Another value
+// is refused with the allowed ones.
+TEST_F(AotModel, Bf16KernelsCompileAndRun) {
+  fs::path d = dir().string() + "_bf16";
+  graph_test::CliResult r =
+      metatune("model compile --config " + kConfig + " --seq 5 --fpmath bf16 --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  rt::CompiledModel bf16 = rt::CompiledModel::load(d.string(), {});
+  rt::CompiledModel f32 = rt::CompiledModel::load(dir().string(), {});
+  const rt::Tensor a = bf16.run(kIds).at(0), b = f32.run(kIds).at(0);
+  ASSERT_EQ(a.info().num_elements(), b.info().num_elements());
+  double worst = 0;
+  for (int64_t i = 0; i < a.info().num_elements(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a.as<float>()[i]) - b.as<float>()[i]));
+  EXPECT_LE(worst, 1e-6);
+  fs::remove_all(d);
+  graph_test::CliResult bad =
+      metatune("model compile --config " + kConfig + " --seq 5 --fpmath f16 --out " + d.string());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--fpmath"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(d));
+}
+
 // A target that cannot export (oneDNN runs its own primitives) says so with the ABI's status.
 TEST_F(AotModel, LibraryTargetDoesNotExport) {
   std::vector<LibraryTarget> libs = open_library_targets(host(), {"onednn.cpu"}, "llvm.cpu");
