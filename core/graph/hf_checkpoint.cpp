@@ -1,6 +1,7 @@
 // Loading Hugging Face checkpoint folders (see hf_checkpoint.h).
 #include "core/graph/hf_checkpoint.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -83,6 +84,7 @@ bool bool_field(const nlohmann::json& j, const std::string& path, const char* na
 struct Source {
   std::string name;
   bool transpose = false;
+  bool plus_one = false; // Gemma's norms scale by 1 + weight: stored as weight, read as 1 + it
 };
 
 class Gpt2 {
@@ -281,9 +283,23 @@ public:
       throw std::invalid_argument(cfg_path + ": num_attention_heads " + std::to_string(heads) +
                                   " is not a multiple of num_key_value_heads " +
                                   std::to_string(kv_heads));
-    std::string act = string_field(j, cfg_path, "hidden_act", "silu");
-    if (act != "silu")
-      throw std::invalid_argument(cfg_path + ": hidden_act '" + act + "' is not supported (silu)");
+    gemma_ = type == "gemma" || type == "gemma2";
+    sandwich_ = type == "gemma2";
+    // Gemma's MLP: GeGLU with the tanh GELU (hidden_activation, which transformers prefers to
+    // hidden_act); the others SwiGLU.
+    std::string act = string_field(j, cfg_path, gemma_ ? "hidden_activation" : "hidden_act", "");
+    if (act.empty())
+      act = string_field(j, cfg_path, "hidden_act", gemma_ ? "gelu_pytorch_tanh" : "silu");
+    std::string ffn_act;
+    if (act == "silu")
+      ffn_act = "silu";
+    else if (gemma_ && (act == "gelu_pytorch_tanh" || act == "gelu_tanh"))
+      ffn_act = "gelu_tanh";
+    else if (gemma_ && act == "gelu")
+      ffn_act = "gelu";
+    else
+      throw std::invalid_argument(cfg_path + ": hidden_act '" + act + "' is not supported (" +
+                                  (gemma_ ? "gelu_pytorch_tanh, gelu, silu" : "silu") + ")");
     // Qwen2 always has biases on q, k and v (none on o); Llama's attention_bias puts them on
     // all four projections.
     const bool attention_bias = bool_field(j, cfg_path, "attention_bias");
@@ -326,6 +342,7 @@ public:
         .set("dim", dim)
         .set("max_positions", 0)
         .set("tied_lm_head", tied_)
+        .set("embedding_scale", gemma_ ? std::sqrt(static_cast<double>(dim)) : 1.0)
         .set("transformer.num_layers", layers_)
         .set(a + "structure", "prenorm")
         .set(a + "norm", reg.make("std.RMSNorm"))
@@ -338,7 +355,7 @@ public:
         .set(a + "attention.output_bias", o_bias_)
         .set(a + "attention.qkv", rotary)
         .set(f + "hidden_dim", int_field(j, cfg_path, "intermediate_size"))
-        .set(f + "activation", "silu")
+        .set(f + "activation", ffn_act)
         .set(f + "structure", "prenorm")
         .set(f + "norm", reg.make("std.RMSNorm"))
         .set(f + "norm.eps", eps)
@@ -349,18 +366,20 @@ public:
         .set("output_norm", reg.make("std.RMSNorm"))
         .set("output_norm.eps", eps);
     max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
+    if (type == "gemma2") gemma2(reg, j, cfg_path, eps);
   }
 
   // metatune path -> checkpoint tensor (nn.Linear weights are [out, in] as ours).
   std::map<std::string, Source> mapping() const {
-    std::map<std::string, Source> m = {{"token_weight", {"model.embed_tokens.weight"}},
-                                       {"output_norm.weight", {"model.norm.weight"}}};
+    std::map<std::string, Source> m = {
+        {"token_weight", {"model.embed_tokens.weight"}},
+        {"output_norm.weight", {"model.norm.weight", false, gemma_}}};
     if (!tied_) m["lm_head_weight"] = {"lm_head.weight"};
     for (int64_t i = 0; i < layers_; ++i) {
       std::string p = "transformer.layer." + std::to_string(i) + ".",
                   h = "model.layers." + std::to_string(i) + ".";
       std::string a = p + "self_attention.", f = p + "feed_forward.";
-      m[a + "norm.weight"] = {h + "input_layernorm.weight"};
+      m[a + "norm.weight"] = {h + "input_layernorm.weight", false, gemma_};
       const std::string qkv = a + "attention.qkv.input_linear.";
       if (qk_norm_) {
         m[qkv + "q_norm_weight"] = {h + "self_attn.q_norm.weight"};
@@ -374,7 +393,13 @@ public:
       }
       m[a + "attention.o_weight"] = {h + "self_attn.o_proj.weight"};
       if (o_bias_) m[a + "attention.o_bias"] = {h + "self_attn.o_proj.bias"};
-      m[f + "norm.weight"] = {h + "post_attention_layernorm.weight"};
+      if (sandwich_) {
+        m[a + "post_norm.weight"] = {h + "post_attention_layernorm.weight", false, true};
+        m[f + "norm.weight"] = {h + "pre_feedforward_layernorm.weight", false, true};
+        m[f + "post_norm.weight"] = {h + "post_feedforward_layernorm.weight", false, true};
+      } else {
+        m[f + "norm.weight"] = {h + "post_attention_layernorm.weight", false, gemma_};
+      }
       for (const auto& [ours, theirs] :
            {std::pair<std::string, std::string>{"linear1_gate", "gate_proj"},
             {"linear1", "up_proj"},
@@ -440,7 +465,31 @@ private:
     return o[key].get<double>();
   }
 
+  // Gemma 2: a norm after the attention and after the MLP too (sandwich), the scores scaled by
+  // query_pre_attn_scalar^-1/2 and soft-capped, the logits soft-capped. Its even layers attend
+  // over a sliding window, the odd ones over everything: the two agree while a sequence fits
+  // in the window, so sequences are limited to it (max_positions_) rather than built wrong.
+  void gemma2(const ConfigRegistry& reg, const nlohmann::json& j, const std::string& cfg_path,
+              double eps) {
+    const std::string a = "transformer.layer.self_attention.",
+                      f = "transformer.layer.feed_forward.";
+    config.set(a + "post_norm", reg.make("std.RMSNorm"))
+        .set(a + "post_norm.eps", eps)
+        .set(f + "post_norm", reg.make("std.RMSNorm"))
+        .set(f + "post_norm.eps", eps);
+    const double scalar = float_field(j, cfg_path, "query_pre_attn_scalar", 0.0);
+    if (scalar < 0)
+      throw std::invalid_argument(cfg_path + ": query_pre_attn_scalar " + std::to_string(scalar) +
+                                  " is negative");
+    if (scalar > 0) config.set(a + "attention.scale", 1.0 / std::sqrt(scalar));
+    config.set(a + "attention.logit_softcap", float_field(j, cfg_path, "attn_logit_softcapping", 0))
+        .set("final_logit_softcap", float_field(j, cfg_path, "final_logit_softcapping", 0));
+    if (j.contains("sliding_window") && !j["sliding_window"].is_null())
+      max_positions_ = std::min(max_positions_, int_field(j, cfg_path, "sliding_window"));
+  }
+
   int64_t layers_ = 0;
+  bool gemma_ = false, sandwich_ = false;
   bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false, qk_norm_ = false;
 };
 
@@ -459,6 +508,9 @@ NDArray read_param(const SafetensorsShards& file, const std::string& prefix, con
                                 shape_text(info->shape) + ", " + shape_text(stored) +
                                 " expected (for " + path + ")");
   std::vector<float> v = file.to_f32(name);
+  if (src.plus_one)
+    for (float& x : v)
+      x += 1.0f;
   NDArray out(DType::f32(), want);
   float* d = out.data_as<float>();
   if (!src.transpose) {
@@ -478,12 +530,12 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string cfg_path = dir + "/config.json";
   nlohmann::json j = read_json(cfg_path);
   std::string type = string_field(j, cfg_path, "model_type", "");
-  const bool llama_like =
-      type == "llama" || type == "qwen2" || type == "qwen3" || type == "mistral";
+  const bool llama_like = type == "llama" || type == "qwen2" || type == "qwen3" ||
+                          type == "mistral" || type == "gemma" || type == "gemma2";
   if (type != "gpt2" && type != "bert" && !llama_like)
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
                                 "' is not supported yet (supported: gpt2, bert, llama, qwen2, "
-                                "qwen3, mistral)");
+                                "qwen3, mistral, gemma, gemma2)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;

@@ -124,6 +124,11 @@ MultiheadAttention::MultiheadAttention(std::string_view config)
   scale_ = cfg.get<double>("scale", 0.0);
   output_bias_ = cfg.get<bool>("output_bias", true);
   window_ = cfg.get<int64_t>("sliding_window", 0);
+  softcap_ = cfg.get<double>("logit_softcap", 0.0);
+  if (!(softcap_ >= 0))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "std.MultiheadAttention: logit_softcap " +
+                                                    std::to_string(softcap_) +
+                                                    " must not be negative");
   if (window_ < 0 || (window_ && !causal_))
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                      "std.MultiheadAttention: sliding_window " + std::to_string(window_) +
@@ -206,6 +211,8 @@ std::vector<TeTensor> MultiheadAttention::build(sdk::LayerContext& ctx,
       });
   TeTensor masked = b.compute("attn_masked", {B, H, S, Sk}, [&](const std::vector<TeExpr>& a) {
     TeExpr s = scores(a) * f32(b, scale_);
+    if (softcap_ > 0)
+      s = b.call(sdk::MathFn::Tanh, {s * f32(b, 1.0 / softcap_)}) * f32(b, softcap_);
     TeExpr neg = f32(b, -1e30);
     if (decode || causal_) {
       // Key a[3] is seen from the query at position `at` when it is not later and, under a
@@ -267,6 +274,12 @@ std::vector<TeTensor> TransformerAttentionLayer::build(sdk::LayerContext& ctx,
   std::vector<TeTensor> att_in = inputs;
   if (prenorm_) att_in[0] = ctx.call1("norm", {x});
   TeTensor att = ctx.call1("attention", att_in);
+  if (ctx.num_children("post_norm")) {
+    if (!prenorm_)
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.TransformerAttentionLayer: post_norm needs the prenorm structure");
+    att = ctx.call1("post_norm", {att});
+  }
   TeTensor sum = b.compute("attn_residual", x.shape(),
                            [&](const std::vector<TeExpr>& v) { return x(v) + att(v); });
   return {prenorm_ ? sum : ctx.call1("norm", {sum})};

@@ -69,6 +69,8 @@ public:
       {"name": "sliding_window", "type": "int", "default": 0,
        "doc": "causal: each position sees only the last sliding_window positions, itself included (Mistral); 0 = all"},
       {"name": "scale", "type": "float", "default": 0.0, "doc": "score scale; 0 = 1/sqrt(per_head_dim)"},
+      {"name": "logit_softcap", "type": "float", "default": 0.0,
+       "doc": "scaled scores squashed to cap * tanh(score / cap) before the masks (Gemma 2); 0 = none"},
       {"name": "qkv", "type": "layer", "default": {"kind": "std.QKVLinear"}, "doc": "the q, k, v projection"},
       {"name": "output_bias", "type": "bool", "default": true, "doc": "bias of the output projection"}],
       "push_down": {"input_dim": ["qkv.input_dim"], "num_heads": ["qkv.num_heads"],
@@ -82,11 +84,12 @@ private:
   HeadShape h_;
   bool causal_ = false, output_bias_ = true;
   int64_t window_ = 0; // sliding_window
-  double scale_ = 0;
+  double scale_ = 0, softcap_ = 0;
 };
 
 // std.TransformerAttentionLayer: x + attention(norm(x)) (prenorm) or norm(x + attention(x))
-// (postnorm); a padding mask, when given, goes to the attention.
+// (postnorm); with post_norm set, x + post_norm(attention(norm(x))) (Gemma 2's sandwich). A
+// padding mask, when given, goes to the attention.
 class TransformerAttentionLayer : public sdk::ModelLayer {
 public:
   static constexpr const char* kSchema = R"json({
@@ -96,8 +99,10 @@ public:
       {"name": "structure", "type": "string", "default": "prenorm", "doc": "prenorm or postnorm"},
       {"name": "norm", "type": "layer", "default": {"kind": "std.LayerNorm"}, "doc": "normalisation"},
       {"name": "attention", "type": "layer", "default": {"kind": "std.MultiheadAttention"},
-       "doc": "the attention"}],
-    "push_down": {"input_dim": ["norm.input_dim", "attention.input_dim"]}})json";
+       "doc": "the attention"},
+      {"name": "post_norm", "type": "layer",
+       "doc": "prenorm: a norm of the attention's output before the residual add (Gemma 2); unset: none"}],
+    "push_down": {"input_dim": ["norm.input_dim", "attention.input_dim", "post_norm.input_dim"]}})json";
   explicit TransformerAttentionLayer(std::string_view config);
   std::vector<sdk::TeTensor> build(sdk::LayerContext& ctx,
                                    const std::vector<sdk::TeTensor>& inputs) override;

@@ -36,6 +36,12 @@ std::vector<TeTensor> TransformerFeedForwardLayer::build(sdk::LayerContext& ctx,
     });
   }
   TeTensor down = ctx.call1("linear2", {act});
+  if (ctx.num_children("post_norm")) {
+    if (structure_ != "prenorm")
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       "std.TransformerFeedForwardLayer: post_norm needs the prenorm structure");
+    down = ctx.call1("post_norm", {down});
+  }
   TeTensor sum = b.compute("ffn_residual", x.shape(),
                            [&](const std::vector<TeExpr>& v) { return x(v) + down(v); });
   return {structure_ == "prenorm" ? sum : ctx.call1("norm", {sum})};

@@ -20,10 +20,12 @@ public:
        "doc": "normalisation"},
       {"name": "linear1", "type": "layer", "default": {"kind": "std.Linear"}, "doc": "up"},
       {"name": "linear1_gate", "type": "layer", "doc": "gate projection (SwiGLU); unset: none"},
-      {"name": "linear2", "type": "layer", "default": {"kind": "std.Linear"}, "doc": "down"}],
+      {"name": "linear2", "type": "layer", "default": {"kind": "std.Linear"}, "doc": "down"},
+      {"name": "post_norm", "type": "layer",
+       "doc": "prenorm: a norm of linear2's output before the residual add (Gemma 2); unset: none"}],
     "push_down": {
       "input_dim": ["norm.input_dim", "linear1.input_dim", "linear1_gate.input_dim",
-                    "linear2.output_dim"],
+                    "linear2.output_dim", "post_norm.input_dim"],
       "hidden_dim": ["linear1.output_dim", "linear1_gate.output_dim", "linear2.input_dim"]}})json";
   explicit TransformerFeedForwardLayer(std::string_view config);
   std::vector<sdk::TeTensor> build(sdk::LayerContext& ctx,

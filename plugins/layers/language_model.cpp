@@ -3,6 +3,8 @@
 // of the embeddings is elementwise work fused into the gather's kernel.
 #include "language_model.hpp"
 
+#include <cmath>
+
 #include <optional>
 #include <string>
 
@@ -49,6 +51,12 @@ Decoder::Decoder(std::string_view config) {
   dim_ = cfg.get<int64_t>("dim");
   positions_ = cfg.get<int64_t>("max_positions", 0);
   tied_ = cfg.get<bool>("tied_lm_head", true);
+  embedding_scale_ = cfg.get<double>("embedding_scale", 1.0);
+  softcap_ = cfg.get<double>("final_logit_softcap", 0.0);
+  if (!(softcap_ >= 0) || !std::isfinite(embedding_scale_))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     "std.Decoder: final_logit_softcap must not be negative and embedding_scale "
+                     "must be finite");
 }
 
 void Decoder::parameters(sdk::ParamList& p) {
@@ -75,6 +83,9 @@ std::vector<TeTensor> Decoder::build(sdk::LayerContext& ctx, const std::vector<T
               return pos(p, v[2]);
             })
           : nullptr);
+  if (embedding_scale_ != 1.0)
+    x = b.compute("embed_scale", x.shape(),
+                  [&](const std::vector<TeExpr>& v) { return x(v) * f32(b, embedding_scale_); });
   std::vector<TeTensor> in = inputs;
   in[0] = x;
   TeTensor h = ctx.call1("transformer", in);
@@ -83,8 +94,12 @@ std::vector<TeTensor> Decoder::build(sdk::LayerContext& ctx, const std::vector<T
   std::vector<int64_t> shape = leading(h.shape());
   shape.push_back(vocab_);
   TeExpr k = b.reduce_axis(dim_, "k");
-  return {b.compute_reduce("lm_head", shape, [&](const std::vector<TeExpr>& v) {
+  TeTensor logits = b.compute_reduce("lm_head", shape, [&](const std::vector<TeExpr>& v) {
     return sdk::TeReduction{MT_REDUCE_SUM, h(v[0], v[1], k) * head(v[2], k), {k}};
+  });
+  if (softcap_ == 0) return {logits};
+  return {b.compute("lm_head_softcap", shape, [&](const std::vector<TeExpr>& v) {
+    return b.call(sdk::MathFn::Tanh, {logits(v) * f32(b, 1.0 / softcap_)}) * f32(b, softcap_);
   })};
 }
 

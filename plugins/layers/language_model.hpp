@@ -21,7 +21,11 @@ public:
       {"name": "transformer", "type": "layer", "default": {"kind": "std.StackedTransformerLayer"},
        "doc": "the stack (causal attention)"},
       {"name": "output_norm", "type": "layer", "default": {"kind": "std.LayerNorm"},
-       "doc": "final norm; unset: none"}],
+       "doc": "final norm; unset: none"},
+      {"name": "embedding_scale", "type": "float", "default": 1.0,
+       "doc": "the token embeddings multiplied by it before the stack (Gemma: sqrt(dim)); the tied head reads the table unscaled"},
+      {"name": "final_logit_softcap", "type": "float", "default": 0.0,
+       "doc": "logits squashed to cap * tanh(logit / cap) (Gemma 2); 0 = none"}],
     "push_down": {"dim": ["transformer.input_dim", "output_norm.input_dim"]}})json";
   explicit Decoder(std::string_view config);
   void parameters(sdk::ParamList& p) override;
@@ -31,6 +35,7 @@ public:
 private:
   int64_t vocab_ = 0, dim_ = 0, positions_ = 0;
   bool tied_ = true;
+  double embedding_scale_ = 1.0, softcap_ = 0.0;
 };
 
 // ids [B, S] (+ an optional padding mask [B, S], f32; + optional token types [B, S], integer,

@@ -172,6 +172,8 @@ inline void expect_close(const Matrix& got, const Matrix& want, double tol) {
 struct Dims {
   size_t B, S, D, H, KVH, Dh;
   size_t window = 0; // causal: a position sees only the last `window` (itself included); 0 = all
+  double scale = 0;  // of the scores; 0 = 1 / sqrt(Dh)
+  double softcap = 0; // scaled scores -> softcap * tanh(score / softcap) (Gemma 2); 0 = none
 };
 
 // The QKV projection of `d` with biases (std.FusedQKVLinear or std.QKVLinear).
@@ -196,7 +198,7 @@ inline json attention_config(const std::string& kind, const Dims& d, json qkv, b
 inline Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, const Matrix& v,
                             const Matrix& ow, const Matrix* ob, bool causal, const Matrix* mask) {
   const size_t group = d.H / d.KVH, qd = d.H * d.Dh, kvd = d.KVH * d.Dh;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d.Dh));
+  const double scale = d.scale ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.Dh));
   Matrix ctx(d.B * d.S * qd, 0.0);
   for (size_t b = 0; b < d.B; ++b)
     for (size_t h = 0; h < d.H; ++h)
@@ -209,6 +211,7 @@ inline Matrix attention_ref(const Dims& d, const Matrix& q, const Matrix& k, con
           for (size_t e = 0; e < d.Dh; ++e)
             dot += q[(b * d.S + i) * qd + h * d.Dh + e] * k[(b * d.S + j) * kvd + kh * d.Dh + e];
           s[j] = dot * scale;
+          if (d.softcap) s[j] = d.softcap * std::tanh(s[j] / d.softcap);
           if ((causal && j > i) || (d.window && j + d.window <= i) ||
               (mask && (*mask)[b * d.S + j] < 0.5))
             s[j] = -1e30;

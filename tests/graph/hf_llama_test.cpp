@@ -36,6 +36,10 @@ struct LlamaDims {
   double llama3_factor = 0, low = 1, high = 4, original = 8192;
   int64_t head_dim = 0; // config.json's head_dim (Qwen3: wider than D / H); 0 = D / H
   bool qk_norm = false; // Qwen3's per-head RMS norms of q and k
+  // Gemma: norms scale by 1 + weight, embeddings times sqrt(D), GeGLU (tanh GELU); Gemma 2
+  // also norms after attention and MLP, a query_pre_attn_scalar and soft-caps.
+  bool gemma = false, sandwich = false;
+  double query_scalar = 0, attn_softcap = 0, final_softcap = 0;
   int64_t Dh() const { return head_dim ? head_dim : D / H; }
 };
 
@@ -68,7 +72,7 @@ struct LlamaFolder : HfTensors {
     add("model.embed_tokens.weight", {g.V, D}, 0.5, 0);
     for (int64_t l = 0; l < g.L; ++l) {
       std::string h = "model.layers." + std::to_string(l) + ".";
-      add(h + "input_layernorm.weight", {D}, 0.1, 1);
+      add(h + "input_layernorm.weight", {D}, 0.1, g.gemma ? 0 : 1);
       add(h + "self_attn.q_proj.weight", {qd, D}, 0.2, 0);
       add(h + "self_attn.k_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.v_proj.weight", {kv, D}, 0.2, 0);
@@ -83,7 +87,11 @@ struct LlamaFolder : HfTensors {
         add(h + "self_attn.v_proj.bias", {kv}, 0.3, 0);
       }
       if (g.o_bias) add(h + "self_attn.o_proj.bias", {D}, 0.2, 0);
-      add(h + "post_attention_layernorm.weight", {D}, 0.1, 1);
+      add(h + "post_attention_layernorm.weight", {D}, 0.1, g.gemma ? 0 : 1);
+      if (g.sandwich) {
+        add(h + "pre_feedforward_layernorm.weight", {D}, 0.1, 0);
+        add(h + "post_feedforward_layernorm.weight", {D}, 0.1, 0);
+      }
       add(h + "mlp.gate_proj.weight", {g.F, D}, 0.15, 0);
       add(h + "mlp.up_proj.weight", {g.F, D}, 0.15, 0);
       add(h + "mlp.down_proj.weight", {D, g.F}, 0.15, 0);
@@ -93,7 +101,7 @@ struct LlamaFolder : HfTensors {
         add(h + "mlp.down_proj.bias", {D}, 0.2, 0);
       }
     }
-    add("model.norm.weight", {D}, 0.1, 1);
+    add("model.norm.weight", {D}, 0.1, g.gemma ? 0 : 1);
     if (!g.tied) add("lm_head.weight", {g.V, D}, 0.3, 0);
   }
   const Matrix* maybe(const std::string& n, Matrix& keep) const {
@@ -170,12 +178,22 @@ Matrix head_rms_norm(Matrix x, const Matrix& w, size_t S, size_t heads, size_t D
 Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int32_t>& ids) {
   const size_t S = ids.size(), D = g.D, Dh = g.Dh(), kv = g.KVH * Dh, qd = g.H * Dh, F = g.F;
   Matrix emb = c.m("model.embed_tokens.weight"), h(S * D);
+  // Gemma's embeddings are scaled by sqrt(D) rounded to f32, as transformers does it.
+  const double embed_scale = g.gemma ? static_cast<float>(std::sqrt(static_cast<double>(D))) : 1.0;
   for (size_t t = 0; t < S; ++t)
     for (size_t d = 0; d < D; ++d)
-      h[t * D + d] = emb[ids[t] * D + d];
+      h[t * D + d] = emb[ids[t] * D + d] * embed_scale;
+  // Gemma's norms scale by 1 + weight.
+  auto norm_w = [&](const std::string& name) {
+    Matrix w = c.m(name);
+    if (g.gemma)
+      for (double& x : w)
+        x += 1;
+    return w;
+  };
   for (int64_t l = 0; l < g.L; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
-    Matrix n = rms_norm_ref(h, c.m(p + "input_layernorm.weight"), S, D, g.eps);
+    Matrix n = rms_norm_ref(h, norm_w(p + "input_layernorm.weight"), S, D, g.eps);
     Matrix b[7];
     const std::string sa = p + "self_attn.", mlp = p + "mlp.";
     Matrix q =
@@ -190,26 +208,49 @@ Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int
     }
     rotate_half(q, S, g.H, Dh, g);
     rotate_half(k, S, g.KVH, Dh, g);
-    Dims d{1, S, D, static_cast<size_t>(g.H), static_cast<size_t>(g.KVH), Dh, g.window};
+    Dims d{1,
+           S,
+           D,
+           static_cast<size_t>(g.H),
+           static_cast<size_t>(g.KVH),
+           Dh,
+           g.window,
+           g.query_scalar ? 1.0 / std::sqrt(g.query_scalar) : 0.0,
+           g.attn_softcap};
     Matrix a = attention_ref(d, q, k, v, c.m(sa + "o_proj.weight"),
                              c.maybe(sa + "o_proj.bias", b[3]), true, nullptr);
+    if (g.sandwich) a = rms_norm_ref(a, norm_w(p + "post_attention_layernorm.weight"), S, D, g.eps);
     for (size_t i = 0; i < h.size(); ++i)
       h[i] += a[i];
-    Matrix n2 = rms_norm_ref(h, c.m(p + "post_attention_layernorm.weight"), S, D, g.eps);
+    Matrix n2 = rms_norm_ref(h,
+                             norm_w(p + (g.sandwich ? "pre_feedforward_layernorm.weight"
+                                                    : "post_attention_layernorm.weight")),
+                             S, D, g.eps);
     Matrix gate = linear_ref(n2, c.m(mlp + "gate_proj.weight"),
                              c.maybe(mlp + "gate_proj.bias", b[4]), S, D, F);
     Matrix up =
         linear_ref(n2, c.m(mlp + "up_proj.weight"), c.maybe(mlp + "up_proj.bias", b[5]), S, D, F);
-    for (size_t i = 0; i < gate.size(); ++i)
-      gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const double x = gate[i];
+      const double act =
+          g.gemma ? 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+                  : x / (1 + std::exp(-x));
+      gate[i] = act * up[i];
+    }
     Matrix y = linear_ref(gate, c.m(mlp + "down_proj.weight"),
                           c.maybe(mlp + "down_proj.bias", b[6]), S, F, D);
+    if (g.sandwich)
+      y = rms_norm_ref(y, norm_w(p + "post_feedforward_layernorm.weight"), S, D, g.eps);
     for (size_t i = 0; i < h.size(); ++i)
       h[i] += y[i];
   }
-  h = rms_norm_ref(h, c.m("model.norm.weight"), S, D, g.eps);
-  return linear_ref(h, c.m(g.tied ? "model.embed_tokens.weight" : "lm_head.weight"), nullptr, S, D,
-                    g.V);
+  h = rms_norm_ref(h, norm_w("model.norm.weight"), S, D, g.eps);
+  Matrix logits = linear_ref(h, c.m(g.tied ? "model.embed_tokens.weight" : "lm_head.weight"),
+                             nullptr, S, D, g.V);
+  if (g.final_softcap)
+    for (double& x : logits)
+      x = g.final_softcap * std::tanh(x / g.final_softcap);
+  return logits;
 }
 
 // The folder's whole-sequence logits against the float64 forward.
@@ -304,6 +345,37 @@ TEST(HfLlama, Qwen3WithItsPerHeadNormsMatches) {
   g.head_dim = 16;
   check_forward(g, "qwen3", {{"attention_bias", false}, {"use_sliding_window", false}});
   check_generation(g, "qwen3_gen");
+}
+
+// Gemma: norms scaling by 1 + weight, embeddings times sqrt(hidden), GeGLU with the tanh GELU,
+// a tied head. Gemma 2: norms after the attention and the MLP too, the scores scaled by
+// query_pre_attn_scalar^-1/2 and soft-capped, the logits soft-capped (caps that bite here), and
+// sequences limited to the sliding window (where its windowed and global layers agree).
+TEST(HfLlama, GemmaAndGemma2Match) {
+  LlamaDims g;
+  g.type = "gemma";
+  g.gemma = g.tied = true;
+  g.head_dim = 16;
+  check_forward(g, "gemma", {{"hidden_activation", "gelu_pytorch_tanh"}});
+  g.type = "gemma2";
+  g.sandwich = true;
+  g.query_scalar = 24;
+  g.attn_softcap = 1.5;
+  g.final_softcap = 2.0;
+  const nlohmann::json gemma2 = {{"hidden_activation", "gelu_pytorch_tanh"},
+                                 {"query_pre_attn_scalar", 24},
+                                 {"attn_logit_softcapping", 1.5},
+                                 {"final_logit_softcapping", 2.0},
+                                 {"sliding_window", 4096}};
+  check_forward(g, "gemma2", gemma2);
+  check_generation(g, "gemma2_gen", gemma2);
+  check_generation(g, "gemma2_lib", gemma2, KernelPolicy::Library);
+  // A window of 12 positions limits the sequence.
+  nlohmann::json small = gemma2;
+  small["sliding_window"] = 12;
+  LlamaFolder c(g, "gemma2_window", small);
+  c.write();
+  EXPECT_EQ(load_hf_checkpoint(host(), c.dir.string()).max_positions, 12);
 }
 
 // Llama 3.1/3.2: "llama3" rope scaling (an original context of 64 positions, so that with head

@@ -103,6 +103,36 @@ TEST(OnednnFamilyText, DenseWithTanhGelu) {
   EXPECT_NE(target().describe_device().find("gelu_tanh"), std::string::npos);
 }
 
+// A soft-cap (Gemma 2's logits: c * tanh(x / c)) after a matmul: two linear post-ops around a
+// tanh. oneDNN 2.6's JIT kernels apply the first one's scale to both when they are fused, so
+// the plugin runs such a chain unfused; the values against the interpreter (shapes the JIT
+// matmul takes).
+TEST(OnednnFamilyText, SoftCappedMatmulKeepsEachScale) {
+  Function f =
+      parse_function(R"(func capped(data: f32[16, 64], weight: f32[64, 64], out: f32[16, 64]) {
+  buffer acc: f32[16, 64]
+  for i in 16 {
+    for j in 64 {
+      for k in 64 {
+        block acc(vi: S[16] = i, vj: S[64] = j, vk: R[64] = k) {
+          init { acc[vi, vj] = 0f32 }
+          acc[vi, vj] = acc[vi, vj] + data[vi, vk] * weight[vj, vk]
+        }
+      }
+    }
+  }
+  for i in 16 {
+    for j in 64 {
+      block cap(vi: S[16] = i, vj: S[64] = j) {
+        out[vi, vj] = tanh(acc[vi, vj] * 0.2f32) * 5f32
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(f));
+  expect_matches_reference(f);
+}
+
 TEST(OnednnModule, TimesAndRejectsWrongArguments) {
   Function f = make_workload("matmul(M=16,N=16,K=16)");
   std::unique_ptr<PluginModule> m = target().build(f);

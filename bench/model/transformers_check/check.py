@@ -39,7 +39,8 @@ import torch
 import transformers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, GemmaConfig,
+                          GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM)
 import tokenizers
 from tokenizers import (Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors,
                         trainers)
@@ -63,6 +64,14 @@ MODELS = {
         tie_word_embeddings=True, head_dim=32), 16),
     # Saved in shards (save_pretrained's max_shard_size): model-0000N-of-0000M.safetensors and
     # model.safetensors.index.json, as checkpoints of more than a few GB come.
+    # Gemma: GeGLU (tanh GELU), RMSNorm scaling by 1 + weight, embeddings times sqrt(hidden),
+    # tied head; Gemma 2 adds norms after the attention and the MLP, query_pre_attn_scalar,
+    # soft-capped scores and logits (caps low enough to bite here) and a sliding window on
+    # its even layers (wider than the prompt: metatune limits sequences to it).
+    "gemma": (GemmaConfig, GemmaForCausalLM, dict(head_dim=16), 16),
+    "gemma2": (Gemma2Config, Gemma2ForCausalLM, dict(
+        head_dim=32, query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
+        final_logit_softcapping=5.0, sliding_window=64), 16),
     "llama_sharded": (LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=False), 16),
     # Weights stored in bf16, as most checkpoints ship (metatune reads them as f32; the
     # reference reloads the same bf16 values and computes in float64).

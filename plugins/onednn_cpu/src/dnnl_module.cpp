@@ -292,10 +292,23 @@ struct DnnlModule::Impl {
     return pd;
   }
 
+  // oneDNN 2.6's JIT kernels give every eltwise post-op of one algorithm the first one's
+  // alpha and beta (Gemma 2's soft-cap, x * 1/c, tanh, * c, came out as tanh(x/c) / c: the
+  // second linear scaled by the first's 1/c). Such a chain runs as separate in-place steps.
+  static bool repeats_an_eltwise(const std::vector<Flat>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (size_t j = i + 1; j < ops.size(); ++j)
+        if (ops[i].src1 < 0 && ops[j].src1 < 0 && ops[i].alg == ops[j].alg &&
+            (eltwise_alpha(ops[i]) != eltwise_alpha(ops[j]) ||
+             eltwise_beta(ops[i]) != eltwise_beta(ops[j])))
+          return true;
+    return false;
+  }
+
   template <typename PD, typename Make>
   PD fuse(const std::vector<Flat>& ops, Make make, std::vector<std::pair<int, int>>* binary_args,
           bool* fused) {
-    if (!ops.empty()) {
+    if (!ops.empty() && !repeats_an_eltwise(ops)) {
       try {
         dnnl::primitive_attr attr = attr_for(ops, binary_args);
         *fused = true;
