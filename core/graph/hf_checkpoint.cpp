@@ -85,6 +85,9 @@ struct Source {
   std::string name;
   bool transpose = false;
   bool plus_one = false; // Gemma's norms scale by 1 + weight: stored as weight, read as 1 + it
+  // A part of a tensor stacked along its first dimension (Phi-3's gate_up_proj: the gate's
+  // rows, then the up projection's): part `part` of `parts` equal ones; parts 0 = the whole.
+  int64_t part = 0, parts = 0;
 };
 
 class Gpt2 {
@@ -261,7 +264,8 @@ private:
 // The rotary layer is the rope plugin's: without it loaded, the folder is refused by name.
 // Llama and the decoders that differ from it only in fields of config.json: Qwen2 (biases on
 // q, k and v), Qwen3 (q and k RMS-normalised per head before the rotation), Mistral (a sliding
-// attention window), and Llama's own attention_bias, mlp_bias and rope scaling (Llama 3.1/3.2's
+// attention window), Gemma and Gemma 2, Phi-3 (fused qkv and gate-up projections), and Llama's
+// own attention_bias, mlp_bias and rope scaling (Llama 3.1/3.2's
 // "llama3", "linear").
 class Llama {
 public:
@@ -284,6 +288,7 @@ public:
                                   " is not a multiple of num_key_value_heads " +
                                   std::to_string(kv_heads));
     gemma_ = type == "gemma" || type == "gemma2";
+    fused_ = type == "phi3"; // one qkv_proj, one gate_up_proj
     sandwich_ = type == "gemma2";
     // Gemma's MLP: GeGLU with the tanh GELU (hidden_activation, which transformers prefers to
     // hidden_act); the others SwiGLU.
@@ -308,12 +313,17 @@ public:
     qk_norm_ = type == "qwen3";
     mlp_bias_ = bool_field(j, cfg_path, "mlp_bias");
     int64_t window = 0;
-    if (type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null())
+    if ((type == "mistral" || type == "phi3") && j.contains("sliding_window") &&
+        !j["sliding_window"].is_null())
       window = int_field(j, cfg_path, "sliding_window");
     if ((type == "qwen2" || type == "qwen3") && bool_field(j, cfg_path, "use_sliding_window"))
       throw std::invalid_argument(cfg_path + ": use_sliding_window true is not supported (a "
                                              "window on some layers only)");
-    double factor = float_field(j, cfg_path, "partial_rotary_factor", 1.0);
+    // transformers 5 writes the partial rotary factor inside rope_parameters.
+    const bool in_rope = j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
+                         j["rope_parameters"].contains("partial_rotary_factor");
+    double factor =
+        float_field(in_rope ? j["rope_parameters"] : j, cfg_path, "partial_rotary_factor", 1.0);
     auto rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * factor);
     if (factor <= 0 || factor > 1 || rotary_dim % 2)
       throw std::invalid_argument(cfg_path + ": partial_rotary_factor " + std::to_string(factor) +
@@ -331,7 +341,8 @@ public:
           .set("input_linear.input_linear", reg.make("std.QKVLinear"))
           .set("input_linear.input_linear.bias", qkv_bias_);
     else
-      rotary.set("input_linear", reg.make("std.QKVLinear")).set("input_linear.bias", qkv_bias_);
+      rotary.set("input_linear", reg.make(fused_ ? "std.FusedQKVLinear" : "std.QKVLinear"))
+          .set("input_linear.bias", qkv_bias_);
     rotary.set("convention", "rotate_half")
         .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim);
     set_rope(rotary, j, cfg_path);
@@ -385,7 +396,12 @@ public:
         m[qkv + "q_norm_weight"] = {h + "self_attn.q_norm.weight"};
         m[qkv + "k_norm_weight"] = {h + "self_attn.k_norm.weight"};
       }
+      if (fused_) {
+        m[qkv + "weight"] = {h + "self_attn.qkv_proj.weight"};
+        if (qkv_bias_) m[qkv + "bias"] = {h + "self_attn.qkv_proj.bias"};
+      }
       for (const std::string x : {"q", "k", "v"}) {
+        if (fused_) break;
         const std::string ours = qkv + (qk_norm_ ? "input_linear." : "") + x,
                           theirs = h + "self_attn." + x;
         m[ours + "_weight"] = {theirs + "_proj.weight"};
@@ -400,10 +416,16 @@ public:
       } else {
         m[f + "norm.weight"] = {h + "post_attention_layernorm.weight", false, gemma_};
       }
+      if (fused_) {
+        m[f + "linear1_gate.weight"] = {h + "mlp.gate_up_proj.weight", false, false, 0, 2};
+        m[f + "linear1.weight"] = {h + "mlp.gate_up_proj.weight", false, false, 1, 2};
+        m[f + "linear2.weight"] = {h + "mlp.down_proj.weight"};
+      }
       for (const auto& [ours, theirs] :
            {std::pair<std::string, std::string>{"linear1_gate", "gate_proj"},
             {"linear1", "up_proj"},
             {"linear2", "down_proj"}}) {
+        if (fused_) break;
         m[f + ours + ".weight"] = {h + "mlp." + theirs + ".weight"};
         if (mlp_bias_) m[f + ours + ".bias"] = {h + "mlp." + theirs + ".bias"};
       }
@@ -489,7 +511,7 @@ private:
   }
 
   int64_t layers_ = 0;
-  bool gemma_ = false, sandwich_ = false;
+  bool gemma_ = false, sandwich_ = false, fused_ = false;
   bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false, qk_norm_ = false;
 };
 
@@ -503,11 +525,16 @@ NDArray read_param(const SafetensorsShards& file, const std::string& prefix, con
                                 ") is missing");
   std::vector<int64_t> stored = want;
   if (src.transpose) std::swap(stored[0], stored[1]);
+  if (src.parts) stored[0] *= src.parts;
   if (info->shape != stored)
     throw std::invalid_argument(file.path_of(name) + ": tensor '" + name + "' is " +
                                 shape_text(info->shape) + ", " + shape_text(stored) +
                                 " expected (for " + path + ")");
   std::vector<float> v = file.to_f32(name);
+  if (src.parts) {
+    const auto block = static_cast<std::ptrdiff_t>(v.size() / static_cast<size_t>(src.parts));
+    v = std::vector<float>(v.begin() + src.part * block, v.begin() + (src.part + 1) * block);
+  }
   if (src.plus_one)
     for (float& x : v)
       x += 1.0f;
@@ -531,11 +558,12 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   nlohmann::json j = read_json(cfg_path);
   std::string type = string_field(j, cfg_path, "model_type", "");
   const bool llama_like = type == "llama" || type == "qwen2" || type == "qwen3" ||
-                          type == "mistral" || type == "gemma" || type == "gemma2";
+                          type == "mistral" || type == "gemma" || type == "gemma2" ||
+                          type == "phi3";
   if (type != "gpt2" && type != "bert" && !llama_like)
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
                                 "' is not supported yet (supported: gpt2, bert, llama, qwen2, "
-                                "qwen3, mistral, gemma, gemma2)");
+                                "qwen3, mistral, gemma, gemma2, phi3)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;

@@ -39,6 +39,7 @@ struct LlamaDims {
   // Gemma: norms scale by 1 + weight, embeddings times sqrt(D), GeGLU (tanh GELU); Gemma 2
   // also norms after attention and MLP, a query_pre_attn_scalar and soft-caps.
   bool gemma = false, sandwich = false;
+  bool fused = false; // Phi-3: qkv_proj and gate_up_proj, each one tensor
   double query_scalar = 0, attn_softcap = 0, final_softcap = 0;
   int64_t Dh() const { return head_dim ? head_dim : D / H; }
 };
@@ -103,7 +104,33 @@ struct LlamaFolder : HfTensors {
     }
     add("model.norm.weight", {D}, 0.1, g.gemma ? 0 : 1);
     if (!g.tied) add("lm_head.weight", {g.V, D}, 0.3, 0);
+    if (g.fused) fuse(g);
   }
+  // Phi-3's form: q, k, v stacked into qkv_proj, gate and up into gate_up_proj (the separate
+  // tensors kept aside for the reference).
+  void fuse(const LlamaDims& g) {
+    for (int64_t l = 0; l < g.L; ++l) {
+      const std::string h = "model.layers." + std::to_string(l) + ".";
+      stack(h + "self_attn.qkv_proj.weight",
+            {h + "self_attn.q_proj.weight", h + "self_attn.k_proj.weight",
+             h + "self_attn.v_proj.weight"});
+      stack(h + "mlp.gate_up_proj.weight", {h + "mlp.gate_proj.weight", h + "mlp.up_proj.weight"});
+    }
+  }
+  void stack(const std::string& name, const std::vector<std::string>& parts) {
+    std::vector<float> all;
+    int64_t rows = 0;
+    for (const std::string& p : parts) {
+      all.insert(all.end(), tensors.at(p).begin(), tensors.at(p).end());
+      rows += shapes.at(p)[0];
+      kept[p] = Matrix(tensors.at(p).begin(), tensors.at(p).end());
+      tensors.erase(p);
+    }
+    shapes[name] = {rows, shapes.at(parts[0])[1]};
+    tensors[name] = std::move(all);
+  }
+  Matrix m(const std::string& n) const { return kept.count(n) ? kept.at(n) : HfTensors::m(n); }
+  std::map<std::string, Matrix> kept;
   const Matrix* maybe(const std::string& n, Matrix& keep) const {
     if (!tensors.count(n)) return nullptr;
     keep = m(n);
@@ -345,6 +372,26 @@ TEST(HfLlama, Qwen3WithItsPerHeadNormsMatches) {
   g.head_dim = 16;
   check_forward(g, "qwen3", {{"attention_bias", false}, {"use_sliding_window", false}});
   check_generation(g, "qwen3_gen");
+}
+
+// Phi-3: one qkv_proj and one gate_up_proj (split into the layers' parameters at load), a
+// sliding window; in transformers 5's form the partial rotary factor sits in rope_parameters.
+TEST(HfLlama, Phi3WithFusedProjectionsMatches) {
+  LlamaDims g;
+  g.type = "phi3";
+  g.fused = true;
+  g.window = 5;
+  check_forward(g, "phi3", {{"sliding_window", 5}});
+  check_generation(g, "phi3_gen", {{"sliding_window", 5}});
+  LlamaFolder partial(
+      g, "phi3_partial",
+      {{"rope_parameters",
+        {{"rope_type", "default"}, {"rope_theta", 500.0}, {"partial_rotary_factor", 0.5}}},
+       {"rope_theta", nullptr}});
+  partial.write();
+  EXPECT_EQ(load_hf_checkpoint(host(), partial.dir.string())
+                .config.get<int64_t>("transformer.layer.self_attention.attention.qkv.rotary_dim"),
+            g.Dh() / 2);
 }
 
 // Gemma: norms scaling by 1 + weight, embeddings times sqrt(hidden), GeGLU with the tanh GELU,

@@ -40,7 +40,8 @@ import transformers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
                           Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, GemmaConfig,
-                          GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM)
+                          GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM, Phi3Config,
+                          Phi3ForCausalLM)
 import tokenizers
 from tokenizers import (Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors,
                         trainers)
@@ -72,6 +73,9 @@ MODELS = {
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, dict(
         head_dim=32, query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
         final_logit_softcapping=5.0, sliding_window=64), 16),
+    # Phi-3: one qkv_proj and one gate_up_proj (split at load), a sliding window (8 here).
+    "phi3_window8": (Phi3Config, Phi3ForCausalLM, dict(
+        tie_word_embeddings=False, sliding_window=8, pad_token_id=0), 24),
     "llama_sharded": (LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=False), 16),
     # Weights stored in bf16, as most checkpoints ship (metatune reads them as f32; the
     # reference reloads the same bf16 values and computes in float64).
