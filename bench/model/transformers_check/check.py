@@ -441,21 +441,21 @@ def metatune_generate_text(metatune, folder, text, new_tokens, work):
 
 
 def hf_greedy(model, ids, new_tokens):
-    """transformers' greedy generate() (float64) and the top-two margin at each step."""
-    gc = copy.deepcopy(model.generation_config)
-    gc.do_sample = False
-    gc.max_new_tokens = new_tokens
-    gc.min_new_tokens = 0
-    gc.eos_token_id = None
-    gc.pad_token_id = 0
+    """transformers' greedy tokens (float64) and the top-two margin at each step: the arg max of
+    the model's own forward of the whole sequence, token after token. Not generate(): with the
+    end-of-sequence id as the arg max, transformers 5's generate() stops there even with
+    eos_token_id None in its generation config (a model the text check builds did), where
+    metatune's --ignore-eos goes on."""
+    seq = list(ids)
+    margins, max_abs = [], 0.0
     with torch.no_grad():
-        seq = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids),
-                                                                            dtype=torch.long),
-                             generation_config=gc)
-        full = model(seq).logits[0, len(ids) - 1:-1].double().numpy()
-    top2 = np.sort(full, axis=-1)[:, -2:]
-    return ([int(t) for t in seq[0, len(ids):]], (top2[:, 1] - top2[:, 0]).tolist(),
-            float(np.abs(full).max()))
+        for _ in range(new_tokens):
+            last = model(torch.tensor([seq])).logits[0, -1].double().numpy()
+            top2 = np.sort(last)[-2:]
+            margins.append(float(top2[1] - top2[0]))
+            max_abs = max(max_abs, float(np.abs(last).max()))
+            seq.append(int(last.argmax()))
+    return seq[len(ids):], margins, max_abs
 
 
 def first_difference(a, b):
