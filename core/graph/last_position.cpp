@@ -41,6 +41,22 @@ const te::Tensor* row_source(const te::TensorNode& logits) {
   return nullptr;
 }
 
+// The one tensor an elementwise function of the logits (Gemma 2's soft-cap) reads, read at
+// the function's own [b, s, v] only; null otherwise.
+const te::Tensor* elementwise_of(const te::TensorNode& n) {
+  if (n.reduce || n.inputs.size() != 1 || n.inputs[0].is_placeholder() || n.inputs[0].ndim() != 3)
+    return nullptr;
+  const BufferNode* inner = n.inputs[0].buffer().get();
+  bool ok = true;
+  post_order_visit(n.value, [&](const Expr& e) {
+    if (e->kind != ExprKind::Load || e->buffer.get() != inner) return;
+    ok = ok && e->args.size() == 3;
+    for (size_t d = 0; ok && d < 3; ++d)
+      ok = e->args[d].same_as(n.axes[d]);
+  });
+  return ok ? &n.inputs[0] : nullptr;
+}
+
 } // namespace
 
 bool keep_last_position_logits(ModelGraph& g) {
@@ -48,6 +64,32 @@ bool keep_last_position_logits(ModelGraph& g) {
   const te::Tensor logits = g.outputs[0];
   if (logits.is_placeholder() || logits.ndim() != 3 || logits->axes.size() != 3) return false;
   const te::TensorNode& n = *logits.get();
+  // f(logits) elementwise: the logits inside kept to the last position, f applied to that row.
+  if (const te::Tensor* inner = elementwise_of(n)) {
+    ModelGraph within = g;
+    within.outputs[0] = *inner;
+    if (keep_last_position_logits(within)) {
+      const te::Tensor row = within.outputs[0];
+      std::vector<std::string> names;
+      for (const Expr& a : n.axes)
+        names.push_back(a->name);
+      g.outputs[0] = te::compute(
+          row.shape(),
+          [&](const std::vector<Expr>& v) {
+            row(std::vector<Expr>(row.ndim(), int_imm(0))); // accessed: the compute's input
+            Expr value = transform(n.value, [&](const Expr& e) {
+              if (e->kind != ExprKind::Load || e->buffer.get() != inner->buffer().get()) return e;
+              return make_load(row.buffer(), e->args);
+            });
+            VarMap m{{n.axes[0].get(), v[0]}, {n.axes[1].get(), v[1]}, {n.axes[2].get(), v[2]}};
+            return substitute(value, m);
+          },
+          logits.name(), names);
+      g.inputs = within.inputs;
+      g.last_position_input = within.last_position_input;
+      return true;
+    }
+  }
   const te::Tensor* source = row_source(n);
   if (!source) return false;
   const te::Tensor x = *source;

@@ -14,7 +14,8 @@ namespace mt {
 // new input [B] i32, clamped into [0, S); its index is g.last_position_input). x's row is
 // gathered first, so that the product is a plain one -- the decode step's LM head, the same
 // task, and one a library implements. Every other output, the states' rows included, is
-// unchanged. Returns false, leaving `g` as it was, when the first output is not of that form.
+// unchanged. An elementwise function of such logits (a soft-cap) is kept as that function of
+// the one row. Returns false, leaving `g` as it was, when the first output is not of that form.
 bool keep_last_position_logits(ModelGraph& g);
 
 } // namespace mt

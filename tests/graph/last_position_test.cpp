@@ -54,10 +54,10 @@ struct PrefillRun {
   }
 };
 
-TEST(LastPosition, ThePrefillsOneRowIsTheLastPositionsLogits) {
+void check_last_row(const Config& config) {
   PrefillRun all(instantiate_model(
-      host(), tiny_gpt(), {te::placeholder({1, kSeq}, DType::i32(), "ids")}, BuildMode::prefill()));
-  PrefillRun one(Generator::prefill_graph(host(), tiny_gpt(), kSeq));
+      host(), config, {te::placeholder({1, kSeq}, DType::i32(), "ids")}, BuildMode::prefill()));
+  PrefillRun one(Generator::prefill_graph(host(), config, kSeq));
   ASSERT_NE(one.graph.last_position_input, SIZE_MAX);
   ASSERT_EQ(all.graph.last_position_input, SIZE_MAX);
   EXPECT_EQ(one.graph.outputs[0].shape(),
@@ -82,6 +82,25 @@ TEST(LastPosition, ThePrefillsOneRowIsTheLastPositionsLogits) {
     expect_row(n, static_cast<int32_t>(n - 1), n - 1);
   expect_row(kSeq, 99, kSeq - 1); // clamped into the bucket
   expect_row(kSeq, -4, 0);
+}
+
+TEST(LastPosition, ThePrefillsOneRowIsTheLastPositionsLogits) {
+  check_last_row(tiny_gpt());
+}
+
+// Soft-capped logits (Gemma 2's cap * tanh(logits / cap)): the LM head inside is kept to the
+// one row too, and the cap applied to it.
+TEST(LastPosition, ASoftCapOfTheLogitsKeepsTheOneRow) {
+  Config capped = tiny_gpt();
+  capped.set("final_logit_softcap", 0.5);
+  check_last_row(capped);
+  ModelGraph g = Generator::prefill_graph(host(), capped, kSeq);
+  // The cap reads the LM head's product itself, of one row (not a row gathered from a product
+  // over every position).
+  ASSERT_EQ(g.outputs[0]->inputs.size(), 1u);
+  const te::Tensor head = g.outputs[0]->inputs[0];
+  EXPECT_TRUE(head->reduce.has_value()) << "the cap reads " << head.name();
+  EXPECT_EQ(head.shape()[1], 1);
 }
 
 TEST(LastPosition, AFirstOutputThatIsNotLogitsIsLeftAlone) {
