@@ -33,21 +33,28 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 
 
-def split_bpe(files, vocab_size, pattern, nfc, ignore_merges):
-    """A byte-level BPE as Llama 3 (nfc False, ignore_merges True) and Qwen2 (nfc True) write
-    theirs: Sequence [Split(pattern, Isolated), ByteLevel(use_regex False)]."""
+def trained_byte_level(files, vocab_size, pre_tokenizer, nfc=False, ignore_merges=False):
+    """A byte-level BPE (ByteLevel decoder, <|endoftext|> special) with the given
+    pre-tokenizer, trained on `files`."""
     tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
     if nfc:
         tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tok.train(files, trainer)
     return tok
+
+
+def split_bpe(files, vocab_size, pattern, nfc, ignore_merges):
+    """A byte-level BPE as Llama 3 (nfc False, ignore_merges True) and Qwen2 (nfc True) write
+    theirs: Sequence [Split(pattern, Isolated), ByteLevel(use_regex False)]."""
+    return trained_byte_level(files, vocab_size, pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)]),
+        nfc, ignore_merges)
 
 
 def corpus_files():
@@ -78,16 +85,9 @@ def corpus_files():
 def digits_bpe(files, vocab_size):
     """A byte-level BPE as SmolLM and StarCoder write theirs: Sequence [Digits(individual),
     ByteLevel(use_regex True)]."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
+    return trained_byte_level(files, vocab_size, pre_tokenizers.Sequence([
         pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
-    tok.train(files, trainer)
-    return tok
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)]))
 
 
 def sentence_piece_bpes(files, vocab_size):

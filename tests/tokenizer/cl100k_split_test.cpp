@@ -28,7 +28,7 @@
 namespace mt::tok {
 namespace {
 
-using testing::ascii_classes;
+using testing::regex_pieces;
 using Pieces = std::vector<std::pair<size_t, size_t>>;
 using json = nlohmann::json;
 using testing::kLlama3Pattern;
@@ -91,19 +91,8 @@ Pieces regex_split(std::u32string_view text, size_t max_digits) {
       L"'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\\r\\nA-Za-z0-9]?[A-Za-z]+|";
   static const std::wstring tail = L"| ?[^\\sA-Za-z0-9]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
   static const std::wregex three(head + L"[0-9]{1,3}" + tail), one(head + L"[0-9]" + tail);
-  const std::wstring mapped = ascii_classes(text);
-  Pieces pieces;
-  size_t covered = 0;
   const std::wregex& pattern = max_digits == 3 ? three : one;
-  for (std::wsregex_iterator it(mapped.begin(), mapped.end(), pattern), end; it != end; ++it) {
-    const size_t begin = static_cast<size_t>(it->position()),
-                 len = static_cast<size_t>(it->length());
-    EXPECT_EQ(begin, covered) << "the pattern skipped characters";
-    pieces.emplace_back(begin, begin + len);
-    covered = begin + len;
-  }
-  EXPECT_EQ(covered, text.size());
-  return pieces;
+  return regex_pieces(text, pattern);
 }
 
 TEST(Cl100kSplit, RandomStringsMatchTheRegex) {

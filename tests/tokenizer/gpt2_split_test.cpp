@@ -19,24 +19,13 @@
 namespace mt::tok {
 namespace {
 
-using testing::ascii_classes;
+using testing::regex_pieces;
 using Pieces = std::vector<std::pair<size_t, size_t>>;
 
 Pieces regex_split(std::u32string_view text) {
   static const std::wregex pattern(
       L"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\\s A-Za-z0-9]+|\\s+(?!\\S)|\\s+");
-  const std::wstring mapped = ascii_classes(text);
-  Pieces pieces;
-  size_t covered = 0;
-  for (std::wsregex_iterator it(mapped.begin(), mapped.end(), pattern), end; it != end; ++it) {
-    const size_t begin = static_cast<size_t>(it->position()),
-                 len = static_cast<size_t>(it->length());
-    EXPECT_EQ(begin, covered) << "the pattern skipped characters";
-    pieces.emplace_back(begin, begin + len);
-    covered = begin + len;
-  }
-  EXPECT_EQ(covered, text.size());
-  return pieces;
+  return regex_pieces(text, pattern);
 }
 
 std::string show(std::u32string_view text, const Pieces& pieces) {

@@ -2,8 +2,13 @@
 // by character class, so that std::regex, which knows no \p{..}, can run the patterns.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <regex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/tokenizer/unicode_tables.h"
 
@@ -26,6 +31,24 @@ inline std::wstring ascii_classes(std::u32string_view text) {
       out.push_back(L'#');
   }
   return out;
+}
+
+// The [begin, end) pieces `pattern` finds one after another in ascii_classes(text); a
+// character the matches skip fails the test.
+inline std::vector<std::pair<size_t, size_t>> regex_pieces(std::u32string_view text,
+                                                           const std::wregex& pattern) {
+  const std::wstring mapped = ascii_classes(text);
+  std::vector<std::pair<size_t, size_t>> pieces;
+  size_t covered = 0;
+  for (std::wsregex_iterator it(mapped.begin(), mapped.end(), pattern), end; it != end; ++it) {
+    const size_t begin = static_cast<size_t>(it->position()),
+                 len = static_cast<size_t>(it->length());
+    EXPECT_EQ(begin, covered) << "the pattern skipped characters";
+    pieces.emplace_back(begin, begin + len);
+    covered = begin + len;
+  }
+  EXPECT_EQ(covered, text.size());
+  return pieces;
 }
 
 } // namespace mt::tok::testing
