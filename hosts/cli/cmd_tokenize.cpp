@@ -1,7 +1,8 @@
 // `metatune tokenize --tokenizer DIR (--text T | --file F) [--json] [--decode]`: text to token
 // ids with a checkpoint's tokenizer (core/tokenizer), one line of ids per input line, or with
 // --decode ids back to text; with --pair / --pair-file, each line with its second sequence as
-// one pair, ids and type ids (docs/tokenizers.md).
+// one pair, ids and type ids; with --chat TEXT / --messages FILE, a conversation through the
+// checkpoint's chat template (--render: the prompt text instead of its ids) (docs/tokenizers.md).
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tokenizer/tokenizer.h"
+#include "hosts/cli/chat_prompt.h"
 #include "hosts/cli/command.h"
 
 namespace mt::cli {
@@ -33,6 +35,8 @@ struct TokenizeOptions {
   bool add_special_tokens = false;
   bool keep_special_tokens = false;
   bool info = false;
+  ChatOptions chat;
+  bool render = false; // with a conversation: print the prompt text, not its ids
 };
 
 // The input's lines, cut at '\n' only (a '\r' before it stays part of the line, as a
@@ -137,7 +141,18 @@ int run(const TokenizeOptions& o) {
   if (o.info) {
     std::cout << tokenizer.kind() << " from " << tokenizer.source() << ", "
               << tokenizer.vocab_size() << " tokens\n";
-    if (!o.has_text && o.file.empty()) return 0;
+    if (!o.has_text && o.file.empty() && !o.chat.given()) return 0;
+  }
+  if (o.chat.given()) {
+    if (o.has_text || !o.file.empty() || o.decode || o.pieces || o.has_pair || !o.pair_file.empty())
+      throw std::invalid_argument("tokenize: --chat / --messages take the place of --text, --file, "
+                                  "--decode, --pieces and pairs");
+    const std::string prompt = chat_prompt(o.chat, o.tokenizer);
+    if (o.render)
+      std::cout << (o.json ? nlohmann::json(prompt).dump() + "\n" : prompt);
+    else // the template wrote BOS and the role tokens: the tokenizer adds none
+      std::cout << join(tokenizer.encode(prompt, /*add_special_tokens=*/false), o.json) << "\n";
+    return 0;
   }
   const std::string input = read_input(o);
   // An empty --text is one empty line, an empty file none.
@@ -211,11 +226,18 @@ RegisterCommand reg("tokenize", [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--keep-special-tokens", o->keep_special_tokens,
                 "With --decode, keep special tokens in the text (default: skipped)");
   sub->add_flag("--info", o->info, "Print the tokenizer's kind, file and vocabulary size first");
+  add_chat_options(sub, o->chat);
+  sub->add_flag("--render", o->render,
+                "With --chat / --messages: print the prompt text the chat template wrote (with "
+                "--json as a JSON string), not its ids");
   return [o, text, pair] {
     o->has_text = text->count() > 0;
     o->has_pair = pair->count() > 0;
-    if (!o->has_text && o->file.empty() && !o->info)
-      throw std::invalid_argument("tokenize: give --text or --file");
+    if (!o->has_text && o->file.empty() && !o->info && !o->chat.given())
+      throw std::invalid_argument("tokenize: give --text, --file, --chat or --messages");
+    if (o->render && !o->chat.given())
+      throw std::invalid_argument("tokenize: --render shows a conversation's prompt: give --chat "
+                                  "or --messages");
     return run(*o);
   };
 });

@@ -40,10 +40,21 @@ std::optional<tok::Tokenizer> tokenizer_of(const ModelGenerateOptions& o) {
 
 std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokenizer* tokenizer,
                                int64_t vocab) {
-  if (!o.prompt.empty() && !o.prompt_ids.empty())
-    throw std::invalid_argument("give --prompt or --prompt-ids, not both");
+  if (int(!o.prompt.empty()) + int(!o.prompt_ids.empty()) + int(o.chat.given()) > 1)
+    throw std::invalid_argument("give one of --prompt, --prompt-ids, --chat or --messages");
   std::vector<int32_t> ids;
-  if (!o.prompt.empty()) {
+  if (o.chat.given()) {
+    if (!tokenizer)
+      throw std::invalid_argument("--chat and --messages need a tokenizer: the --hf folder has no "
+                                  "tokenizer.json (give --tokenizer DIR)");
+    const std::string dir = !o.source.tokenizer.empty() ? o.source.tokenizer : o.source.hf;
+    const std::string text = chat_prompt(o.chat, dir);
+    // As apply_chat_template: the template wrote the special tokens (BOS, role headers)
+    // itself, so the tokenizer adds none.
+    for (tok::TokenId id : tokenizer->encode(text, /*add_special_tokens=*/false))
+      ids.push_back(static_cast<int32_t>(id));
+    if (!o.quiet) std::fprintf(stderr, "chat prompt (%zu tokens):\n%s\n", ids.size(), text.c_str());
+  } else if (!o.prompt.empty()) {
     if (!tokenizer)
       throw std::invalid_argument("--prompt needs a tokenizer: the --hf folder has no "
                                   "tokenizer.json or vocab.txt (give --tokenizer DIR, or "
@@ -54,7 +65,8 @@ std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokeniz
     ids = parse_tokens(o.prompt_ids, "--prompt-ids");
   }
   if (ids.empty())
-    throw std::invalid_argument("give the prompt: --prompt TEXT or --prompt-ids 1,2");
+    throw std::invalid_argument("give the prompt: --prompt TEXT, --chat TEXT, --messages FILE or "
+                                "--prompt-ids 1,2");
   for (int32_t id : ids)
     if (id < 0 || id >= vocab)
       throw std::invalid_argument("prompt: token id " + std::to_string(id) +
@@ -128,6 +140,7 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   add_model_source_options(cmd, o.source);
   cmd->add_option("--prompt-ids", o.prompt_ids, "The prompt as comma-separated token ids");
   cmd->add_option("--prompt", o.prompt, "The prompt as text (a checkpoint with a tokenizer)");
+  add_chat_options(cmd, o.chat);
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Do not stop at config.json's eos_token_id (benchmarks: a fixed count)");
   cmd->add_option("--prefill-repeats", o.prefill_repeats,
@@ -170,8 +183,8 @@ int generate_text(const ModelGenerateOptions& o) {
   if (o.greedy && o.temperature > 0)
     throw std::invalid_argument("--greedy and --temperature exclude each other");
   if (!o.source.text.empty() || !o.source.tokens.empty())
-    throw std::invalid_argument("model generate takes its prompt as --prompt TEXT or "
-                                "--prompt-ids, not --text or --tokens");
+    throw std::invalid_argument("model generate takes its prompt as --prompt TEXT, --chat TEXT, "
+                                "--messages FILE or --prompt-ids, not --text or --tokens");
   ModelSourceOptions src = o.source;
   src.tokens.clear(); // load_model's own graph is only described: one token is enough
   src.seq = 1;

@@ -4,8 +4,9 @@
 // sampled (--temperature, --top-k, --sampling-seed) -- printing the tokens as they come and
 // the prefill latency and decode tokens/s at the end (--report-json FILE: the same as JSON).
 // With a tokenizer (the --hf folder's tokenizer.json or vocab.txt, or --tokenizer DIR) the
-// prompt may be text and the tokens print as text; generation stops at config.json's
-// eos_token_id unless --ignore-eos.
+// prompt may be text and the tokens print as text, or a conversation (--chat, --messages) put
+// into the prompt by the checkpoint's chat template; generation stops at config.json's (and
+// generation_config.json's) eos_token_id unless --ignore-eos.
 // Kernels as `model run` chooses them (--db, --implementations).
 #pragma once
 
@@ -14,12 +15,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hosts/cli/chat_prompt.h"
 #include "hosts/cli/model_source.h"
 
 namespace mt::cli {
 
 struct ModelGenerateOptions {
   ModelSourceOptions source;
+  ChatOptions chat;
   std::string db, target = "llvm", implementations, prompt_ids, prompt, tokenizer, report_json,
                   log_level;
   std::string fpmath = "f32";

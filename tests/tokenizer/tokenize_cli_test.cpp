@@ -184,3 +184,49 @@ TEST(TokenizeCli, ErrorsNameTheFile) {
 
 } // namespace
 } // namespace mt::tok
+
+namespace mt::tok {
+namespace {
+
+// --chat / --messages: the chat template's prompt (--render) and its ids, which are the
+// tokenizer's ids of that text with no special tokens added (the template wrote them).
+TEST(TokenizeCli, ChatRendersTheTemplateAndEncodesItsText) {
+  const TempDir dir;
+  const std::string bpe = write_bpe(dir);
+  dir.write("bpe/tokenizer_config.json",
+            json{{"eos_token", "<|endoftext|>"},
+                 {"chat_template",
+                  "{% for m in messages %}{{ m.role }}: {{ m.content | trim }}\n{% endfor %}"
+                  "{% if add_generation_prompt %}assistant:{% endif %}{{ eos_token }}"}}
+                .dump());
+  const CliRun text = run("--tokenizer " + bpe + " --chat ' the cat ' --system sys --render");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(text.out, "system: sys\nuser: the cat\nassistant:<|endoftext|>");
+  const Tokenizer tok = Tokenizer::load(bpe);
+  const CliRun ids = run("--tokenizer " + bpe + " --chat ' the cat ' --system sys --json");
+  ASSERT_EQ(ids.status, 0) << ids.out;
+  EXPECT_EQ(ids.out, json(tok.encode(text.out)).dump() + "\n");
+  EXPECT_EQ(json::parse(ids.out).back(), tok.token_to_id("<|endoftext|>").value());
+
+  dir.write("conv.json", R"({"messages": [{"role": "user", "content": "a"},
+                                          {"role": "assistant", "content": "b"}]})");
+  const CliRun conv = run("--tokenizer " + bpe + " --messages " + dir.path("conv.json") +
+                          " --render --no-generation-prompt");
+  ASSERT_EQ(conv.status, 0) << conv.out;
+  EXPECT_EQ(conv.out, "user: a\nassistant: b\n<|endoftext|>");
+
+  dir.write("bad.json", R"({"messages": [{"content": "no role"}]})");
+  const CliRun bad = run("--tokenizer " + bpe + " --messages " + dir.path("bad.json"));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("bad.json: messages[0] has no \"role\""), std::string::npos) << bad.out;
+
+  const CliRun from_file = run("--tokenizer " + dir.path("bpe/tokenizer.json") + " --chat x");
+  EXPECT_EQ(from_file.status, 0) << from_file.out; // the file's folder has the template
+  dir.write("plain/tokenizer.json", testing::bpe_json().dump());
+  const CliRun missing = run("--tokenizer " + dir.path("plain") + " --chat x");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.out.find("has no chat template"), std::string::npos) << missing.out;
+}
+
+} // namespace
+} // namespace mt::tok

@@ -15,7 +15,11 @@ byte-level form is saved with a random-weight model of its vocabulary size; for 
 and `metatune tokenize --add-special-tokens` give the prompt ids, transformers' generate() and
 `metatune model generate --hf DIR --prompt TEXT --ignore-eos` the greedy tokens, and
 transformers' decode() of the generated ids is compared with the text metatune printed and
-with `metatune tokenize --decode`.
+with `metatune tokenize --decode`. Then the chat check, in the same folders: real chat
+templates (Mistral, Zephyr, Llama 3, Llama 3.1 with tools, Qwen2.5, Qwen3, SmolLM2 -- the files
+of tests/tokenizer/data/chat_templates) over three conversations (one turn; system and several
+turns with accents, emoji and CJK; a tool schema), transformers' apply_chat_template ids against
+`metatune tokenize --messages`, and the greedy tokens of `metatune model generate --messages`.
 
     .venv/bin/python check.py [--metatune build/bin/metatune] [--models a,b] [--keep DIR]
 
@@ -463,6 +467,108 @@ def first_difference(a, b):
                 None if len(a) == len(b) else min(len(a), len(b)))
 
 
+# The chat check: real chat templates (tests/tokenizer/data/chat_templates/templates) written
+# into the text models' tokenizer_config.json; conversations through transformers'
+# apply_chat_template(tokenize=True) and through `metatune tokenize --messages`, then greedy
+# generation from them (`metatune model generate --messages`).
+CHAT_TEMPLATES = {
+    "llama2": ["mistral-7b-instruct-v0.1", "zephyr-7b-beta"],
+    "llama3": ["llama-3-8b-instruct", "llama-3.1-8b-instruct"],
+    "qwen2": ["qwen2.5-7b-instruct", "qwen3-0.6b", "smollm2-instruct"],
+}
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Le temps qu'il fait à une ville 🌦",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "The city"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}}
+CHAT_CONVERSATIONS = [
+    ("one_turn", {"messages": [{"role": "user", "content": "Hello there, how are you?"}]}),
+    ("multi_turn", {"messages": [
+        {"role": "system", "content": "Réponds en français 🙂"},
+        {"role": "user", "content": "Quelle heure est-il ?"},
+        {"role": "assistant", "content": "  Il est midi.  "},
+        {"role": "user", "content": "Merci ! 日本語も？"}]}),
+    ("tools", {"messages": [{"role": "user", "content": "What's the weather in Paris?"}],
+               "tools": [WEATHER_TOOL], "date_string": "26 Jul 2024"}),
+]
+
+
+def chat_check(form, folder, work, args, hf_tok, model):
+    """For each of CHAT_TEMPLATES[form] and each conversation: the prompt ids of transformers'
+    apply_chat_template against `metatune tokenize --messages`, and (the first conversation)
+    greedy tokens of `metatune model generate --messages` against transformers' from its ids.
+    A conversation the template refuses must be refused by both. Returns (results, failed)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tdir = os.path.join(here, "..", "..", "..", "tests", "tokenizer", "data", "chat_templates",
+                        "templates")
+    cfg_path = os.path.join(folder, "tokenizer_config.json")
+    with open(cfg_path) as f:
+        base_cfg = json.load(f)
+    out, failed = [], False
+    for tname in CHAT_TEMPLATES[form]:
+        with open(os.path.join(tdir, tname + ".jinja")) as f:
+            template = f.read()
+        with open(cfg_path, "w") as f:
+            json.dump(dict(base_cfg, chat_template=template), f, indent=2)
+        tok = AutoTokenizer.from_pretrained(folder)
+        for label, conv in CHAT_CONVERSATIONS:
+            c = {"template": tname, "conversation": label}
+            out.append(c)
+            extra = {k: v for k, v in conv.items() if k not in ("messages", "tools")}
+            try:
+                hf_ids = list(tok.apply_chat_template(conv["messages"], tools=conv.get("tools"),
+                                                      add_generation_prompt=True, tokenize=True,
+                                                      return_dict=True, **extra)["input_ids"])
+                hf_err = None
+            except Exception as e:  # the template refused the conversation
+                hf_ids, hf_err = None, f"{type(e).__name__}: {e}"
+            path = os.path.join(work, f"chat_{tname}_{label}.json")
+            with open(path, "w") as f:
+                json.dump(conv, f, ensure_ascii=False)
+            p, _ = run_cmd([args.metatune, "tokenize", "--tokenizer", folder, "--messages", path,
+                            "--json"])
+            mt_ids = json.loads(p.stdout) if p.returncode == 0 else None
+            c.update(hf_ids=hf_ids, hf_error=hf_err, metatune_ids=mt_ids)
+            if hf_err is not None:
+                ok = mt_ids is None
+                c["metatune_error"] = loader_error(p.stdout + p.stderr)
+                print(f"   -- chat {tname} / {label}: transformers refuses ({hf_err[:90]}); "
+                      f"metatune {'refuses too' if ok else 'RENDERS IT'}: {c['metatune_error'][:120]}")
+            else:
+                ok = mt_ids == hf_ids
+                print(f"   -- chat {tname} / {label}: {len(hf_ids)} prompt ids  "
+                      f"[{'agree' if ok else 'DIFFER'}]")
+                if not ok:
+                    k = first_difference(mt_ids or [], hf_ids)
+                    print(f"         first differs at {k}: transformers "
+                          f"{json.dumps(tok.decode(hf_ids[k:k + 8]), ensure_ascii=False)}, metatune "
+                          f"{json.dumps(tok.decode((mt_ids or [])[k:k + 8]), ensure_ascii=False)}; "
+                          + (loader_error(p.stdout + p.stderr) if mt_ids is None else ""))
+            c["ids_agree"] = ok
+            failed |= not ok
+            if label != CHAT_CONVERSATIONS[0][0] or hf_ids is None:
+                continue
+            hf_new, _, _ = hf_greedy(model, hf_ids, args.new_tokens)
+            report = os.path.join(work, "chat_generate.json")
+            if os.path.exists(report):
+                os.remove(report)
+            p, secs = run_cmd([args.metatune, "model", "generate", "--hf", folder, "--messages",
+                               path, "--max-new-tokens", str(args.new_tokens), "--ignore-eos",
+                               "--greedy", "-q", "--log-level", "warn", "--report-json", report])
+            rep = json.load(open(report)) if p.returncode == 0 and os.path.exists(report) else None
+            gen_ok = (rep is not None and rep["prompt_tokens"] == len(hf_ids)
+                      and [int(t) for t in rep["new_tokens"]] == hf_new)
+            c.update(hf_new=hf_new, metatune_new=rep and rep["new_tokens"], greedy_agree=gen_ok)
+            print(f"      greedy from the chat prompt, transformers {hf_new}, metatune model "
+                  f"generate --messages {rep and rep['new_tokens']}  [{'agree' if gen_ok else 'DIFFER'}]"
+                  f" ({secs:.1f} s)" + ("" if rep else " " + loader_error(p.stdout + p.stderr)))
+            failed |= not gen_ok
+    with open(cfg_path, "w") as f:
+        json.dump(base_cfg, f, indent=2)
+    return out, failed
+
+
 def text_check(name, folder, work, args, corpus):
     """Builds TEXT_MODELS[name] in `folder` and compares, for each prompt: the prompt ids
     (transformers' tokenizer with add_special_tokens=True; also the tokenizers package on its
@@ -594,7 +700,8 @@ def text_check(name, folder, work, args, corpus):
                 bad.append("decoded text")
         q["failures"] = bad
         failed |= bool(bad)
-    return r, failed
+    r["chats"], chat_failed = chat_check(made["form"], folder, work, args, hf_tok, model)
+    return r, failed or chat_failed
 
 
 def main():
@@ -766,6 +873,14 @@ def main():
                                     ("printed text", "printed_agree", "generate_error"),
                                     ("decode", "decode_agree", "decode_error")))
                 print(f"   {r['model'] + ' / ' + q['label']:34s} {what}")
+            chats = r.get("chats", [])
+            agree = sum(bool(c["ids_agree"]) for c in chats)
+            both_refuse = sum(c["hf_error"] is not None and bool(c["ids_agree"]) for c in chats)
+            greedy = [c for c in chats if "greedy_agree" in c]
+            print(f"   {r['model'] + ' / chat':34s} {len({c['template'] for c in chats})} "
+                  f"templates, {len(chats)} conversations: prompt ids agree on {agree} "
+                  f"({both_refuse} refused by both); greedy agree on "
+                  f"{sum(bool(c['greedy_agree']) for c in greedy)} of {len(greedy)}")
             continue
         runs = ", ".join(f"{k} " + (f"{v['max_abs_diff']:.2g}" + ("" if v["ok"] else " MISMATCH")
                                      if "max_abs_diff" in v else "FAILED")
