@@ -77,6 +77,7 @@ public:
   }
 
   void dump(const Value& v, int depth, std::string& out) const {
+    if (depth > 512) throw std::invalid_argument("a value nested too deeply for JSON");
     if (v.is_none())
       out += "null";
     else if (v.is_bool())

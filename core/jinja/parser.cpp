@@ -124,7 +124,20 @@ private:
     expect_block_end();
   }
 
+  // Bounds the recursion of nested blocks and expressions: a template is data from a
+  // checkpoint folder, and ((((... a million deep must be an error, not a stack overflow.
+  struct Nesting {
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting)
+        p_.fail("nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
+    }
+    ~Nesting() { --p_.depth_; }
+    Parser& p_;
+  };
+  static constexpr int kMaxNesting = 256;
+
   StmtPtr tag() {
+    Nesting nesting(*this);
     const std::string name = peek().text;
     if (name == "if") return if_tag();
     if (name == "for") return for_tag();
@@ -324,6 +337,7 @@ private:
     return e;
   }
   ExprPtr not_expression() {
+    Nesting nesting(*this);
     if (is_name("not")) {
       auto e = node(Expr::Kind::Unary, peek().line);
       next();
@@ -413,6 +427,7 @@ private:
     return e;
   }
   ExprPtr unary(bool with_filters = true) {
+    Nesting nesting(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       e = node(Expr::Kind::Unary, peek().line);
@@ -425,6 +440,7 @@ private:
   }
 
   ExprPtr primary() {
+    Nesting nesting(*this);
     const Token& t = peek();
     if (t.kind == K::Name) {
       next();
@@ -626,6 +642,7 @@ private:
 
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 } // namespace

@@ -49,6 +49,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     const Value* n = seq == &a ? &b : &a;
     if (seq && (n->is_int() || n->is_bool())) {
       const int64_t times = std::max<int64_t>(0, integer_of(*n));
+      const size_t unit = seq->is_string() ? seq->as_string().size() : seq->as_list().size();
+      if (times > 0 && unit > 0 && static_cast<uint64_t>(times) > (size_t{1} << 28) / unit)
+        throw std::invalid_argument("repetition too large (" + std::to_string(times) + " times)");
       if (seq->is_string()) {
         std::string s;
         for (int64_t i = 0; i < times; ++i)
@@ -116,7 +119,7 @@ bool contains(const Value& container, const Value& item) {
 // A render in progress: the scopes, and the statement being run (for the error's line).
 class Renderer {
 public:
-  explicit Renderer(const Dict& variables) {
+  Renderer(const Dict& variables, int64_t max_steps) : max_steps_(max_steps) {
     frames_.emplace_back();
     for (auto& [k, v] : global_functions())
       frames_.back()[k.as_string()] = v;
@@ -129,6 +132,7 @@ public:
   Flow run(const Body& body, std::string& out) {
     for (const StmtPtr& s : body) {
       line_ = s->line;
+      step();
       const Flow f = statement(*s, out);
       if (f != Flow::Normal) return f;
     }
@@ -138,6 +142,15 @@ public:
 
 private:
   using Frame = std::unordered_map<std::string, Value>;
+
+  // A template is data from a checkpoint folder: one that would run for minutes is stopped.
+  void step() {
+    if (++steps_ > max_steps_)
+      throw std::invalid_argument("the template ran more than " + std::to_string(max_steps_) +
+                                  " statements and loop iterations: stopped");
+  }
+  int64_t max_steps_;
+  int64_t steps_ = 0;
 
   Value lookup(const std::string& name) const {
     for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
@@ -237,6 +250,7 @@ private:
     // loop.changed(x)'s memory: the arguments of its last call, across the iterations.
     auto changed_last = std::make_shared<Value>(Value::undefined("changed"));
     for (int64_t i = 0; i < n; ++i) {
+      step();
       frames_.emplace_back();
       assign(s.targets, items[static_cast<size_t>(i)]);
       Dict loop = {
@@ -287,11 +301,16 @@ private:
           throw std::invalid_argument("macro '" + s.name + "' takes no keyword argument '" + k +
                                       "'");
       }
+      if (macro_depth_ >= kMaxMacroDepth)
+        throw std::invalid_argument("macro '" + s.name + "': calls nested more than " +
+                                    std::to_string(kMaxMacroDepth) + " deep");
       const int saved = line_;
+      ++macro_depth_;
       frames_.push_back(std::move(frame));
       std::string text;
       run(s.bodies[0], text);
       frames_.pop_back();
+      --macro_depth_;
       line_ = saved;
       return Value(std::move(text));
     }));
@@ -411,6 +430,9 @@ private:
 
   std::vector<Frame> frames_;
   int line_ = 0;
+  static constexpr int kMaxMacroDepth =
+      64; // recursion of macros (jinja2's would hit Python's limit)
+  int macro_depth_ = 0;
 };
 
 } // namespace
@@ -418,8 +440,8 @@ private:
 Template::Template(std::string_view source, const LexOptions& options)
     : body_(parse(lex(source, options))) {}
 
-std::string Template::render(const Dict& variables) const {
-  Renderer r(variables);
+std::string Template::render(const Dict& variables, int64_t max_steps) const {
+  Renderer r(variables, max_steps);
   std::string out;
   try {
     r.run(body_, out);

@@ -5,6 +5,7 @@
 // (docs/tokenizers.md#chat-templates lists what is there).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,7 +23,11 @@ public:
   // The text, with `variables` (and the globals range, namespace and dict) in scope. Throws
   // TemplateError with the line of the failing statement: an undefined value used, a type
   // error, or a message the template raised itself.
-  std::string render(const Dict& variables) const;
+  // `max_steps` bounds the statements and loop iterations run: a template that would run
+  // longer (loops in loops over big ranges) is stopped with an error; real chat templates
+  // take thousands.
+  static constexpr int64_t kDefaultMaxSteps = 10'000'000;
+  std::string render(const Dict& variables, int64_t max_steps = kDefaultMaxSteps) const;
 
 private:
   Body body_;

@@ -110,6 +110,13 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+  return repr_at(0);
+}
+
+std::string Value::repr_at(int depth) const {
+  // Values a template builds can nest as deep as its loops go ({% set ns.x = [ns.x] %}):
+  // bounded, so that printing one is an error, not a stack overflow.
+  if (depth > 512) throw std::invalid_argument("a value nested too deeply to print");
   if (is_undefined()) return "Undefined";
   if (is_none()) return "None";
   if (is_bool()) return as_bool() ? "True" : "False";
@@ -119,7 +126,7 @@ std::string Value::repr() const {
   if (is_list()) {
     std::string out = tuple_ ? "(" : "[";
     for (size_t i = 0; i < as_list().size(); ++i)
-      out += (i ? ", " : "") + as_list()[i].repr();
+      out += (i ? ", " : "") + as_list()[i].repr_at(depth + 1);
     if (tuple_ && as_list().size() == 1) out += ",";
     return out + (tuple_ ? ")" : "]");
   }
@@ -127,12 +134,13 @@ std::string Value::repr() const {
     std::string out = "{";
     bool first = true;
     for (const auto& [k, v] : as_dict()) {
-      out += (first ? "" : ", ") + k.repr() + ": " + v.repr();
+      out += (first ? "" : ", ") + k.repr_at(depth + 1) + ": " + v.repr_at(depth + 1);
       first = false;
     }
     return out + "}";
   }
-  if (is_namespace()) return "<Namespace " + Value(as_namespace().attributes).repr() + ">";
+  if (is_namespace())
+    return "<Namespace " + Value(as_namespace().attributes).repr_at(depth + 1) + ">";
   return "<function>";
 }
 

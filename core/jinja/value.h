@@ -113,6 +113,7 @@ public:
 
 private:
   explicit Value(Storage s) : v_(std::move(s)) {}
+  std::string repr_at(int depth) const;
   Storage v_;
   bool tuple_ = false;
 };

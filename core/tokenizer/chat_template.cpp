@@ -201,8 +201,11 @@ std::string ChatTemplate::render_json(std::string_view conversation, bool add_ge
   }
   if (!messages.is_array()) throw TokenizerError(what, "messages", "is not a list");
   const bool has_tools = variables.contains("tools") && !variables["tools"].is_null();
-  if (has_tools && tool_use_ && tool_use_.get() != this)
-    return tool_use_->render_json(conversation, add_generation_prompt, what);
+  if (has_tools && tool_use_ && tool_use_.get() != this) {
+    ChatTemplate tool_use = *tool_use_;
+    tool_use.limit_steps(max_steps_);
+    return tool_use.render_json(conversation, add_generation_prompt, what);
+  }
 
   jinja::List msgs;
   for (size_t i = 0; i < messages.size(); ++i)
@@ -229,7 +232,7 @@ std::string ChatTemplate::render_json(std::string_view conversation, bool add_ge
   for (auto& [k, f] : chat_template_functions())
     set(k.as_string(), f);
   try {
-    return template_->render(vars);
+    return template_->render(vars, max_steps_);
   } catch (const jinja::TemplateError& e) {
     throw TokenizerError(origin_,
                          e.line() > 0 ? "chat template, line " + std::to_string(e.line()) + ":"

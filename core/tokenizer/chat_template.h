@@ -5,17 +5,15 @@
 // raise_exception and strftime_now), so the prompt's ids are the ones Python would give.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/jinja/template.h"
 #include "core/jinja/value.h"
-
-namespace mt::jinja {
-class Template;
-}
 
 namespace mt::tok {
 
@@ -54,6 +52,10 @@ public:
   std::string render_json(std::string_view conversation, bool add_generation_prompt,
                           const std::string& what = "the conversation") const;
 
+  // The most statements and loop iterations a render may run (jinja::Template::render);
+  // a fuzzer lowers it.
+  void limit_steps(int64_t max_steps) { max_steps_ = max_steps; }
+
   // Where it was read from: "DIR/tokenizer_config.json", "DIR/chat_template.jinja".
   const std::string& origin() const { return origin_; }
   // The template's text.
@@ -62,6 +64,7 @@ public:
 private:
   std::string source_, origin_;
   std::vector<std::pair<std::string, std::string>> special_tokens_;
+  int64_t max_steps_ = jinja::Template::kDefaultMaxSteps;
   // Named templates of tokenizer_config.json other than the one in use: "tool_use" is taken
   // for conversations with tools.
   std::shared_ptr<const ChatTemplate> tool_use_;

@@ -95,10 +95,31 @@ TEST(JinjaTemplate, ErrorsNameTheLine) {
   }
 }
 
-// A loop of a million items, a deeply nested list printed: bounded work, no recursion limit.
-TEST(JinjaTemplate, RangeIsBounded) {
+// A template is data from a checkpoint folder: what would overflow the stack, run for hours or
+// fill the memory is an error.
+TEST(JinjaTemplate, HostileTemplatesStopWithAnError) {
   EXPECT_THROW(render("{% for i in range(1000000000) %}{% endfor %}"), jinja::TemplateError);
   EXPECT_EQ(render("{{ range(3)|list }}"), "[0, 1, 2]");
+  EXPECT_THROW(render("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+               jinja::TemplateError);
+  EXPECT_THROW(render("{{ " + std::string(100000, '-') + "1 }}"), jinja::TemplateError);
+  std::string nested;
+  for (int i = 0; i < 5000; ++i)
+    nested += "{% if true %}";
+  EXPECT_THROW(render(nested), jinja::TemplateError);
+  EXPECT_THROW(render("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ 'ab' * 1000000000000 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{% set ns = namespace(x=1) %}{% for i in range(2000) %}"
+                      "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}"),
+               jinja::TemplateError);
+  // Loops in loops: stopped at the step limit (here 100000, 10 million by default).
+  const jinja::Template loops("{% for i in range(100000) %}{% for j in range(100000) %}"
+                              "{% endfor %}{% endfor %}");
+  EXPECT_THROW(loops.render({}, 100000), jinja::TemplateError);
+  EXPECT_EQ(jinja::Template("{% for i in range(300) %}{% for j in range(300) %}{% endfor %}"
+                            "{% endfor %}ok")
+                .render({}, 100000),
+            "ok");
 }
 
 } // namespace
