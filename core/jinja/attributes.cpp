@@ -453,27 +453,21 @@ Dict global_functions() {
                    }
                    return Value(out);
                  })));
-  // namespace(d, k=v): a dict's items, then the keyword arguments.
-  g.emplace_back("namespace", Value(Function([](const Args& a) {
-                   Dict attrs;
-                   for (const Value& v : a.positional)
-                     if (v.is_dict())
-                       for (const auto& kv : v.as_dict())
-                         attrs.push_back(kv);
-                   for (const auto& [k, v] : a.keyword)
-                     attrs.emplace_back(k, v);
-                   return Value::namespace_of(std::move(attrs));
+  // namespace(d, k=v) and dict(d, k=v): a dict's items, then the keyword arguments.
+  auto items_of = [](const Args& a) {
+    Dict d;
+    for (const Value& v : a.positional)
+      if (v.is_dict())
+        for (const auto& kv : v.as_dict())
+          d.push_back(kv);
+    for (const auto& [k, v] : a.keyword)
+      d.emplace_back(k, v);
+    return d;
+  };
+  g.emplace_back("namespace", Value(Function([items_of](const Args& a) {
+                   return Value::namespace_of(items_of(a));
                  })));
-  g.emplace_back("dict", Value(Function([](const Args& a) {
-                   Dict d;
-                   for (const Value& v : a.positional)
-                     if (v.is_dict())
-                       for (const auto& kv : v.as_dict())
-                         d.push_back(kv);
-                   for (const auto& [k, v] : a.keyword)
-                     d.emplace_back(k, v);
-                   return Value(d);
-                 })));
+  g.emplace_back("dict", Value(Function([items_of](const Args& a) { return Value(items_of(a)); })));
   return g;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
+#include <variant>
 
 #include "core/jinja/builtins.h"
 #include "core/jinja/error.h"
@@ -448,6 +449,10 @@ std::string Template::render(const Dict& variables, int64_t max_steps) const {
   } catch (const TemplateError& e) {
     if (e.line() > 0) throw;
     throw TemplateError(e.message(), r.line()); // raised by a function the template called
+  } catch (const std::bad_variant_access&) {    // a filter or method given the wrong type
+    throw TemplateError("an argument of the wrong type (a number where text is needed, or the "
+                        "other way round)",
+                        r.line());
   } catch (const std::exception& e) {
     throw TemplateError(e.what(), r.line());
   }

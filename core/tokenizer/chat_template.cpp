@@ -106,6 +106,12 @@ std::optional<std::string> token_text(const Json& j) {
 
 } // namespace
 
+jinja::Value json_to_value(std::string_view json) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw std::invalid_argument("not valid JSON");
+  return to_value(j);
+}
+
 jinja::Dict chat_template_functions() {
   jinja::Dict f;
   f.emplace_back("raise_exception", jinja::Function([](const jinja::Args& a) -> jinja::Value {

@@ -27,6 +27,10 @@ struct ChatMessage {
 // strftime_now(format), the local time now.
 jinja::Dict chat_template_functions();
 
+// JSON text as template values (objects as dicts in the order written); throws
+// std::invalid_argument for text that is not JSON.
+jinja::Value json_to_value(std::string_view json);
+
 class ChatTemplate {
 public:
   // The template of a checkpoint folder (or of the folder of a tokenizer file given as path):

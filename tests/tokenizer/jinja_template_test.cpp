@@ -10,7 +10,7 @@
 #include "core/jinja/error.h"
 #include "core/jinja/template.h"
 #include "core/tokenizer/chat_template.h"
-#include "tests/tokenizer/jinja_value_json.h"
+#include <nlohmann/json.hpp>
 
 namespace mt::tok {
 namespace {
@@ -27,7 +27,7 @@ ordered_json load_data(const std::string& name) {
 std::string render(const std::string& source,
                    const ordered_json& context = ordered_json::object()) {
   jinja::Dict vars = chat_template_functions();
-  const jinja::Value given = testing::jinja_value(context);
+  const jinja::Value given = json_to_value(context.dump());
   for (const auto& kv : given.as_dict())
     vars.push_back(kv);
   return jinja::Template(source).render(vars);
