@@ -265,8 +265,8 @@ private:
 // Llama and the decoders that differ from it only in fields of config.json: Qwen2 (biases on
 // q, k and v), Qwen3 (q and k RMS-normalised per head before the rotation), Mistral (a sliding
 // attention window), Gemma and Gemma 2, Phi-3 (fused qkv and gate-up projections), and Llama's
-// own attention_bias, mlp_bias and rope scaling (Llama 3.1/3.2's
-// "llama3", "linear").
+// own attention_bias, mlp_bias and rope scaling (Llama 3.1/3.2's "llama3", "linear", YaRN,
+// and Phi-3.5's and Phi-4's LongRoPE up to their original context).
 class Llama {
 public:
   static constexpr const char* kRotary = "rope.RotaryQKVLinear";
@@ -345,7 +345,7 @@ public:
           .set("input_linear.bias", qkv_bias_);
     rotary.set("convention", "rotate_half")
         .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim);
-    set_rope(rotary, j, cfg_path);
+    const int64_t rope_limit = set_rope(rotary, j, cfg_path);
     config = reg.make("std.Decoder");
     const std::string a = "transformer.layer.self_attention.",
                       f = "transformer.layer.feed_forward.";
@@ -377,6 +377,7 @@ public:
         .set("output_norm", reg.make("std.RMSNorm"))
         .set("output_norm.eps", eps);
     max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
+    if (rope_limit > 0) max_positions_ = std::min(max_positions_, rope_limit);
     if (type == "gemma2") gemma2(reg, j, cfg_path, eps);
   }
 
@@ -446,8 +447,11 @@ public:
 
 private:
   // The rotary table's base and scaling: rope_theta and rope_scaling at the top of config.json
-  // (transformers 4), or both in rope_parameters (transformers 5).
-  static void set_rope(Config& rotary, const nlohmann::json& j, const std::string& cfg_path) {
+  // (transformers 4), or both in rope_parameters (transformers 5). Returns the longest sequence
+  // the table is right for, 0 where it has no limit of its own: longrope's short factors hold
+  // up to the original context (beyond it transformers switches to the long ones, per forward,
+  // which one table cannot do).
+  static int64_t set_rope(Config& rotary, const nlohmann::json& j, const std::string& cfg_path) {
     const nlohmann::json* rope = nullptr;
     std::string where = "rope_scaling";
     if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
@@ -462,21 +466,77 @@ private:
     double theta = float_field(j, cfg_path, "rope_theta", 10000.0);
     if (rope && rope->contains("rope_theta")) theta = number(*rope, cfg_path, where, "rope_theta");
     rotary.set("rotary.theta", theta);
-    if (!rope) return;
+    if (!rope) return 0;
     std::string kind = string_field(*rope, cfg_path, "rope_type",
                                     string_field(*rope, cfg_path, "type", "default"));
-    if (kind == "default") return;
-    if (kind != "linear" && kind != "llama3")
+    // "dynamic" (NTK) changes the base only for sequences past max_position_embeddings,
+    // which is where the model stops here anyway.
+    if (kind == "default" || kind == "dynamic") return 0;
+    if (kind != "linear" && kind != "llama3" && kind != "yarn" && kind != "longrope")
       throw std::invalid_argument(cfg_path + ": " + where + " " + rope->dump() + ": rope type '" +
-                                  kind + "' is not supported (default, linear, llama3)");
-    rotary.set("rotary.scaling", kind)
-        .set("rotary.factor", number(*rope, cfg_path, where, "factor"));
+                                  kind +
+                                  "' is not supported (default, linear, llama3, yarn, longrope, "
+                                  "dynamic)");
+    // The pretraining context, where transformers looks for it: the top of config.json first
+    // (Phi-3 keeps it there), then the rope fields, then max_position_embeddings.
+    const int64_t max_positions = int_field(j, cfg_path, "max_position_embeddings", 2048);
+    const int64_t original = j.contains("original_max_position_embeddings")
+                                 ? int_field(j, cfg_path, "original_max_position_embeddings")
+                             : rope->contains("original_max_position_embeddings")
+                                 ? static_cast<int64_t>(number(*rope, cfg_path, where,
+                                                               "original_max_position_embeddings"))
+                                 : max_positions;
+    rotary.set("rotary.scaling", kind);
+    auto optional_number = [&](const char* key, const char* field) {
+      if (rope->contains(key) && !(*rope)[key].is_null())
+        rotary.set(std::string("rotary.") + field, number(*rope, cfg_path, where, key));
+    };
+    if (kind == "longrope") {
+      // factor: the extension (max / original) unless given; it sets the attention factor.
+      const double factor =
+          rope->contains("factor") && !(*rope)["factor"].is_null()
+              ? number(*rope, cfg_path, where, "factor")
+              : static_cast<double>(max_positions) / static_cast<double>(original);
+      rotary.set("rotary.factor", std::max(1.0, factor))
+          .set("rotary.original_max_positions", original)
+          .set("rotary.factors", number_list(*rope, cfg_path, where, "short_factor"));
+      optional_number("attention_factor", "attention_factor");
+      return original;
+    }
+    rotary.set("rotary.factor", number(*rope, cfg_path, where, "factor"));
     if (kind == "llama3")
       rotary.set("rotary.low_freq_factor", number(*rope, cfg_path, where, "low_freq_factor"))
           .set("rotary.high_freq_factor", number(*rope, cfg_path, where, "high_freq_factor"))
-          .set("rotary.original_max_positions",
-               static_cast<int64_t>(
-                   number(*rope, cfg_path, where, "original_max_position_embeddings")));
+          .set("rotary.original_max_positions", original);
+    if (kind == "yarn") {
+      rotary.set("rotary.original_max_positions", original);
+      // transformers takes `beta_fast or 32`: a 0 is the default too.
+      for (const char* key :
+           {"beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"})
+        if (rope->contains(key) && (*rope)[key].is_number() && (*rope)[key].get<double>() != 0)
+          optional_number(key, key);
+      if (rope->contains("truncate") && !(*rope)["truncate"].is_null()) {
+        if (!(*rope)["truncate"].is_boolean())
+          throw std::invalid_argument(cfg_path + ": " + where +
+                                      " 'truncate' must be true or false");
+        rotary.set("rotary.truncate", (*rope)["truncate"].get<bool>());
+      }
+    }
+    return 0;
+  }
+
+  static std::vector<double> number_list(const nlohmann::json& o, const std::string& cfg_path,
+                                         const std::string& where, const char* key) {
+    std::vector<double> out;
+    if (o.contains(key) && o[key].is_array())
+      for (const auto& x : o[key]) {
+        if (!x.is_number()) break;
+        out.push_back(x.get<double>());
+      }
+    if (out.empty() || out.size() != o[key].size())
+      throw std::invalid_argument(cfg_path + ": " + where + " needs a list of numbers '" + key +
+                                  "'");
+    return out;
   }
 
   static double number(const nlohmann::json& o, const std::string& cfg_path,

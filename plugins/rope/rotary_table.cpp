@@ -5,6 +5,7 @@
 // near f32's rounding of a number below one instead of growing with the position.
 #include "rotary_table.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sin_cos.hpp"
@@ -52,6 +53,13 @@ RotaryTable::RotaryTable(std::string_view config) {
   low_freq_factor_ = cfg.get<double>("low_freq_factor", 1.0);
   high_freq_factor_ = cfg.get<double>("high_freq_factor", 4.0);
   original_max_positions_ = cfg.get<int64_t>("original_max_positions", 8192);
+  beta_fast_ = cfg.get<double>("beta_fast", 32.0);
+  beta_slow_ = cfg.get<double>("beta_slow", 1.0);
+  truncate_ = cfg.get<bool>("truncate", true);
+  mscale_ = cfg.get<double>("mscale", 0.0);
+  mscale_all_dim_ = cfg.get<double>("mscale_all_dim", 0.0);
+  factors_ = cfg.get<std::vector<double>>("factors", {});
+  attention_factor_ = cfg.get<double>("attention_factor", 0.0);
   const std::string me = "rope.RotaryTable: ";
   if (scaling == "none")
     scaling_ = Scaling::None;
@@ -59,9 +67,31 @@ RotaryTable::RotaryTable(std::string_view config) {
     scaling_ = Scaling::Linear;
   else if (scaling == "llama3")
     scaling_ = Scaling::Llama3;
+  else if (scaling == "yarn")
+    scaling_ = Scaling::Yarn;
+  else if (scaling == "longrope")
+    scaling_ = Scaling::LongRope;
   else
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
-                     me + "scaling '" + scaling + "' (none, linear or llama3)");
+                     me + "scaling '" + scaling + "' (none, linear, llama3, yarn or longrope)");
+  if ((scaling_ == Scaling::Yarn || scaling_ == Scaling::LongRope) && original_max_positions_ <= 0)
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + scaling + " scaling needs a positive original_max_positions");
+  if (scaling_ == Scaling::Yarn && (!(beta_fast_ > 0) || !(beta_slow_ > 0)))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + "yarn's beta_fast " + std::to_string(beta_fast_) + " and beta_slow " +
+                         std::to_string(beta_slow_) + " must be positive");
+  if (scaling_ == Scaling::LongRope && factors_.empty())
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                     me + "longrope scaling needs its per-frequency factors");
+  for (double x : factors_)
+    if (!(x > 0) || !std::isfinite(x))
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
+                       me + "factors must be positive (" + std::to_string(x) + ")");
+  if (attention_factor_ < 0 || !std::isfinite(attention_factor_))
+    throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, me + "attention_factor " +
+                                                    std::to_string(attention_factor_) +
+                                                    " must be positive (0: derived)");
   if (!(factor_ >= 1) || !std::isfinite(factor_))
     throw sdk::Error(MT_ERROR_INVALID_ARGUMENT,
                      me + "factor " + std::to_string(factor_) + " must be at least 1");
@@ -107,7 +137,53 @@ std::vector<double> RotaryTable::frequencies(int64_t dim) const {
       x = (1 - smooth) * x / factor_ + smooth * x;
     }
   }
+  if (scaling_ == Scaling::Yarn) yarn(f, dim);
+  if (scaling_ == Scaling::LongRope) {
+    if (factors_.size() != f.size())
+      throw sdk::Error(MT_ERROR_INVALID_ARGUMENT, "rope.RotaryTable: longrope has " +
+                                                      std::to_string(factors_.size()) +
+                                                      " factors for " + std::to_string(f.size()) +
+                                                      " frequencies (the rotary width / 2)");
+    for (size_t i = 0; i < f.size(); ++i)
+      f[i] /= factors_[i];
+  }
   return f;
+}
+
+// YaRN: frequency index i of the dim / 2 is divided by factor below the band [low, high] of
+// indexes, kept above it, blended linearly across it; the band's ends are the indexes whose
+// frequencies turn beta_fast and beta_slow times over the original context.
+void RotaryTable::yarn(std::vector<double>& f, int64_t dim) const {
+  const double d = static_cast<double>(dim),
+               original = static_cast<double>(original_max_positions_);
+  auto index_turning = [&](double turns) {
+    return d * std::log(original / (turns * 2 * M_PI)) / (2 * std::log(theta_));
+  };
+  double low = index_turning(beta_fast_), high = index_turning(beta_slow_);
+  if (truncate_) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, d - 1);
+  if (low == high) high += 0.001; // as the reference: no division by zero
+  for (size_t i = 0; i < f.size(); ++i) {
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    f[i] = f[i] / factor_ * ramp + f[i] * (1 - ramp);
+  }
+}
+
+double RotaryTable::attention_factor() const {
+  if (attention_factor_ > 0) return attention_factor_;
+  auto m = [this](double mscale) {
+    return factor_ <= 1 ? 1.0 : 0.1 * mscale * std::log(factor_) + 1.0;
+  };
+  if (scaling_ == Scaling::Yarn)
+    return mscale_ > 0 && mscale_all_dim_ > 0 ? m(mscale_) / m(mscale_all_dim_) : m(1.0);
+  if (scaling_ == Scaling::LongRope && factor_ > 1)
+    return std::sqrt(1 +
+                     std::log(factor_) / std::log(static_cast<double>(original_max_positions_)));
+  return 1.0;
 }
 
 std::vector<TeTensor> RotaryTable::build(sdk::LayerContext& ctx,
@@ -145,11 +221,15 @@ std::vector<TeTensor> RotaryTable::build(sdk::LayerContext& ctx,
   // both tables and the rotation into one kernel (measured 30 % slower than the two).
   TeTensor cos_turns = b.compute("rope_cos_turns", shape, turns);
   TeTensor sin_turns = b.compute("rope_sin_turns", shape, turns);
+  const double amplitude = attention_factor();
+  auto scaled = [&](TeExpr x) {
+    return amplitude == 1.0 ? x : x * b.float_imm(amplitude, sdk::DType::f32());
+  };
   TeTensor cos = b.compute("rope_cos", shape, [&](const std::vector<TeExpr>& a) {
-    return sin_cos_of_turns(b, cos_turns(a)).cos;
+    return scaled(sin_cos_of_turns(b, cos_turns(a)).cos);
   });
   TeTensor sin = b.compute("rope_sin", shape, [&](const std::vector<TeExpr>& a) {
-    return sin_cos_of_turns(b, sin_turns(a)).sin;
+    return scaled(sin_cos_of_turns(b, sin_turns(a)).sin);
   });
   return {cos, sin};
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../rope/rope_test_util.h"
 #include "cli_run.h"
 #include "core/graph/generator.h"
 #include "core/graph/hf_checkpoint.h"
@@ -34,6 +35,13 @@ struct LlamaDims {
   size_t window = 0; // Mistral's sliding_window
   // Llama 3.1's rope scaling when llama3_factor > 0 (see angle_of below).
   double llama3_factor = 0, low = 1, high = 4, original = 8192;
+  // YaRN's factor when > 0 (its band: tests/rope/rope_test_util.h); LongRoPE's divisors; the
+  // attention factor both put on cos and sin.
+  double yarn_factor = 0;
+  bool yarn_truncate = true;
+  std::vector<double> divisors{};
+  double amplitude = 1;
+  int64_t max_positions = 64; // what the loader should say (LongRoPE: its original context)
   int64_t head_dim = 0; // config.json's head_dim (Qwen3: wider than D / H); 0 = D / H
   bool qk_norm = false; // Qwen3's per-head RMS norms of q and k
   // Gemma: norms scale by 1 + weight, embeddings times sqrt(D), GeGLU (tanh GELU); Gemma 2
@@ -163,6 +171,15 @@ struct LlamaFolder : HfTensors {
 // kept where it turns `high` times or more, the divisor linear in the turns between.
 double frequency(const LlamaDims& g, size_t i, size_t Dh) {
   double f = std::pow(g.theta, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
+  if (g.yarn_factor > 0 || !g.divisors.empty()) {
+    rope_test::Rotary r{.rotary_dim = Dh,
+                        .theta = g.theta,
+                        .original = g.original,
+                        .yarn_factor = g.yarn_factor,
+                        .truncate = g.yarn_truncate,
+                        .divisors = g.divisors};
+    return rope_test::angle(r, 1, i);
+  }
   if (g.llama3_factor <= 0) return f;
   const double turns = g.original * f / (2 * M_PI);
   const double t = std::clamp((turns - g.low) / (g.high - g.low), 0.0, 1.0);
@@ -180,8 +197,9 @@ void rotate_half(Matrix& x, size_t S, size_t heads, size_t Dh, const LlamaDims& 
         double* a = &x[t * heads * Dh + h * Dh + i];
         double* b = a + half;
         double x0 = *a, x1 = *b;
-        *a = x0 * std::cos(angle) - x1 * std::sin(angle);
-        *b = x1 * std::cos(angle) + x0 * std::sin(angle);
+        const double c = g.amplitude * std::cos(angle), s = g.amplitude * std::sin(angle);
+        *a = x0 * c - x1 * s;
+        *b = x1 * c + x0 * s;
       }
 }
 
@@ -287,7 +305,7 @@ void check_forward(const LlamaDims& g, const std::string& tag, nlohmann::json ex
   c.write();
   HfModel m = load_hf_checkpoint(host(), c.dir.string());
   EXPECT_EQ(m.model_type, g.type);
-  EXPECT_EQ(m.max_positions, 64);
+  EXPECT_EQ(m.max_positions, g.max_positions);
   std::vector<int32_t> ids = {7, 44, 0, 13, 13, 2, 31};
   te::Tensor in = te::placeholder({1, static_cast<int64_t>(ids.size())}, DType::i32(), "ids");
   ModelGraph graph = instantiate_model(host(), m.config, {in});
@@ -392,6 +410,49 @@ TEST(HfLlama, Phi3WithFusedProjectionsMatches) {
   EXPECT_EQ(load_hf_checkpoint(host(), partial.dir.string())
                 .config.get<int64_t>("transformer.layer.self_attention.attention.qkv.rotary_dim"),
             g.Dh() / 2);
+}
+
+// YaRN (Qwen2.5's and Qwen3's long-context rope_scaling): an original context of 256 with head
+// width 8 and theta 500 puts frequencies on both sides of its band and two inside; the attention
+// factor 0.1 ln(4) + 1 on cos and sin. LongRoPE (Phi-3.5, Phi-4): the short factors, the
+// original context at the top of config.json, sqrt(1 + ln(128 / 32) / ln(32)) on cos and sin,
+// and sequences limited to that original context (transformers switches to the long factors
+// past it).
+TEST(HfLlama, YarnAndLongRopeMatch) {
+  LlamaDims q;
+  q.type = "qwen2";
+  q.qkv_bias = true;
+  q.yarn_factor = 4;
+  q.original = 256;
+  q.amplitude = 0.1 * std::log(4.0) + 1;
+  nlohmann::json yarn = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 256}};
+  check_forward(q, "yarn", {{"rope_scaling", yarn}, {"use_sliding_window", false}});
+  check_generation(q, "yarn_gen", {{"rope_scaling", yarn}, {"use_sliding_window", false}});
+  q.yarn_truncate = false;
+  yarn["truncate"] = false;
+  yarn["beta_fast"] = nullptr; // transformers: `beta_fast or 32`
+  check_forward(q, "yarn_loose", {{"rope_scaling", yarn}, {"use_sliding_window", false}});
+
+  LlamaDims p;
+  p.type = "phi3";
+  p.fused = true;
+  p.divisors = {1.0, 1.5, 2.25, 7.0};
+  p.amplitude = std::sqrt(1 + std::log(4.0) / std::log(32.0));
+  p.max_positions = 32;
+  const nlohmann::json longrope = {
+      {"rope_scaling",
+       {{"type", "longrope"}, {"short_factor", p.divisors}, {"long_factor", {2.0, 3.0, 4.0, 5.0}}}},
+      {"original_max_position_embeddings", 32},
+      {"max_position_embeddings", 128}};
+  check_forward(p, "longrope", longrope);
+  check_generation(p, "longrope_gen", longrope);
+  LlamaFolder limited(p, "longrope_limit", longrope);
+  limited.write();
+  EXPECT_EQ(load_hf_checkpoint(host(), limited.dir.string()).max_positions, 32);
+  // A "dynamic" (NTK) scaling changes nothing up to max_position_embeddings.
+  check_forward(LlamaDims{}, "dynamic",
+                {{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}});
 }
 
 // Gemma: norms scaling by 1 + weight, embeddings times sqrt(hidden), GeGLU with the tanh GELU,
@@ -540,11 +601,18 @@ TEST(HfLlama, ShardedCheckpointsLoadAsOne) {
 
 TEST(HfLlama, WhatTheLoaderRefusesIsNamed) {
   LlamaDims g;
-  LlamaFolder scaling(g, "scaling", {{"rope_scaling", {{"type", "yarn"}, {"factor", 2.0}}}});
+  LlamaFolder scaling(g, "scaling", {{"rope_scaling", {{"type", "su"}, {"factor", 2.0}}}});
   scaling.write();
-  EXPECT_NE(load_error(scaling).find("rope type 'yarn' is not supported (default, linear, llama3)"),
+  EXPECT_NE(load_error(scaling).find("rope type 'su' is not supported (default, linear, llama3, "
+                                     "yarn, longrope, dynamic)"),
             std::string::npos)
       << load_error(scaling);
+  LlamaFolder no_short(g, "no_short",
+                       {{"rope_scaling", {{"type", "longrope"}, {"long_factor", {1.0}}}}});
+  no_short.write();
+  EXPECT_NE(load_error(no_short).find("rope_scaling needs a list of numbers 'short_factor'"),
+            std::string::npos)
+      << load_error(no_short);
   LlamaFolder no_factor(g, "no_factor", {{"rope_scaling", {{"rope_type", "llama3"}}}});
   no_factor.write();
   EXPECT_NE(load_error(no_factor).find("rope_scaling needs a number 'factor'"), std::string::npos)

@@ -22,7 +22,33 @@ struct Rotary {
   // of the frequency over the original context), c >= high keeps the frequency, c <= low
   // divides it by the factor, and between the two the divisor goes linearly in c.
   double llama3_factor = 0, low = 1, high = 4, original = 8192;
+  // YaRN when yarn_factor > 0: frequency i (of rotary_dim / 2) keeps its value where it turns
+  // at least beta_fast times over the original context, is divided by the factor where it
+  // turns at most beta_slow times, and between the two (in index, the ends rounded outwards
+  // when truncate) the divisor's inverse moves linearly.
+  double yarn_factor = 0, beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
+  // LongRoPE: frequency i divided by divisors[i].
+  std::vector<double> divisors{};
+  // cos and sin are scaled by it (YaRN's and LongRoPE's attention factor).
+  double amplitude = 1.0;
 };
+
+// YaRN's blend of frequency i of `half` (1: kept, 0: divided by the factor).
+inline double yarn_kept(const Rotary& r, size_t i) {
+  const double dim = static_cast<double>(r.rotary_dim);
+  // The (fractional) index whose frequency theta^(-2 i / dim) turns `turns` times over the
+  // original context: original * theta^(-2 i / dim) = 2 pi turns.
+  auto index_of = [&](double turns) {
+    return std::log(r.original / (2 * M_PI * turns)) / std::log(r.theta) * dim / 2;
+  };
+  double lo = index_of(r.beta_fast), hi = index_of(r.beta_slow);
+  if (r.truncate) lo = std::floor(lo), hi = std::ceil(hi);
+  lo = std::max(lo, 0.0);
+  hi = std::min(hi, dim - 1);
+  if (hi == lo) hi += 0.001;
+  return 1 - std::clamp((static_cast<double>(i) - lo) / (hi - lo), 0.0, 1.0);
+}
 
 // The angle of frequency i at `position`.
 inline double angle(const Rotary& r, int64_t position, size_t i) {
@@ -32,6 +58,11 @@ inline double angle(const Rotary& r, int64_t position, size_t i) {
     const double t = std::clamp((c - r.low) / (r.high - r.low), 0.0, 1.0);
     f = t * f + (1 - t) * f / r.llama3_factor;
   }
+  if (r.yarn_factor > 0) {
+    const double kept = yarn_kept(r, i);
+    f = kept * f + (1 - kept) * f / r.yarn_factor;
+  }
+  if (!r.divisors.empty()) f /= r.divisors.at(i);
   return static_cast<double>(position + r.offset) * f / r.linear_factor;
 }
 
@@ -48,8 +79,9 @@ inline Matrix rotate_ref(const Matrix& x, size_t B, size_t S, size_t heads, size
           const size_t e1 = r.interleaved ? 2 * i : i, e2 = r.interleaved ? 2 * i + 1 : i + half;
           const double a = angle(r, static_cast<int64_t>(s), i);
           const double x1 = x[base + e1], x2 = x[base + e2];
-          y[base + e1] = x1 * std::cos(a) - x2 * std::sin(a);
-          y[base + e2] = x2 * std::cos(a) + x1 * std::sin(a);
+          const double c = r.amplitude * std::cos(a), s_ = r.amplitude * std::sin(a);
+          y[base + e1] = x1 * c - x2 * s_;
+          y[base + e2] = x2 * c + x1 * s_;
         }
   return y;
 }

@@ -27,8 +27,8 @@ void check_table(int64_t dim, double theta, int64_t offset, double tol, json sca
   for (size_t b = 0; b < B; ++b)
     for (size_t s = 0; s < S; ++s)
       for (size_t i = 0; i < half; ++i) {
-        cos[(b * S + s) * half + i] = std::cos(angle(r, static_cast<int64_t>(s), i));
-        sin[(b * S + s) * half + i] = std::sin(angle(r, static_cast<int64_t>(s), i));
+        cos[(b * S + s) * half + i] = r.amplitude * std::cos(angle(r, static_cast<int64_t>(s), i));
+        sin[(b * S + s) * half + i] = r.amplitude * std::sin(angle(r, static_cast<int64_t>(s), i));
       }
   double ec = max_abs_error(out[0], cos), es = max_abs_error(out[1], sin);
   EXPECT_LE(ec, tol);
@@ -85,6 +85,70 @@ TEST(RotaryTable, ScaledFrequenciesMatchTheirDefinitions) {
               Rotary{.llama3_factor = 1.5, .low = 2.0, .high = 8.0, .original = 64});
 }
 
+// YaRN (Qwen2.5's and Qwen3's long-context setting, DeepSeek's): an original context of 64 and
+// width 32 so that kept, divided and blended frequencies all occur, the attention factor
+// derived (0.1 ln(factor) + 1), given, or from mscale / mscale_all_dim; the band's ends kept
+// fractional (truncate false). LongRoPE (Phi-3.5, Phi-4): one divisor per frequency and
+// sqrt(1 + ln(factor) / ln(original)) on cos and sin.
+TEST(RotaryTable, YarnAndLongRopeMatchTheirDefinitions) {
+  json yarn = {{"scaling", "yarn"}, {"factor", 4.0}, {"original_max_positions", 64}};
+  Rotary y{.original = 64, .yarn_factor = 4.0, .amplitude = 0.1 * std::log(4.0) + 1};
+  check_table(32, 10000.0, 5, 1e-6, yarn, y);
+  Rotary plain{.rotary_dim = 32}, scaled = y;
+  scaled.rotary_dim = 32;
+  int kept = 0, divided = 0, blended = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    const double ratio = angle(plain, 1, i) / angle(scaled, 1, i);
+    kept += std::abs(ratio - 1) < 1e-12;
+    divided += std::abs(ratio - 4) < 1e-9;
+    blended += ratio > 1 + 1e-9 && ratio < 4 - 1e-9;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(blended, 0);
+  json loose = yarn;
+  loose.update({{"truncate", false},
+                {"beta_fast", 16.0},
+                {"beta_slow", 2.0},
+                {"mscale", 1.0},
+                {"mscale_all_dim", 0.5}});
+  Rotary yl = y;
+  yl.truncate = false;
+  yl.beta_fast = 16;
+  yl.beta_slow = 2;
+  yl.amplitude = (0.1 * std::log(4.0) + 1) / (0.05 * std::log(4.0) + 1);
+  check_table(32, 10000.0, 0, 1e-6, loose, yl);
+  json given = yarn;
+  given["attention_factor"] = 0.75;
+  Rotary yg = y;
+  yg.amplitude = 0.75;
+  check_table(32, 10000.0, 0, 1e-6, given, yg);
+
+  std::vector<double> divisors;
+  for (int i = 0; i < 16; ++i)
+    divisors.push_back(1.0 + 0.37 * i);
+  json longrope = {{"scaling", "longrope"},
+                   {"factor", 32.0},
+                   {"original_max_positions", 4096},
+                   {"factors", divisors}};
+  Rotary lr{.divisors = divisors, .amplitude = std::sqrt(1 + std::log(32.0) / std::log(4096.0))};
+  check_table(32, 10000.0, 3000, 1e-6, longrope, lr);
+  // The factors must match the width: refused with both counts.
+  try {
+    ModelRun run(
+        {{"kind", "rope.RotaryTable"}, {"dim", 16}, {"scaling", "longrope"}, {"factors", divisors}},
+        std::vector<int64_t>{1, 2, 3});
+    FAIL() << "built";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("16 factors for 8 frequencies"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_ANY_THROW(ModelRun({{"kind", "rope.RotaryTable"}, {"scaling", "longrope"}},
+                            std::vector<int64_t>{1, 2, 8}));
+  EXPECT_ANY_THROW(ModelRun({{"kind", "rope.RotaryTable"}, {"scaling", "yarn"}, {"beta_slow", 0.0}},
+                            std::vector<int64_t>{1, 2, 8}));
+}
+
 TEST(RotaryTable, WidthZeroIsTheInputsLastAxis) {
   ModelRun run({{"kind", "rope.RotaryTable"}, {"dim", 0}}, std::vector<int64_t>{1, 4, 10});
   std::vector<Matrix> out = run_all(run, {input(40)});
@@ -115,8 +179,8 @@ TEST(RotaryTable, RefusesOddWidthsAndBadTheta) {
   EXPECT_NE(build_error({{"kind", "rope.RotaryTable"}, {"dim", 8}, {"theta", -1.0}}, {1, 4, 3})
                 .find("must be positive"),
             std::string::npos);
-  EXPECT_NE(build_error({{"kind", "rope.RotaryTable"}, {"scaling", "yarn"}}, {1, 4, 4})
-                .find("scaling 'yarn' (none, linear or llama3)"),
+  EXPECT_NE(build_error({{"kind", "rope.RotaryTable"}, {"scaling", "ntk"}}, {1, 4, 4})
+                .find("scaling 'ntk' (none, linear, llama3, yarn or longrope)"),
             std::string::npos);
   EXPECT_NE(
       build_error({{"kind", "rope.RotaryTable"}, {"scaling", "linear"}, {"factor", 0.5}}, {1, 4, 4})

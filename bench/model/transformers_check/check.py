@@ -84,6 +84,21 @@ MODELS = {
     # Weights stored in bf16, as most checkpoints ship (metatune reads them as f32; the
     # reference reloads the same bf16 values and computes in float64).
     "qwen2_bf16": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=True), 16),
+    # YaRN (Qwen2.5's long-context setting): an original context of 64, so that with head width
+    # 16 one frequency is kept, one blended and the rest divided; the attention factor on cos
+    # and sin.
+    "qwen2_yarn": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=True, rope_scaling={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}), 16),
+    # LongRoPE (Phi-3.5, Phi-4): per-frequency short factors, the original context at the top of
+    # config.json (metatune limits sequences to it), sqrt(1 + ln 4 / ln 64) on cos and sin.
+    "phi3_longrope": (Phi3Config, Phi3ForCausalLM, dict(
+        tie_word_embeddings=False, pad_token_id=0, original_max_position_embeddings=64,
+        rope_scaling={"type": "longrope",
+                      "short_factor": [1.0, 1.1, 1.3, 1.7, 2.4, 3.3, 4.6, 6.0],
+                      "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0, 64.0]}), 16),
+    # Dynamic NTK: the base changes only past max_position_embeddings.
+    "llama_dynamic": (LlamaConfig, LlamaForCausalLM, dict(
+        tie_word_embeddings=False, rope_scaling={"rope_type": "dynamic", "factor": 2.0}), 16),
 }
 SHARD_SIZE = {"llama_sharded": "150KB"}
 SAVE_DTYPE = {"qwen2_bf16": torch.bfloat16}
@@ -176,6 +191,8 @@ def controls(name, folder, ids, ref):
                                        zero_bias=("self_attn.", "mlp."))},
         "qwen2_tied": {"without the q/k/v biases": dict(zero_bias=("self_attn.",))},
         "mistral_window8": {"without the sliding window": dict(sliding_window=None)},
+        "qwen2_yarn": {"without the yarn scaling": no_scaling},
+        "phi3_longrope": {"without the longrope scaling": no_scaling},
     }
     out = {}
     for label, kw in cases.get(name, {}).items():
