@@ -1,6 +1,7 @@
 // Loading Hugging Face checkpoint folders (see hf_checkpoint.h).
 #include "core/graph/hf_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -312,13 +313,7 @@ public:
     o_bias_ = type != "qwen2" && attention_bias;
     qk_norm_ = type == "qwen3";
     mlp_bias_ = bool_field(j, cfg_path, "mlp_bias");
-    int64_t window = 0;
-    if ((type == "mistral" || type == "phi3") && j.contains("sliding_window") &&
-        !j["sliding_window"].is_null())
-      window = int_field(j, cfg_path, "sliding_window");
-    if ((type == "qwen2" || type == "qwen3") && bool_field(j, cfg_path, "use_sliding_window"))
-      throw std::invalid_argument(cfg_path + ": use_sliding_window true is not supported (a "
-                                             "window on some layers only)");
+    const int64_t window = sliding_layers(j, cfg_path, type);
     // transformers 5 writes the partial rotary factor inside rope_parameters.
     const bool in_rope = j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
                          j["rope_parameters"].contains("partial_rotary_factor");
@@ -379,6 +374,14 @@ public:
     max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
     if (rope_limit > 0) max_positions_ = std::min(max_positions_, rope_limit);
     if (type == "gemma2") gemma2(reg, j, cfg_path, eps);
+    // Layers of both kinds: the windowed ones are `layer`, the others `alternate_layer`, the
+    // same config without the window.
+    if (!full_layers_.empty()) {
+      Config full = config.child("transformer.layer");
+      full.set("self_attention.attention.sliding_window", int64_t{0});
+      config.set("transformer.alternate_layer", std::move(full))
+          .set("transformer.alternate_at", full_layers_);
+    }
   }
 
   // metatune path -> checkpoint tensor (nn.Linear weights are [out, in] as ours).
@@ -388,7 +391,10 @@ public:
         {"output_norm.weight", {"model.norm.weight", false, gemma_}}};
     if (!tied_) m["lm_head_weight"] = {"lm_head.weight"};
     for (int64_t i = 0; i < layers_; ++i) {
-      std::string p = "transformer.layer." + std::to_string(i) + ".",
+      const bool full =
+          std::find(full_layers_.begin(), full_layers_.end(), i) != full_layers_.end();
+      std::string p = (full ? "transformer.alternate_layer." : "transformer.layer.") +
+                      std::to_string(i) + ".",
                   h = "model.layers." + std::to_string(i) + ".";
       std::string a = p + "self_attention.", f = p + "feed_forward.";
       m[a + "norm.weight"] = {h + "input_layernorm.weight", false, gemma_};
@@ -547,10 +553,49 @@ private:
     return o[key].get<double>();
   }
 
+  // The sliding window, 0 for none, and which layers do not have it (full_layers_): those
+  // config.json's layer_types (transformers 5 writes it) calls "full_attention", else each
+  // family's rule -- every layer of Mistral and Phi-3 windowed, Gemma 2's even ones, Qwen2's
+  // and Qwen3's from max_window_layers on (and only with use_sliding_window).
+  int64_t sliding_layers(const nlohmann::json& j, const std::string& cfg_path,
+                         const std::string& type) {
+    const bool qwen = type == "qwen2" || type == "qwen3";
+    if (!j.contains("sliding_window") || j["sliding_window"].is_null()) return 0;
+    if (type != "mistral" && type != "phi3" && type != "gemma2" && !qwen) return 0;
+    if (qwen && !bool_field(j, cfg_path, "use_sliding_window")) return 0;
+    const int64_t window = int_field(j, cfg_path, "sliding_window");
+    if (window <= 0) return 0;
+    std::vector<bool> windowed(static_cast<size_t>(layers_), true);
+    if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+      const nlohmann::json& t = j["layer_types"];
+      if (!t.is_array() || t.size() != static_cast<size_t>(layers_))
+        throw std::invalid_argument(cfg_path + ": layer_types is not a list of " +
+                                    std::to_string(layers_) + " layer kinds");
+      for (size_t i = 0; i < t.size(); ++i) {
+        const std::string kind = t[i].is_string() ? t[i].get<std::string>() : t[i].dump();
+        if (kind != "sliding_attention" && kind != "full_attention")
+          throw std::invalid_argument(cfg_path + ": layer_types[" + std::to_string(i) + "] '" +
+                                      kind +
+                                      "' is not supported (sliding_attention, full_attention)");
+        windowed[i] = kind == "sliding_attention";
+      }
+    } else if (type == "gemma2") {
+      for (size_t i = 0; i < windowed.size(); ++i)
+        windowed[i] = i % 2 == 0;
+    } else if (qwen) {
+      const int64_t first = int_field(j, cfg_path, "max_window_layers", 28);
+      for (size_t i = 0; i < windowed.size(); ++i)
+        windowed[i] = static_cast<int64_t>(i) >= first;
+    }
+    if (std::find(windowed.begin(), windowed.end(), true) == windowed.end()) return 0;
+    for (size_t i = 0; i < windowed.size(); ++i)
+      if (!windowed[i]) full_layers_.push_back(static_cast<int64_t>(i));
+    return window;
+  }
+
   // Gemma 2: a norm after the attention and after the MLP too (sandwich), the scores scaled by
-  // query_pre_attn_scalar^-1/2 and soft-capped, the logits soft-capped. Its even layers attend
-  // over a sliding window, the odd ones over everything: the two agree while a sequence fits
-  // in the window, so sequences are limited to it (max_positions_) rather than built wrong.
+  // query_pre_attn_scalar^-1/2 and soft-capped, the logits soft-capped; its windowed and global
+  // layers as sliding_layers() says.
   void gemma2(const ConfigRegistry& reg, const nlohmann::json& j, const std::string& cfg_path,
               double eps) {
     const std::string a = "transformer.layer.self_attention.",
@@ -566,11 +611,10 @@ private:
     if (scalar > 0) config.set(a + "attention.scale", 1.0 / std::sqrt(scalar));
     config.set(a + "attention.logit_softcap", float_field(j, cfg_path, "attn_logit_softcapping", 0))
         .set("final_logit_softcap", float_field(j, cfg_path, "final_logit_softcapping", 0));
-    if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-      max_positions_ = std::min(max_positions_, int_field(j, cfg_path, "sliding_window"));
   }
 
   int64_t layers_ = 0;
+  std::vector<int64_t> full_layers_; // layers without the sliding window, when others have it
   bool gemma_ = false, sandwich_ = false, fused_ = false;
   bool tied_ = false, qkv_bias_ = false, o_bias_ = false, mlp_bias_ = false, qk_norm_ = false;
 };

@@ -22,20 +22,30 @@ public:
                                    const std::vector<sdk::TeTensor>& inputs) override;
 };
 
-// num_layers instances of `layer`, each with its own parameters ("layer.0", "layer.1", ...).
+// num_layers instances of `layer`, each with its own parameters ("layer.0", "layer.1", ...);
+// at the indexes of alternate_at, an instance of `alternate_layer` instead ("alternate_layer.1",
+// ...): models whose layers come in two kinds, as Gemma 2's windowed and global attention
+// layers, or Qwen2's full-attention first layers before windowed ones.
 class StackedTransformerLayer : public sdk::ModelLayer {
 public:
   static constexpr const char* kSchema = R"json({
-    "doc": "num_layers copies of one layer config, applied in turn",
+    "doc": "num_layers layers applied in turn: copies of one layer config, or of two",
     "fields": [
       {"name": "input_dim", "type": "int", "required": true, "doc": "model width"},
       {"name": "num_layers", "type": "int", "required": true, "doc": "how many"},
       {"name": "layer", "type": "layer", "repeat": "num_layers",
-       "default": {"kind": "std.TransformerLayer"}, "doc": "the layer repeated"}],
-    "push_down": {"input_dim": ["layer.input_dim"]}})json";
+       "default": {"kind": "std.TransformerLayer"}, "doc": "the layer repeated"},
+      {"name": "alternate_layer", "type": "layer", "repeat": "num_layers",
+       "doc": "the layer at the indexes of alternate_at; unset: none"},
+      {"name": "alternate_at", "type": "int_list", "default": [],
+       "doc": "indexes (from 0) of the layers that are alternate_layer"}],
+    "push_down": {"input_dim": ["layer.input_dim", "alternate_layer.input_dim"]}})json";
   explicit StackedTransformerLayer(std::string_view config);
   std::vector<sdk::TeTensor> build(sdk::LayerContext& ctx,
                                    const std::vector<sdk::TeTensor>& inputs) override;
+
+private:
+  std::vector<bool> alternate_; // by layer index
 };
 
 } // namespace mt::std_layers

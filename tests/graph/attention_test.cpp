@@ -1,6 +1,9 @@
 // Attention layers (plugins/layers/attention.cpp) against a straightforward double-precision
 // multi-head attention written here: causal and padding masks, a sliding window, grouped-query
-// heads, separate and fused projections, and a two-layer stacked transformer.
+// heads, separate and fused projections, and stacked transformers (one layer config repeated,
+// or two: alternate_layer at the indexes of alternate_at).
+#include <set>
+
 #include "graph_test_util.h"
 
 namespace mt {
@@ -124,36 +127,17 @@ TEST(StdAttention, FusesIntoScoresSoftmaxContextAndProjections) {
   EXPECT_EQ(run.exec->groups()[2].computes.size(), 4u);
 }
 
-TEST(StdAttention, StackedTransformerMatchesLayerByLayerReference) {
-  const size_t B = 1, S = 5, D = 16, H = 2, F = 32, L = 2;
-  json layer = {
-      {"kind", "std.TransformerLayer"},
-      {"input_dim", D},
-      {"self_attention",
-       {{"kind", "std.TransformerAttentionLayer"},
-        {"input_dim", D},
-        {"structure", "prenorm"},
-        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
-        {"attention", mha_config({B, S, D, H, H, D / H}, true, true)}}},
-      {"feed_forward",
-       {{"kind", "std.TransformerFeedForwardLayer"},
-        {"input_dim", D},
-        {"hidden_dim", F},
-        {"activation", "gelu"},
-        {"structure", "prenorm"},
-        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
-        {"linear1", {{"kind", "std.Linear"}, {"input_dim", D}, {"output_dim", F}, {"bias", true}}},
-        {"linear2",
-         {{"kind", "std.Linear"}, {"input_dim", F}, {"output_dim", D}, {"bias", true}}}}}};
-  json stack = {{"kind", "std.StackedTransformerLayer"},
-                {"input_dim", D},
-                {"num_layers", L},
-                {"layer", layer}};
+// The stack's output against the layers applied in turn in double precision: the layers at
+// `alternate` are alternate_layer's instances, with a sliding window of 2.
+void check_stack(const json& stack, const std::set<size_t>& alternate) {
+  const size_t B = 1, S = 5, D = 16, H = 2, F = 32;
+  const auto L = stack["num_layers"].get<size_t>();
   ModelRun run(stack, std::vector<int64_t>{1, 5, 16});
   Matrix x = input(B * S * D, 1.0), h = x;
-  const Dims d{B, S, D, H, H, D / H};
   for (size_t l = 0; l < L; ++l) {
-    std::string p = "layer." + std::to_string(l) + ".";
+    const bool alt = alternate.count(l) > 0;
+    const Dims d{B, S, D, H, H, D / H, alt ? size_t{2} : size_t{0}};
+    std::string p = (alt ? "alternate_layer." : "layer.") + std::to_string(l) + ".";
     std::string a = p + "self_attention.", f = p + "feed_forward.";
     Matrix n =
         layer_norm_ref(h, run.param(a + "norm.weight"), run.param(a + "norm.bias"), S, D, 1e-5);
@@ -181,10 +165,50 @@ TEST(StdAttention, StackedTransformerMatchesLayerByLayerReference) {
       h[i] += y[i];
   }
   expect_close(run({x}), h, 5e-5);
-  // Both layers have their own parameters.
+  // Every layer has its own parameters.
   EXPECT_NE(run.param("layer.0.feed_forward.linear1.weight"),
-            run.param("layer.1.feed_forward.linear1.weight"));
+            run.param((alternate.count(1) ? "alternate_layer" : "layer") +
+                      std::string(".1.feed_forward.linear1.weight")));
 }
 
+TEST(StdAttention, StackedTransformerMatchesLayerByLayerReference) {
+  const size_t B = 1, S = 5, D = 16, H = 2, F = 32, L = 2;
+  json layer = {
+      {"kind", "std.TransformerLayer"},
+      {"input_dim", D},
+      {"self_attention",
+       {{"kind", "std.TransformerAttentionLayer"},
+        {"input_dim", D},
+        {"structure", "prenorm"},
+        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
+        {"attention", mha_config({B, S, D, H, H, D / H}, true, true)}}},
+      {"feed_forward",
+       {{"kind", "std.TransformerFeedForwardLayer"},
+        {"input_dim", D},
+        {"hidden_dim", F},
+        {"activation", "gelu"},
+        {"structure", "prenorm"},
+        {"norm", {{"kind", "std.LayerNorm"}, {"input_dim", D}, {"eps", 1e-5}}},
+        {"linear1", {{"kind", "std.Linear"}, {"input_dim", D}, {"output_dim", F}, {"bias", true}}},
+        {"linear2",
+         {{"kind", "std.Linear"}, {"input_dim", F}, {"output_dim", D}, {"bias", true}}}}}};
+  json stack = {{"kind", "std.StackedTransformerLayer"},
+                {"input_dim", D},
+                {"num_layers", L},
+                {"layer", layer}};
+  check_stack(stack, {});
+  // Layer 1 of 3 an alternate one: the same with a sliding window of 2 (Gemma 2's two kinds).
+  json windowed = layer;
+  windowed["self_attention"]["attention"]["sliding_window"] = 2;
+  stack["num_layers"] = 3;
+  stack["alternate_layer"] = windowed;
+  stack["alternate_at"] = {1};
+  check_stack(stack, {1});
+  stack["alternate_at"] = {3};
+  EXPECT_THROW(ModelRun(stack, std::vector<int64_t>{1, 5, 16}), std::exception);
+  stack.erase("alternate_layer");
+  stack["alternate_at"] = {1};
+  EXPECT_THROW(ModelRun(stack, std::vector<int64_t>{1, 5, 16}), std::exception);
+}
 } // namespace
 } // namespace mt

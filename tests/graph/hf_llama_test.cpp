@@ -33,6 +33,7 @@ struct LlamaDims {
   std::string type = "llama";
   bool qkv_bias = false, o_bias = false, mlp_bias = false, tied = false;
   size_t window = 0; // Mistral's sliding_window
+  std::vector<bool> windowed{}; // the layers with the window (empty: all)
   // Llama 3.1's rope scaling when llama3_factor > 0 (see angle_of below).
   double llama3_factor = 0, low = 1, high = 4, original = 8192;
   // YaRN's factor when > 0 (its band: tests/rope/rope_test_util.h); LongRoPE's divisors; the
@@ -259,7 +260,7 @@ Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int
            static_cast<size_t>(g.H),
            static_cast<size_t>(g.KVH),
            Dh,
-           g.window,
+           g.windowed.empty() || g.windowed[static_cast<size_t>(l)] ? g.window : 0,
            g.query_scalar ? 1.0 / std::sqrt(g.query_scalar) : 0.0,
            g.attn_softcap};
     Matrix a = attention_ref(d, q, k, v, c.m(sa + "o_proj.weight"),
@@ -458,7 +459,8 @@ TEST(HfLlama, YarnAndLongRopeMatch) {
 // Gemma: norms scaling by 1 + weight, embeddings times sqrt(hidden), GeGLU with the tanh GELU,
 // a tied head. Gemma 2: norms after the attention and the MLP too, the scores scaled by
 // query_pre_attn_scalar^-1/2 and soft-capped, the logits soft-capped (caps that bite here), and
-// sequences limited to the sliding window (where its windowed and global layers agree).
+// its even layers over a sliding window, the odd ones over everything (a window of 3 under
+// prompts of 7 and up to 12 tokens).
 TEST(HfLlama, GemmaAndGemma2Match) {
   LlamaDims g;
   g.type = "gemma";
@@ -474,16 +476,35 @@ TEST(HfLlama, GemmaAndGemma2Match) {
                                  {"query_pre_attn_scalar", 24},
                                  {"attn_logit_softcapping", 1.5},
                                  {"final_logit_softcapping", 2.0},
-                                 {"sliding_window", 4096}};
+                                 {"sliding_window", 3}};
+  g.window = 3;
+  g.windowed = {true, false};
   check_forward(g, "gemma2", gemma2);
   check_generation(g, "gemma2_gen", gemma2);
   check_generation(g, "gemma2_lib", gemma2, KernelPolicy::Library);
-  // A window of 12 positions limits the sequence.
-  nlohmann::json small = gemma2;
-  small["sliding_window"] = 12;
-  LlamaFolder c(g, "gemma2_window", small);
-  c.write();
-  EXPECT_EQ(load_hf_checkpoint(host(), c.dir.string()).max_positions, 12);
+  // transformers 5's layer_types say which layers are which.
+  nlohmann::json typed = gemma2;
+  typed["layer_types"] = {"full_attention", "sliding_attention"};
+  g.windowed = {false, true};
+  check_forward(g, "gemma2_typed", typed);
+}
+
+// Qwen2 with use_sliding_window: layers from max_window_layers on are windowed, the ones before
+// attend over everything; without use_sliding_window the window is ignored, as transformers
+// does.
+TEST(HfLlama, Qwen2WindowFromMaxWindowLayersOn) {
+  LlamaDims q;
+  q.type = "qwen2";
+  q.qkv_bias = true;
+  q.window = 3;
+  q.windowed = {false, true};
+  const nlohmann::json windowed = {
+      {"use_sliding_window", true}, {"sliding_window", 3}, {"max_window_layers", 1}};
+  check_forward(q, "qwen2_window", windowed);
+  check_generation(q, "qwen2_window_gen", windowed);
+  q.windowed = {false, false};
+  check_forward(q, "qwen2_unused_window",
+                {{"use_sliding_window", false}, {"sliding_window", 3}, {"max_window_layers", 1}});
 }
 
 // Llama 3.1/3.2: "llama3" rope scaling (an original context of 64 positions, so that with head
@@ -620,9 +641,12 @@ TEST(HfLlama, WhatTheLoaderRefusesIsNamed) {
   LlamaDims q = g;
   q.type = "qwen2";
   q.qkv_bias = true;
-  LlamaFolder windowed(q, "windowed", {{"use_sliding_window", true}});
+  LlamaFolder windowed(q, "windowed",
+                       {{"use_sliding_window", true},
+                        {"sliding_window", 4},
+                        {"layer_types", {"sliding_attention", "chunked_attention"}}});
   windowed.write();
-  EXPECT_NE(load_error(windowed).find("use_sliding_window true is not supported"),
+  EXPECT_NE(load_error(windowed).find("layer_types[1] 'chunked_attention' is not supported"),
             std::string::npos)
       << load_error(windowed);
   LlamaFolder bias_text(g, "bias_text", {{"attention_bias", "yes"}});

@@ -72,11 +72,15 @@ MODELS = {
     # Gemma: GeGLU (tanh GELU), RMSNorm scaling by 1 + weight, embeddings times sqrt(hidden),
     # tied head; Gemma 2 adds norms after the attention and the MLP, query_pre_attn_scalar,
     # soft-capped scores and logits (caps low enough to bite here) and a sliding window on
-    # its even layers (wider than the prompt: metatune limits sequences to it).
+    # its even layers (8 under a 24-token prompt), the odd ones global.
     "gemma": (GemmaConfig, GemmaForCausalLM, dict(head_dim=16), 16),
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, dict(
         head_dim=32, query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
-        final_logit_softcapping=5.0, sliding_window=64), 16),
+        final_logit_softcapping=5.0, sliding_window=8), 24),
+    # Qwen2 with use_sliding_window: a window of 8 from layer max_window_layers (1) on.
+    "qwen2_window": (Qwen2Config, Qwen2ForCausalLM, dict(
+        tie_word_embeddings=True, use_sliding_window=True, sliding_window=8,
+        max_window_layers=1), 24),
     # Phi-3: one qkv_proj and one gate_up_proj (split at load), a sliding window (8 here).
     "phi3_window8": (Phi3Config, Phi3ForCausalLM, dict(
         tie_word_embeddings=False, sliding_window=8, pad_token_id=0), 24),
@@ -192,6 +196,8 @@ def controls(name, folder, ids, ref):
         "qwen2_tied": {"without the q/k/v biases": dict(zero_bias=("self_attn.",))},
         "mistral_window8": {"without the sliding window": dict(sliding_window=None)},
         "qwen2_yarn": {"without the yarn scaling": no_scaling},
+        "gemma2": {"without the sliding window": dict(sliding_window=4096)},
+        "qwen2_window": {"without the sliding window": dict(sliding_window=4096)},
         "phi3_longrope": {"without the longrope scaling": no_scaling},
     }
     out = {}
