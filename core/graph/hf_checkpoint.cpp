@@ -288,9 +288,10 @@ public:
       throw std::invalid_argument(cfg_path + ": num_attention_heads " + std::to_string(heads) +
                                   " is not a multiple of num_key_value_heads " +
                                   std::to_string(kv_heads));
-    gemma_ = type == "gemma" || type == "gemma2";
+    const bool gemma3 = type == "gemma3_text";
+    gemma_ = type == "gemma" || type == "gemma2" || gemma3;
     fused_ = type == "phi3"; // one qkv_proj, one gate_up_proj
-    sandwich_ = type == "gemma2";
+    sandwich_ = type == "gemma2" || gemma3;
     // Gemma's MLP: GeGLU with the tanh GELU (hidden_activation, which transformers prefers to
     // hidden_act); the others SwiGLU.
     std::string act = string_field(j, cfg_path, gemma_ ? "hidden_activation" : "hidden_act", "");
@@ -311,7 +312,7 @@ public:
     const bool attention_bias = bool_field(j, cfg_path, "attention_bias");
     qkv_bias_ = type == "qwen2" || attention_bias;
     o_bias_ = type != "qwen2" && attention_bias;
-    qk_norm_ = type == "qwen3";
+    qk_norm_ = type == "qwen3" || gemma3;
     mlp_bias_ = bool_field(j, cfg_path, "mlp_bias");
     const int64_t window = sliding_layers(j, cfg_path, type);
     // transformers 5 writes the partial rotary factor inside rope_parameters.
@@ -340,7 +341,12 @@ public:
           .set("input_linear.bias", qkv_bias_);
     rotary.set("convention", "rotate_half")
         .set("rotary_dim", rotary_dim == head_dim ? 0 : rotary_dim);
-    const int64_t rope_limit = set_rope(rotary, j, cfg_path);
+    // Gemma 3: its windowed layers' rotary table has a base of its own (rope_local_base_freq),
+    // its global layers' the model's rope_theta and scaling.
+    std::optional<nlohmann::json> local_rope, global_rope;
+    if (gemma3) gemma3_ropes(j, cfg_path, local_rope, global_rope);
+    const int64_t rope_limit = set_rope(
+        rotary, "rotary.", gemma3 ? (window > 0 ? *local_rope : *global_rope) : j, cfg_path);
     config = reg.make("std.Decoder");
     const std::string a = "transformer.layer.self_attention.",
                       f = "transformer.layer.feed_forward.";
@@ -373,12 +379,13 @@ public:
         .set("output_norm.eps", eps);
     max_positions_ = int_field(j, cfg_path, "max_position_embeddings", 2048);
     if (rope_limit > 0) max_positions_ = std::min(max_positions_, rope_limit);
-    if (type == "gemma2") gemma2(reg, j, cfg_path, eps);
+    if (sandwich_) gemma2(reg, j, cfg_path, eps);
     // Layers of both kinds: the windowed ones are `layer`, the others `alternate_layer`, the
-    // same config without the window.
+    // same config without the window (and for Gemma 3 with the global rotary table).
     if (!full_layers_.empty()) {
       Config full = config.child("transformer.layer");
       full.set("self_attention.attention.sliding_window", int64_t{0});
+      if (gemma3) set_rope(full, "self_attention.attention.qkv.rotary.", *global_rope, cfg_path);
       config.set("transformer.alternate_layer", std::move(full))
           .set("transformer.alternate_at", full_layers_);
     }
@@ -399,9 +406,9 @@ public:
       std::string a = p + "self_attention.", f = p + "feed_forward.";
       m[a + "norm.weight"] = {h + "input_layernorm.weight", false, gemma_};
       const std::string qkv = a + "attention.qkv.input_linear.";
-      if (qk_norm_) {
-        m[qkv + "q_norm_weight"] = {h + "self_attn.q_norm.weight"};
-        m[qkv + "k_norm_weight"] = {h + "self_attn.k_norm.weight"};
+      if (qk_norm_) { // Gemma 3's scale by 1 + weight as its other norms
+        m[qkv + "q_norm_weight"] = {h + "self_attn.q_norm.weight", false, gemma_};
+        m[qkv + "k_norm_weight"] = {h + "self_attn.k_norm.weight", false, gemma_};
       }
       if (fused_) {
         m[qkv + "weight"] = {h + "self_attn.qkv_proj.weight"};
@@ -457,7 +464,8 @@ private:
   // the table is right for, 0 where it has no limit of its own: longrope's short factors hold
   // up to the original context (beyond it transformers switches to the long ones, per forward,
   // which one table cannot do).
-  static int64_t set_rope(Config& rotary, const nlohmann::json& j, const std::string& cfg_path) {
+  static int64_t set_rope(Config& cfg, const std::string& at, const nlohmann::json& j,
+                          const std::string& cfg_path) {
     const nlohmann::json* rope = nullptr;
     std::string where = "rope_scaling";
     if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
@@ -471,13 +479,19 @@ private:
                                   " is not an object");
     double theta = float_field(j, cfg_path, "rope_theta", 10000.0);
     if (rope && rope->contains("rope_theta")) theta = number(*rope, cfg_path, where, "rope_theta");
-    rotary.set("rotary.theta", theta);
-    if (!rope) return 0;
+    cfg.set(at + "theta", theta);
+    if (!rope) {
+      cfg.set(at + "scaling", "none");
+      return 0;
+    }
     std::string kind = string_field(*rope, cfg_path, "rope_type",
                                     string_field(*rope, cfg_path, "type", "default"));
     // "dynamic" (NTK) changes the base only for sequences past max_position_embeddings,
     // which is where the model stops here anyway.
-    if (kind == "default" || kind == "dynamic") return 0;
+    if (kind == "default" || kind == "dynamic") {
+      cfg.set(at + "scaling", "none");
+      return 0;
+    }
     if (kind != "linear" && kind != "llama3" && kind != "yarn" && kind != "longrope")
       throw std::invalid_argument(cfg_path + ": " + where + " " + rope->dump() + ": rope type '" +
                                   kind +
@@ -492,10 +506,10 @@ private:
                                  ? static_cast<int64_t>(number(*rope, cfg_path, where,
                                                                "original_max_position_embeddings"))
                                  : max_positions;
-    rotary.set("rotary.scaling", kind);
+    cfg.set(at + "scaling", kind);
     auto optional_number = [&](const char* key, const char* field) {
       if (rope->contains(key) && !(*rope)[key].is_null())
-        rotary.set(std::string("rotary.") + field, number(*rope, cfg_path, where, key));
+        cfg.set(at + field, number(*rope, cfg_path, where, key));
     };
     if (kind == "longrope") {
       // factor: the extension (max / original) unless given; it sets the attention factor.
@@ -503,19 +517,19 @@ private:
           rope->contains("factor") && !(*rope)["factor"].is_null()
               ? number(*rope, cfg_path, where, "factor")
               : static_cast<double>(max_positions) / static_cast<double>(original);
-      rotary.set("rotary.factor", std::max(1.0, factor))
-          .set("rotary.original_max_positions", original)
-          .set("rotary.factors", number_list(*rope, cfg_path, where, "short_factor"));
+      cfg.set(at + "factor", std::max(1.0, factor))
+          .set(at + "original_max_positions", original)
+          .set(at + "factors", number_list(*rope, cfg_path, where, "short_factor"));
       optional_number("attention_factor", "attention_factor");
       return original;
     }
-    rotary.set("rotary.factor", number(*rope, cfg_path, where, "factor"));
+    cfg.set(at + "factor", number(*rope, cfg_path, where, "factor"));
     if (kind == "llama3")
-      rotary.set("rotary.low_freq_factor", number(*rope, cfg_path, where, "low_freq_factor"))
-          .set("rotary.high_freq_factor", number(*rope, cfg_path, where, "high_freq_factor"))
-          .set("rotary.original_max_positions", original);
+      cfg.set(at + "low_freq_factor", number(*rope, cfg_path, where, "low_freq_factor"))
+          .set(at + "high_freq_factor", number(*rope, cfg_path, where, "high_freq_factor"))
+          .set(at + "original_max_positions", original);
     if (kind == "yarn") {
-      rotary.set("rotary.original_max_positions", original);
+      cfg.set(at + "original_max_positions", original);
       // transformers takes `beta_fast or 32`: a 0 is the default too.
       for (const char* key :
            {"beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"})
@@ -525,7 +539,7 @@ private:
         if (!(*rope)["truncate"].is_boolean())
           throw std::invalid_argument(cfg_path + ": " + where +
                                       " 'truncate' must be true or false");
-        rotary.set("rotary.truncate", (*rope)["truncate"].get<bool>());
+        cfg.set(at + "truncate", (*rope)["truncate"].get<bool>());
       }
     }
     return 0;
@@ -561,7 +575,8 @@ private:
                          const std::string& type) {
     const bool qwen = type == "qwen2" || type == "qwen3";
     if (!j.contains("sliding_window") || j["sliding_window"].is_null()) return 0;
-    if (type != "mistral" && type != "phi3" && type != "gemma2" && !qwen) return 0;
+    if (type != "mistral" && type != "phi3" && type != "gemma2" && type != "gemma3_text" && !qwen)
+      return 0;
     if (qwen && !bool_field(j, cfg_path, "use_sliding_window")) return 0;
     const int64_t window = int_field(j, cfg_path, "sliding_window");
     if (window <= 0) return 0;
@@ -582,6 +597,10 @@ private:
     } else if (type == "gemma2") {
       for (size_t i = 0; i < windowed.size(); ++i)
         windowed[i] = i % 2 == 0;
+    } else if (type == "gemma3_text") { // every sliding_window_pattern-th layer global
+      const int64_t pattern = int_field(j, cfg_path, "sliding_window_pattern", 6);
+      for (size_t i = 0; i < windowed.size(); ++i)
+        windowed[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
     } else if (qwen) {
       const int64_t first = int_field(j, cfg_path, "max_window_layers", 28);
       for (size_t i = 0; i < windowed.size(); ++i)
@@ -591,6 +610,35 @@ private:
     for (size_t i = 0; i < windowed.size(); ++i)
       if (!windowed[i]) full_layers_.push_back(static_cast<int64_t>(i));
     return window;
+  }
+
+  // Gemma 3's two rotary tables as config.json documents of their own (set_rope reads them):
+  // transformers 5 nests them in rope_parameters by layer kind; transformers 4 has the global
+  // base in rope_theta (default 1e6) with rope_scaling, the local one in rope_local_base_freq
+  // (default 10000) without scaling.
+  static void gemma3_ropes(const nlohmann::json& j, const std::string& cfg_path,
+                           std::optional<nlohmann::json>& local,
+                           std::optional<nlohmann::json>& global) {
+    local = j;
+    global = j;
+    const nlohmann::json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object()
+                                   ? &j["rope_parameters"]
+                                   : nullptr;
+    if (rp && rp->contains("sliding_attention") && rp->contains("full_attention")) {
+      (*local)["rope_parameters"] = (*rp)["sliding_attention"];
+      (*global)["rope_parameters"] = (*rp)["full_attention"];
+      if (!(*global)["rope_parameters"].contains("rope_theta"))
+        (*global)["rope_parameters"]["rope_theta"] = 1e6;
+      if (!(*local)["rope_parameters"].contains("rope_theta"))
+        (*local)["rope_parameters"]["rope_theta"] = 1e4;
+      return;
+    }
+    if (rp)
+      throw std::invalid_argument(cfg_path + ": rope_parameters of a gemma3_text model has no "
+                                             "\"sliding_attention\" and \"full_attention\"");
+    (*global)["rope_theta"] = float_field(j, cfg_path, "rope_theta", 1e6);
+    (*local)["rope_theta"] = float_field(j, cfg_path, "rope_local_base_freq", 1e4);
+    local->erase("rope_scaling");
   }
 
   // Gemma 2: a norm after the attention and after the MLP too (sandwich), the scores scaled by
@@ -663,11 +711,11 @@ HfModel load_hf_checkpoint(const PluginHost& host, const std::string& dir) {
   std::string type = string_field(j, cfg_path, "model_type", "");
   const bool llama_like = type == "llama" || type == "qwen2" || type == "qwen3" ||
                           type == "mistral" || type == "gemma" || type == "gemma2" ||
-                          type == "phi3";
+                          type == "gemma3_text" || type == "phi3";
   if (type != "gpt2" && type != "bert" && !llama_like)
     throw std::invalid_argument(cfg_path + ": model_type '" + type +
                                 "' is not supported yet (supported: gpt2, bert, llama, qwen2, "
-                                "qwen3, mistral, gemma, gemma2, phi3)");
+                                "qwen3, mistral, gemma, gemma2, gemma3_text, phi3)");
   ConfigRegistry layers = layer_config_registry(host);
   // The config first: its errors name config.json, before the weights are looked at.
   std::optional<Gpt2> gpt2;

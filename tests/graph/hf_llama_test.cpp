@@ -43,6 +43,8 @@ struct LlamaDims {
   std::vector<double> divisors{};
   double amplitude = 1;
   int64_t max_positions = 64; // what the loader should say (LongRoPE: its original context)
+  double linear_factor = 1;   // "linear" rope scaling: frequencies divided by it
+  double local_theta = 0;     // Gemma 3: the windowed layers' base (unscaled); 0: theta
   int64_t head_dim = 0; // config.json's head_dim (Qwen3: wider than D / H); 0 = D / H
   bool qk_norm = false; // Qwen3's per-head RMS norms of q and k
   // Gemma: norms scale by 1 + weight, embeddings times sqrt(D), GeGLU (tanh GELU); Gemma 2
@@ -87,9 +89,9 @@ struct LlamaFolder : HfTensors {
       add(h + "self_attn.k_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.v_proj.weight", {kv, D}, 0.2, 0);
       add(h + "self_attn.o_proj.weight", {D, qd}, 0.15, 0);
-      if (g.qk_norm) {
-        add(h + "self_attn.q_norm.weight", {g.Dh()}, 0.3, 1);
-        add(h + "self_attn.k_norm.weight", {g.Dh()}, 0.3, 1);
+      if (g.qk_norm) { // Gemma 3's scale by 1 + weight: around 0 in its checkpoints
+        add(h + "self_attn.q_norm.weight", {g.Dh()}, 0.3, g.gemma ? 0 : 1);
+        add(h + "self_attn.k_norm.weight", {g.Dh()}, 0.3, g.gemma ? 0 : 1);
       }
       if (g.qkv_bias) {
         add(h + "self_attn.q_proj.bias", {qd}, 0.3, 0.1);
@@ -172,6 +174,7 @@ struct LlamaFolder : HfTensors {
 // kept where it turns `high` times or more, the divisor linear in the turns between.
 double frequency(const LlamaDims& g, size_t i, size_t Dh) {
   double f = std::pow(g.theta, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
+  if (g.linear_factor != 1) return f / g.linear_factor;
   if (g.yarn_factor > 0 || !g.divisors.empty()) {
     rope_test::Rotary r{.rotary_dim = Dh,
                         .theta = g.theta,
@@ -249,18 +252,24 @@ Matrix llama_ref(const LlamaFolder& c, const LlamaDims& g, const std::vector<int
     Matrix v =
         linear_ref(n, c.m(sa + "v_proj.weight"), c.maybe(sa + "v_proj.bias", b[2]), S, D, kv);
     if (g.qk_norm) {
-      q = head_rms_norm(q, c.m(sa + "q_norm.weight"), S, g.H, Dh, g.eps);
-      k = head_rms_norm(k, c.m(sa + "k_norm.weight"), S, g.KVH, Dh, g.eps);
+      q = head_rms_norm(q, norm_w(sa + "q_norm.weight"), S, g.H, Dh, g.eps);
+      k = head_rms_norm(k, norm_w(sa + "k_norm.weight"), S, g.KVH, Dh, g.eps);
     }
-    rotate_half(q, S, g.H, Dh, g);
-    rotate_half(k, S, g.KVH, Dh, g);
+    const bool windowed_layer = g.windowed.empty() || g.windowed[static_cast<size_t>(l)];
+    LlamaDims rope = g; // Gemma 3: the windowed layers' own base, unscaled
+    if (g.local_theta > 0 && windowed_layer) {
+      rope.theta = g.local_theta;
+      rope.linear_factor = 1;
+    }
+    rotate_half(q, S, g.H, Dh, rope);
+    rotate_half(k, S, g.KVH, Dh, rope);
     Dims d{1,
            S,
            D,
            static_cast<size_t>(g.H),
            static_cast<size_t>(g.KVH),
            Dh,
-           g.windowed.empty() || g.windowed[static_cast<size_t>(l)] ? g.window : 0,
+           windowed_layer ? g.window : 0,
            g.query_scalar ? 1.0 / std::sqrt(g.query_scalar) : 0.0,
            g.attn_softcap};
     Matrix a = attention_ref(d, q, k, v, c.m(sa + "o_proj.weight"),
@@ -317,7 +326,8 @@ void check_forward(const LlamaDims& g, const std::string& tag, nlohmann::json ex
   size_t cos_tables = 0;
   for (const FusedGroup& grp : groups)
     cos_tables += grp.name.find("rope_cos_turns") != std::string::npos;
-  EXPECT_EQ(cos_tables, 1u) << "for " << g.L << " layers";
+  // (Gemma 3: one per rotary base.)
+  EXPECT_EQ(cos_tables, g.local_theta > 0 ? 2u : 1u) << "for " << g.L << " layers";
   ModelExecutor exec(graph, groups, llvm());
   exec.set_params(m.params);
   expect_close(run_on_ids(exec, ids), llama_ref(c, g, ids), 5e-5);
@@ -505,6 +515,45 @@ TEST(HfLlama, Qwen2WindowFromMaxWindowLayersOn) {
   q.windowed = {false, false};
   check_forward(q, "qwen2_unused_window",
                 {{"use_sliding_window", false}, {"sliding_window", 3}, {"max_window_layers", 1}});
+}
+
+// Gemma 3 (gemma3_text, the 1B's form): Gemma 2's sandwich norms and query scalar without its
+// soft-caps, q and k RMS-normalised per head by 1 + weight, every second layer global here
+// (sliding_window_pattern 2; 6 in the checkpoints) and windowed the others, and two rotary
+// tables: the windowed layers' base rope_local_base_freq, the global layers' rope_theta with
+// its linear scaling -- in transformers 4's fields and transformers 5's nested rope_parameters.
+TEST(HfLlama, Gemma3Matches) {
+  LlamaDims g;
+  g.type = "gemma3_text";
+  g.gemma = g.tied = g.sandwich = g.qk_norm = true;
+  g.head_dim = 16;
+  g.query_scalar = 24;
+  g.window = 3;
+  g.windowed = {true, false};
+  g.theta = 500;
+  g.linear_factor = 2;
+  g.local_theta = 50;
+  const nlohmann::json v4 = {{"hidden_activation", "gelu_pytorch_tanh"},
+                             {"query_pre_attn_scalar", 24},
+                             {"final_logit_softcapping", nullptr},
+                             {"attn_logit_softcapping", nullptr},
+                             {"sliding_window", 3},
+                             {"sliding_window_pattern", 2},
+                             {"rope_theta", 500.0},
+                             {"rope_local_base_freq", 50.0},
+                             {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}};
+  check_forward(g, "gemma3", v4);
+  check_generation(g, "gemma3_gen", v4);
+  nlohmann::json v5 = v4;
+  v5.erase("rope_scaling");
+  v5.erase("rope_local_base_freq");
+  v5.erase("sliding_window_pattern");
+  v5["rope_theta"] = nullptr;
+  v5["rope_parameters"] = {
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 50.0}}},
+      {"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 500.0}}}};
+  v5["layer_types"] = {"sliding_attention", "full_attention"};
+  check_forward(g, "gemma3_v5", v5);
 }
 
 // Llama 3.1/3.2: "llama3" rope scaling (an original context of 64 positions, so that with head

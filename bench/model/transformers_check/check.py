@@ -44,8 +44,8 @@ import transformers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
                           Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, GemmaConfig,
-                          GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM, Phi3Config,
-                          Phi3ForCausalLM)
+                          GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig,
+                          Gemma3ForCausalLM, Phi3Config, Phi3ForCausalLM)
 import tokenizers
 from tokenizers import (Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors,
                         trainers)
@@ -77,6 +77,13 @@ MODELS = {
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, dict(
         head_dim=32, query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
         final_logit_softcapping=5.0, sliding_window=8), 24),
+    # Gemma 3 (gemma3_text, the 1B's form): q/k norms by 1 + weight, windowed and global layers
+    # (a window of 8 under a 24-token prompt), two rotary tables: the windowed layers' base 100,
+    # the global layers' 10000 with linear scaling by 2.
+    "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM, dict(
+        head_dim=16, query_pre_attn_scalar=24, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"], rope_local_base_freq=100.0,
+        rope_theta=10000.0, rope_scaling={"rope_type": "linear", "factor": 2.0}), 24),
     # Qwen2 with use_sliding_window: a window of 8 from layer max_window_layers (1) on.
     "qwen2_window": (Qwen2Config, Qwen2ForCausalLM, dict(
         tie_word_embeddings=True, use_sliding_window=True, sliding_window=8,
@@ -197,6 +204,7 @@ def controls(name, folder, ids, ref):
         "mistral_window8": {"without the sliding window": dict(sliding_window=None)},
         "qwen2_yarn": {"without the yarn scaling": no_scaling},
         "gemma2": {"without the sliding window": dict(sliding_window=4096)},
+        "gemma3_text": {"without the sliding window": dict(sliding_window=4096)},
         "qwen2_window": {"without the sliding window": dict(sliding_window=4096)},
         "phi3_longrope": {"without the longrope scaling": no_scaling},
     }
