@@ -37,7 +37,7 @@ if [[ ! -x "$metatune" ]]; then
   cmake --build "$build" --target metatune_cli
 fi
 mkdir -p "$work" "$out"
-stamp="$work/trained-v4-$BPE_VOCAB-$WORDPIECE_VOCAB"
+stamp="$work/trained-v5-$BPE_VOCAB-$WORDPIECE_VOCAB"
 if [[ -n "${RETRAIN:-}" || ! -f "$stamp" ]]; then
   "$py" "$here/train.py" --out "$work" --bpe-vocab "$BPE_VOCAB" \
     --wordpiece-vocab "$WORDPIECE_VOCAB" | tee "$stamp"
@@ -69,6 +69,7 @@ for text in "$work/text.txt" "$work/newer.txt"; do
     --tokenizer "$work/sp-legacy"
   compare "SentencePiece BPE, Metaspace form (prepend first)" "$text" \
     --tokenizer "$work/sp-metaspace"
+  compare "SentencePiece BPE, Gemma form (Replace, Split)" "$text" --tokenizer "$work/sp-gemma"
   compare "SentencePiece BPE, Llama 2 form, <s> ..." "$text" --tokenizer "$work/sp-legacy" \
     --add-special-tokens
   compare "WordPiece (vocab.txt)" "$text" --tokenizer "$work/wordpiece" --vocab-txt

@@ -132,10 +132,20 @@ def sentence_piece_bpes(files, vocab_size):
                               "prepend_scheme": "first", "split": False}
     newer["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
                         "split": False}
-    # Both must load in the package.
-    for d in (older, newer):
+    # Gemma's form (transformers' GemmaConverter): normalizer Replace(" ", "▁") without a
+    # Prepend, pre-tokenizer Split(" ", merged_with_previous), decoders Replace, ByteFallback,
+    # Fuse (no Strip), <bos>-style template as the others.
+    gemma = dict(doc)
+    gemma["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+    gemma["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "},
+                              "behavior": "MergedWithPrevious", "invert": False}
+    gemma["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"}]}
+    # All must load in the package.
+    for d in (older, newer, gemma):
         Tokenizer.from_str(json.dumps(d))
-    return older, newer
+    return older, newer, gemma
 
 
 def main():
@@ -177,7 +187,8 @@ def main():
         tok.save(os.path.join(args.out, name, "tokenizer.json"))
     os.makedirs(os.path.join(args.out, "digits"), exist_ok=True)
     digits_bpe(files, args.bpe_vocab).save(os.path.join(args.out, "digits", "tokenizer.json"))
-    for name, doc in zip(("sp-legacy", "sp-metaspace"), sentence_piece_bpes(files, args.bpe_vocab)):
+    for name, doc in zip(("sp-legacy", "sp-metaspace", "sp-gemma"),
+                         sentence_piece_bpes(files, args.bpe_vocab)):
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         with open(os.path.join(args.out, name, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False)

@@ -178,6 +178,35 @@ std::vector<PieceNormalizerStep> read_normalizer(const TokenizerJson& doc) {
   return steps;
 }
 
+// A Split pre-tokenizer on a string pattern (Gemma's), its behavior, not inverted.
+void read_string_split(const TokenizerJson& doc, const Json& split, SentencePieceBpeOptions& o) {
+  using B = SentencePieceBpeOptions::SplitBehavior;
+  const Json& pattern = doc.required(split, "pre_tokenizer", "pattern");
+  const Json* text = doc.member(pattern, "pre_tokenizer.pattern", "String");
+  if (!text || !text->is_string() || text->get<std::string>().empty())
+    doc.fail("pre_tokenizer.pattern",
+             "a Split before a SentencePiece BPE must split on a non-empty String (a Regex is not "
+             "supported here)");
+  o.split_on = text->get<std::string>();
+  if (doc.bool_member(split, "pre_tokenizer", "invert", false))
+    doc.fail("pre_tokenizer.invert", "true is not supported");
+  const std::string behavior = doc.string_member(split, "pre_tokenizer", "behavior");
+  if (behavior == "Removed")
+    o.split_behavior = B::Removed;
+  else if (behavior == "Isolated")
+    o.split_behavior = B::Isolated;
+  else if (behavior == "MergedWithPrevious")
+    o.split_behavior = B::MergedWithPrevious;
+  else if (behavior == "MergedWithNext")
+    o.split_behavior = B::MergedWithNext;
+  else if (behavior == "Contiguous")
+    o.split_behavior = B::Contiguous;
+  else
+    doc.fail("pre_tokenizer.behavior", "'" + behavior +
+                                           "' (Removed, Isolated, MergedWithPrevious, "
+                                           "MergedWithNext, Contiguous)");
+}
+
 // Metaspace's fields (pre-tokenizer and decoder alike): replacement, prepend_scheme (or the
 // older add_prefix_space), split. Defaults as the crate's.
 void read_metaspace(const TokenizerJson& doc, const Json& m, const std::string& field,
@@ -306,12 +335,17 @@ SentencePieceBpe SentencePieceBpe::from_tokenizer_json(const TokenizerJson& doc)
   SentencePieceBpeOptions options;
   options.normalizer = read_normalizer(doc);
   if (const Json* pre = doc.member(root, "", "pre_tokenizer")) {
-    if (type_of(*pre) != "Metaspace")
+    if (type_of(*pre) == "Split") {
+      read_string_split(doc, *pre, options);
+    } else if (type_of(*pre) == "Metaspace") {
+      options.metaspace = true;
+      read_metaspace(doc, *pre, "pre_tokenizer", options.replacement, options.prepend,
+                     options.split);
+    } else {
       doc.fail("pre_tokenizer", "'" + type_of(*pre) +
                                     "' is not supported with a SentencePiece BPE (supported: none, "
-                                    "Metaspace)");
-    options.metaspace = true;
-    read_metaspace(doc, *pre, "pre_tokenizer", options.replacement, options.prepend, options.split);
+                                    "Metaspace, Split on a string)");
+    }
   }
   read_decoder(doc, options);
   options.byte_fallback = doc.bool_member(model, "model", "byte_fallback", false);
@@ -377,7 +411,49 @@ void SentencePieceBpe::pre_tokenize_piece(std::string piece, bool first,
       return;
     }
   }
+  if (!options_.split_on.empty()) return split_on_string(std::move(piece), out);
   if (!piece.empty()) out.push_back({std::move(piece), std::nullopt});
+}
+
+// The crate's Split on a string: the text between occurrences, each occurrence dropped, alone,
+// or joined to the piece before or after it (Contiguous: a run of them alone, as one).
+void SentencePieceBpe::split_on_string(std::string piece, std::vector<TextPiece>& out) const {
+  using B = SentencePieceBpeOptions::SplitBehavior;
+  const std::string& d = options_.split_on;
+  const B how = options_.split_behavior;
+  auto emit = [&](std::string s) {
+    if (!s.empty()) out.push_back({std::move(s), std::nullopt});
+  };
+  std::string pending; // MergedWithNext: the delimiter waiting for the text after it
+  size_t begin = 0;
+  for (size_t at = piece.find(d); at != std::string::npos; at = piece.find(d, begin)) {
+    std::string before = piece.substr(begin, at - begin);
+    size_t end = at + d.size();
+    if (how == B::Contiguous)
+      while (piece.compare(end, d.size(), d) == 0)
+        end += d.size();
+    const std::string delim = piece.substr(at, end - at);
+    switch (how) {
+    case B::Removed:
+      emit(pending + before);
+      pending.clear();
+      break;
+    case B::Isolated:
+    case B::Contiguous:
+      emit(before);
+      emit(delim);
+      break;
+    case B::MergedWithPrevious:
+      emit(before + delim);
+      break;
+    case B::MergedWithNext:
+      emit(pending + before);
+      pending = delim;
+      break;
+    }
+    begin = end;
+  }
+  emit(pending + piece.substr(begin));
 }
 
 std::vector<TextPiece> SentencePieceBpe::pre_tokenize(std::string_view text) const {

@@ -1,10 +1,11 @@
 // BPE over SentencePiece pieces, as Hugging Face's tokenizers runs the tokenizer.json that
 // transformers converts from a SentencePiece BPE model (Llama 2, Mistral, TinyLlama, Gemma):
 // spaces written as U+2581 "▁" (a normalizer of Prepend and Replace steps, or the Metaspace
-// pre-tokenizer), no byte-level mapping, characters missing from the vocabulary spelled as
-// their UTF-8 bytes' tokens "<0xXX>" (model.byte_fallback) or the unknown token, and a decoder
-// chain that turns "▁" back into spaces and byte tokens back into UTF-8 (Replace, ByteFallback,
-// Fuse, Strip; or Metaspace). Added tokens split off first (added_vocabulary.h), as everywhere.
+// pre-tokenizer; Gemma's a Split on " " after them), no byte-level mapping, characters missing from
+// the vocabulary spelled as their UTF-8 bytes' tokens "<0xXX>" (model.byte_fallback) or the unknown
+// token, and a decoder chain that turns "▁" back into spaces and byte tokens back into UTF-8
+// (Replace, ByteFallback, Fuse, Strip; or Metaspace). Added tokens split off first
+// (added_vocabulary.h), as everywhere.
 #pragma once
 
 #include <optional>
@@ -49,6 +50,12 @@ struct SentencePieceBpeOptions {
   std::string replacement = "\u2581";
   enum class Prepend { Always, First, Never } prepend = Prepend::First;
   bool split = false;
+  // pre_tokenizer Split with a string pattern (Gemma's: " " merged with the previous piece;
+  // after its normalizer has made every space a "▁", it finds none): each piece cut at every
+  // occurrence of `split_on`, the occurrence kept as `split_behavior` says.
+  std::string split_on;
+  enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+  SplitBehavior split_behavior = SplitBehavior::MergedWithPrevious;
   bool byte_fallback = false;           // model.byte_fallback
   bool fuse_unk = false;                // model.fuse_unk
   bool ignore_merges = false;           // model.ignore_merges
@@ -95,6 +102,7 @@ public:
 private:
   std::string normalize(std::string_view piece) const;
   void pre_tokenize_piece(std::string piece, bool first, std::vector<TextPiece>& out) const;
+  void split_on_string(std::string piece, std::vector<TextPiece>& out) const;
 
   Vocabulary vocab_;
   BpeMerges merges_;
