@@ -16,7 +16,7 @@ and `metatune tokenize --add-special-tokens` give the prompt ids, transformers' 
 `metatune model generate --hf DIR --prompt TEXT --ignore-eos` the greedy tokens, and
 transformers' decode() of the generated ids is compared with the text metatune printed and
 with `metatune tokenize --decode`. Then the chat check, in the same folders: real chat
-templates (Mistral, Zephyr, Llama 3, Llama 3.1 with tools, Qwen2.5, Qwen3, SmolLM2 -- the files
+templates (Mistral, Zephyr, Gemma 2, Llama 3, Llama 3.1 with tools, Qwen2.5, Qwen3, SmolLM2 -- the files
 of tests/tokenizer/data/chat_templates) over three conversations (one turn; system and several
 turns with accents, emoji and CJK; a tool schema), transformers' apply_chat_template ids against
 `metatune tokenize --messages`, and the greedy tokens of `metatune model generate --messages`.
@@ -503,7 +503,7 @@ def first_difference(a, b):
 # apply_chat_template(tokenize=True) and through `metatune tokenize --messages`, then greedy
 # generation from them (`metatune model generate --messages`).
 CHAT_TEMPLATES = {
-    "llama2": ["mistral-7b-instruct-v0.1", "zephyr-7b-beta"],
+    "llama2": ["mistral-7b-instruct-v0.1", "zephyr-7b-beta", "gemma-2-2b-it"],
     "llama3": ["llama-3-8b-instruct", "llama-3.1-8b-instruct"],
     "qwen2": ["qwen2.5-7b-instruct", "qwen3-0.6b", "smollm2-instruct"],
 }
