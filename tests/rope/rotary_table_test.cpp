@@ -37,6 +37,22 @@ void check_table(int64_t dim, double theta, int64_t offset, double tol, json sca
               static_cast<long long>(dim), theta, static_cast<long long>(offset), ec, es);
 }
 
+// The scaling of `scaled` (against the same base unscaled) keeps some frequency, divides some
+// by `factor` and blends some between: every part of the rule is read by the table.
+void expect_kept_divided_and_blended(const Rotary& scaled, double factor) {
+  const Rotary plain{.rotary_dim = scaled.rotary_dim, .theta = scaled.theta};
+  int kept = 0, divided = 0, blended = 0;
+  for (size_t i = 0; i < scaled.rotary_dim / 2; ++i) {
+    const double ratio = angle(plain, 1, i) / angle(scaled, 1, i);
+    kept += std::abs(ratio - 1) < 1e-12;
+    divided += std::abs(ratio - factor) < 1e-9;
+    blended += ratio > 1 + 1e-9 && ratio < factor - 1e-9;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(blended, 0);
+}
+
 TEST(RotaryTable, MatchesDoublePrecisionCosAndSin) {
   check_table(16, 10000.0, 0, 1e-6);
   check_table(6, 10000.0, 0, 1e-6);
@@ -62,18 +78,8 @@ TEST(RotaryTable, ScaledFrequenciesMatchTheirDefinitions) {
                  {"original_max_positions", 8192}};
   check_table(64, 500000.0, 3000, 1e-6, llama3, Rotary{.llama3_factor = 32.0});
   // The band between: some frequency of the table is neither kept nor divided.
-  Rotary plain{.rotary_dim = 64, .theta = 500000.0}, scaled = plain;
-  scaled.llama3_factor = 32.0;
-  int kept = 0, divided = 0, blended = 0;
-  for (size_t i = 0; i < 32; ++i) {
-    double ratio = angle(plain, 1, i) / angle(scaled, 1, i);
-    kept += std::abs(ratio - 1) < 1e-12;
-    divided += std::abs(ratio - 32) < 1e-9;
-    blended += ratio > 1 + 1e-9 && ratio < 32 - 1e-9;
-  }
-  EXPECT_GT(kept, 0);
-  EXPECT_GT(divided, 0);
-  EXPECT_GT(blended, 0);
+  Rotary scaled{.rotary_dim = 64, .theta = 500000.0, .llama3_factor = 32.0};
+  expect_kept_divided_and_blended(scaled, 32.0);
   // A factor below 2 and an original context close to the positions: the smooth band is where
   // the table is read.
   check_table(32, 10000.0, 0, 1e-6,
@@ -94,18 +100,9 @@ TEST(RotaryTable, YarnAndLongRopeMatchTheirDefinitions) {
   json yarn = {{"scaling", "yarn"}, {"factor", 4.0}, {"original_max_positions", 64}};
   Rotary y{.original = 64, .yarn_factor = 4.0, .amplitude = 0.1 * std::log(4.0) + 1};
   check_table(32, 10000.0, 5, 1e-6, yarn, y);
-  Rotary plain{.rotary_dim = 32}, scaled = y;
+  Rotary scaled = y;
   scaled.rotary_dim = 32;
-  int kept = 0, divided = 0, blended = 0;
-  for (size_t i = 0; i < 16; ++i) {
-    const double ratio = angle(plain, 1, i) / angle(scaled, 1, i);
-    kept += std::abs(ratio - 1) < 1e-12;
-    divided += std::abs(ratio - 4) < 1e-9;
-    blended += ratio > 1 + 1e-9 && ratio < 4 - 1e-9;
-  }
-  EXPECT_GT(kept, 0);
-  EXPECT_GT(divided, 0);
-  EXPECT_GT(blended, 0);
+  expect_kept_divided_and_blended(scaled, 4.0);
   json loose = yarn;
   loose.update({{"truncate", false},
                 {"beta_fast", 16.0},
