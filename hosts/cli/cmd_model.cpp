@@ -13,6 +13,7 @@
 //   compile  the ahead-of-time artifact --out DIR (model_compile.h): kernels.so, model.json,
 //          weights.safetensors, run by runtime/ without LLVM.
 //   generate  a decoder's tokens from a prompt with the key/value cache (model_generate.h).
+//   chat      a conversation with an instruct checkpoint through its chat template (model_chat.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,10 +32,11 @@
 #include "core/graph/generator.h"
 #include "core/graph/sequence_buckets.h"
 #include "core/ir/structural.h"
-#include "core/tuner/tune_log.h"
 #include "core/tuner/target_setup.h"
+#include "core/tuner/tune_log.h"
 #include "core/tuner/tune_progress.h"
 #include "hosts/cli/command.h"
+#include "hosts/cli/model_chat.h"
 #include "hosts/cli/model_choice.h"
 #include "hosts/cli/model_compile.h"
 #include "hosts/cli/model_execution.h"
@@ -400,9 +402,15 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
       "generate", "Generate tokens with a decoder: prefill, then decode steps against the "
                   "key/value cache");
   add_model_generate_options(generate, *generate_opt);
+  auto chat_opt = std::make_shared<ModelChatOptions>();
+  auto* chat_cmd = model->add_subcommand(
+      "chat", "Talk with an instruct checkpoint: each input line a user turn, through its chat "
+              "template");
+  add_model_chat_options(chat_cmd, *chat_opt);
   return [=]() -> int {
     if (run->parsed()) return run_model(*run_opt);
     if (generate->parsed()) return generate_text(*generate_opt);
+    if (chat_cmd->parsed()) return chat(*chat_opt);
     if (tune_cmd->parsed()) return tune_model(*tune_opt);
     if (compile->parsed()) return compile_model_artifact(*compile_opt);
     return bench_model(*bench_opt);

@@ -17,6 +17,7 @@
 #include "core/measure/implementation_compare.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tuner/tune_log.h"
+#include "hosts/cli/generation_text.h"
 #include "hosts/cli/model_execution.h"
 
 namespace mt::cli {
@@ -28,14 +29,8 @@ double since(std::chrono::steady_clock::time_point t) {
 }
 
 // The tokenizer of --tokenizer, else of the --hf folder when it has one.
-std::optional<tok::Tokenizer> tokenizer_of(const ModelGenerateOptions& o) {
-  std::string dir = !o.source.tokenizer.empty() ? o.source.tokenizer : o.source.hf;
-  if (dir.empty()) return std::nullopt;
-  namespace fs = std::filesystem;
-  if (o.source.tokenizer.empty() && !fs::exists(fs::path(dir) / "tokenizer.json") &&
-      !fs::exists(fs::path(dir) / "vocab.txt"))
-    return std::nullopt;
-  return tok::Tokenizer::load(dir);
+std::optional<tok::Tokenizer> tokenizer_for(const ModelGenerateOptions& o) {
+  return tokenizer_of(o.source.tokenizer, o.source.hf);
 }
 
 std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokenizer* tokenizer,
@@ -74,65 +69,11 @@ std::vector<int32_t> prompt_of(const ModelGenerateOptions& o, const tok::Tokeniz
   return ids;
 }
 
-// The end-of-sequence ids of an --hf folder: eos_token_id (a number or a list of them) of
-// config.json and of generation_config.json, both -- an instruct model's chat turn often ends
-// with a token only generation_config.json names (Llama 3's <|eot_id|>), as transformers'
-// generate() reads it.
-std::vector<int32_t> eos_ids(const ModelGenerateOptions& o) {
-  std::vector<int32_t> out;
-  if (o.source.hf.empty() || o.ignore_eos) return out;
-  for (const char* file : {"config.json", "generation_config.json"}) {
-    std::ifstream in(std::filesystem::path(o.source.hf) / file);
-    if (!in) continue;
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("eos_token_id")) continue;
-    const nlohmann::json& e = j["eos_token_id"];
-    std::vector<nlohmann::json> ids =
-        e.is_array() ? e.get<std::vector<nlohmann::json>>() : std::vector<nlohmann::json>{e};
-    for (const nlohmann::json& x : ids)
-      if (x.is_number_integer() && std::find(out.begin(), out.end(), x.get<int32_t>()) == out.end())
-        out.push_back(x.get<int32_t>());
-  }
-  return out;
+// Where generation stops (generation_text.h), unless --ignore-eos.
+std::vector<int32_t> stop_ids(const ModelGenerateOptions& o) {
+  if (o.ignore_eos) return {};
+  return eos_ids(o.source.hf);
 }
-
-// Prints the text of the tokens so far as it grows: a byte-level token may end inside a
-// character, so what decodes to a trailing U+FFFD waits for the next token -- and when no
-// token follows, finish() prints it as it decodes (the replacement characters included).
-class TextStream {
-public:
-  explicit TextStream(const tok::Tokenizer& t) : t_(t) {}
-  void push(int32_t id) {
-    if (!t_.id_to_token(static_cast<tok::TokenId>(id))) { // beyond the tokenizer's vocabulary
-      std::printf("<%d>", id);
-      std::fflush(stdout);
-      ids_.clear();
-      printed_.clear();
-      return;
-    }
-    ids_.push_back(static_cast<tok::TokenId>(id));
-    std::string text = t_.decode(ids_);
-    static const std::string kReplacement = "\xEF\xBF\xBD";
-    bool partial = text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0;
-    if (partial || text.compare(0, printed_.size(), printed_) != 0) return;
-    std::fputs(text.c_str() + printed_.size(), stdout);
-    std::fflush(stdout);
-    printed_ = std::move(text);
-  }
-  void finish() {
-    if (ids_.empty()) return;
-    std::string text = t_.decode(ids_);
-    if (text.size() <= printed_.size() || text.compare(0, printed_.size(), printed_) != 0) return;
-    std::fputs(text.c_str() + printed_.size(), stdout);
-    std::fflush(stdout);
-    printed_ = std::move(text);
-  }
-
-private:
-  const tok::Tokenizer& t_;
-  std::vector<tok::TokenId> ids_;
-  std::string printed_;
-};
 
 } // namespace
 
@@ -190,9 +131,9 @@ int generate_text(const ModelGenerateOptions& o) {
   src.seq = 1;
   LoadedModel m = load_model(src);
   if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
-  std::optional<tok::Tokenizer> tokenizer = tokenizer_of(o);
+  std::optional<tok::Tokenizer> tokenizer = tokenizer_for(o);
   std::vector<int32_t> prompt = prompt_of(o, tokenizer ? &*tokenizer : nullptr, m.vocab);
-  const std::vector<int32_t> eos = eos_ids(o);
+  const std::vector<int32_t> eos = stop_ids(o);
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));

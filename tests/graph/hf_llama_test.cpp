@@ -18,6 +18,7 @@
 #include "core/graph/layer_registry.h"
 #include "core/graph/token_sampler.h"
 #include "core/model/safetensors_writer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "graph_test_util.h"
 #include "hf_tensors.h"
 
@@ -627,6 +628,69 @@ TEST(HfLlama, GenerateStopsAtTheEosOfEitherConfig) {
   graph_test::CliResult ignored = graph_test::metatune(base + " --ignore-eos");
   EXPECT_EQ(ignored.output.find("stopped at the end-of-sequence"), std::string::npos)
       << ignored.output;
+}
+
+// `model chat`: each input line a user turn; the conversation so far goes through the folder's
+// chat template (here one whose text the test writes out itself), the prompt's ids are the
+// tokenizer's of that text, the reply is what `model generate --prompt-ids` gives for them, and
+// it joins the conversation as the assistant's turn; /reset starts over.
+TEST(HfLlama, ChatCarriesTheConversationThroughItsTemplate) {
+  LlamaDims g;
+  LlamaFolder c(g, "chat");
+  c.write();
+  std::vector<std::string> words = {"[PAD]", "[UNK]",     "[CLS]", "[SEP]", "[MASK]",
+                                    "user",  "assistant", ":",     "hello", "there",
+                                    "how",   "are",       "you"};
+  for (int i = 0; static_cast<int64_t>(words.size()) < g.V; ++i)
+    words.push_back("w" + std::to_string(i));
+  std::ofstream vocab(c.dir / "vocab.txt");
+  for (const std::string& w : words)
+    vocab << w << "\n";
+  vocab.close();
+  std::ofstream(c.dir / "tokenizer_config.json")
+      << nlohmann::json{{"chat_template",
+                         "{% for m in messages %}{{ m.role }} : {{ m.content }} {% endfor %}"
+                         "{% if add_generation_prompt %}assistant :{% endif %}"}}
+             .dump();
+  std::ofstream(c.dir / "input.txt") << "hello there\nhow are you\n/reset\nhello there\n";
+  const std::string report = (c.dir / "chat.json").string();
+  graph_test::CliResult r = graph_test::metatune(
+      "model chat --hf " + c.dir.string() + " --max-new-tokens 3 --ignore-eos -q --report-json " +
+      report + " < " + (c.dir / "input.txt").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json turns = nlohmann::json::parse(std::ifstream(report))["turns"];
+  ASSERT_EQ(turns.size(), 3u) << r.output;
+  const std::string first = "user : hello there assistant :";
+  EXPECT_EQ(turns[0]["prompt"], first);
+  const std::string reply = turns[0]["reply"].get<std::string>();
+  EXPECT_EQ(turns[1]["prompt"],
+            "user : hello there assistant : " + reply + " user : how are you assistant :");
+  EXPECT_EQ(turns[2]["prompt"], first);
+  EXPECT_EQ(turns[2]["new_tokens"], turns[0]["new_tokens"]);
+  const tok::Tokenizer tokenizer = tok::Tokenizer::load(c.dir.string());
+  for (const auto& t : turns) {
+    std::vector<int32_t> ids;
+    for (tok::TokenId id : tokenizer.encode(t["prompt"].get<std::string>()))
+      ids.push_back(static_cast<int32_t>(id));
+    EXPECT_EQ(t["prompt_ids"].get<std::vector<int32_t>>(), ids);
+    ASSERT_EQ(t["new_tokens"].size(), 3u);
+  }
+  // The second turn's reply, as `model generate` gives it for the same ids.
+  std::string ids;
+  for (const auto& id : turns[1]["prompt_ids"])
+    ids += (ids.empty() ? "" : ",") + id.dump();
+  const std::string gen_report = (c.dir / "generate.json").string();
+  graph_test::CliResult gen = graph_test::metatune(
+      "model generate --hf " + c.dir.string() + " --prompt-ids " + ids +
+      " --max-new-tokens 3 --ignore-eos --greedy -q --report-json " + gen_report);
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(gen_report))["new_tokens"], turns[1]["new_tokens"]);
+  // Without a chat template the folder is refused by name.
+  fs::remove(c.dir / "tokenizer_config.json");
+  graph_test::CliResult none = graph_test::metatune("model chat --hf " + c.dir.string() + " < " +
+                                                    (c.dir / "input.txt").string());
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.output.find("has no chat template"), std::string::npos) << none.output;
 }
 
 // A sharded checkpoint loads the same parameters as the single file; a broken index is named.

@@ -1,0 +1,231 @@
+// `metatune model chat` (see model_chat.h).
+#include "hosts/cli/model_chat.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/database/database.h"
+#include "core/graph/generator.h"
+#include "core/graph/token_sampler.h"
+#include "core/tokenizer/chat_template.h"
+#include "core/tuner/tune_log.h"
+#include "hosts/cli/generation_text.h"
+#include "hosts/cli/model_execution.h"
+
+namespace mt::cli {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The buckets that fit the model, and the model's longest sequence as the last one.
+std::vector<int64_t> buckets_within(std::vector<int64_t> buckets, int64_t max_length) {
+  std::erase_if(buckets, [&](int64_t b) { return b <= 0 || b >= max_length; });
+  std::sort(buckets.begin(), buckets.end());
+  buckets.push_back(max_length);
+  return buckets;
+}
+
+// One conversation: its turns so far, and the model, tokenizer and template it runs through.
+class Conversation {
+public:
+  Conversation(const ModelChatOptions& o, Generator& gen, const tok::Tokenizer& tokenizer,
+               const tok::ChatTemplate& chat, TokenSampler& sampler, std::vector<int32_t> eos)
+      : o_(o), gen_(gen), tokenizer_(tokenizer), chat_(chat), sampler_(sampler),
+        eos_(std::move(eos)) {
+    reset();
+  }
+
+  void reset() {
+    messages_.clear();
+    if (!o_.system.empty()) messages_.push_back({"system", o_.system});
+  }
+
+  // The reply to `text`, printed as it comes; false where the conversation no longer fits the
+  // model (the turn is dropped, the conversation kept).
+  bool answer(const std::string& text) {
+    messages_.push_back({"user", text});
+    const std::string prompt = chat_.render(messages_, /*add_generation_prompt=*/true);
+    std::vector<int32_t> ids;
+    for (tok::TokenId id : tokenizer_.encode(prompt, /*add_special_tokens=*/false))
+      ids.push_back(static_cast<int32_t>(id));
+    const auto n = static_cast<int64_t>(ids.size());
+    if (n >= gen_.max_length()) {
+      messages_.pop_back();
+      std::fprintf(stderr,
+                   "the conversation is %lld tokens with this turn, the model takes %lld: /reset "
+                   "to start over\n",
+                   static_cast<long long>(n), static_cast<long long>(gen_.max_length()));
+      return false;
+    }
+    const int64_t total = std::min(n + o_.max_new_tokens, gen_.max_length());
+    auto t0 = std::chrono::steady_clock::now();
+    gen_.prepare(n, total);
+    const double compile_s = since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const float* logits = gen_.prefill(ids);
+    const double prefill_s = since(t0);
+    TextStream stream(tokenizer_);
+    std::vector<int32_t> out;
+    t0 = std::chrono::steady_clock::now();
+    bool ended = false;
+    for (;;) {
+      const int32_t next = sampler_.next(logits, gen_.vocab());
+      out.push_back(next);
+      if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) {
+        ended = true;
+        break;
+      }
+      stream.push(next);
+      if (static_cast<int64_t>(out.size()) >= o_.max_new_tokens || gen_.length() + 1 >= total)
+        break;
+      logits = gen_.step(next);
+    }
+    const double decode_s = since(t0);
+    stream.finish();
+    std::printf("\n");
+    std::fflush(stdout);
+    std::vector<tok::TokenId> reply_ids;
+    for (int32_t id : out)
+      if (tokenizer_.id_to_token(static_cast<tok::TokenId>(id)))
+        reply_ids.push_back(static_cast<tok::TokenId>(id));
+    const std::string reply = tokenizer_.decode(reply_ids); // special tokens skipped
+    messages_.push_back({"assistant", reply});
+    const double tps =
+        out.size() > 1 && decode_s > 0 ? static_cast<double>(out.size() - 1) / decode_s : 0;
+    if (!o_.quiet) {
+      char compiled[64] = "";
+      if (compile_s > 0.05)
+        std::snprintf(compiled, sizeof compiled, ", compiled in %.1f s", compile_s);
+      std::fprintf(stderr, "(%lld prompt tokens: prefill %.1f ms%s; %zu new, %.1f tokens/s%s)\n",
+                   static_cast<long long>(n), 1e3 * prefill_s, compiled, out.size(), tps,
+                   ended ? "" : "; stopped at --max-new-tokens");
+    }
+    turns_.push_back({{"prompt", prompt},
+                      {"prompt_ids", ids},
+                      {"new_tokens", out},
+                      {"reply", reply},
+                      {"ended_at_eos", ended},
+                      {"prefill_ms", 1e3 * prefill_s},
+                      {"decode_tokens_per_s", tps}});
+    return true;
+  }
+
+  const nlohmann::json& turns() const { return turns_; }
+
+private:
+  const ModelChatOptions& o_;
+  Generator& gen_;
+  const tok::Tokenizer& tokenizer_;
+  const tok::ChatTemplate& chat_;
+  TokenSampler& sampler_;
+  std::vector<int32_t> eos_;
+  std::vector<tok::ChatMessage> messages_;
+  nlohmann::json turns_ = nlohmann::json::array();
+};
+
+} // namespace
+
+void add_model_chat_options(CLI::App* cmd, ModelChatOptions& o) {
+  add_model_source_options(cmd, o.source);
+  cmd->add_option("--system", o.system, "A system turn at the start of the conversation");
+  cmd->add_option("--max-new-tokens", o.max_new_tokens, "Longest reply, in tokens")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--ignore-eos", o.ignore_eos,
+                "Do not stop a reply at the end-of-sequence ids (replies of --max-new-tokens)");
+  cmd->add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (T > 0)");
+  cmd->add_option("--top-k", o.top_k, "Sample among the k most likely tokens only");
+  cmd->add_option("--sampling-seed", o.sampling_seed, "Seed of the sampling")
+      ->capture_default_str();
+  cmd->add_option("--capacities", o.capacities,
+                  "Cache capacities compiled for decode steps (one decode graph each)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--prompt-buckets", o.prompt_buckets,
+                  "Prompt lengths compiled for the prefill (a turn's prompt is padded to the "
+                  "smallest that holds it)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
+  cmd->add_option("--implementations", o.implementations,
+                  "untuned, tuned, library or best (default: best with --db, else library)");
+  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
+  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
+  add_fpmath_option(cmd, o.fpmath);
+  cmd->add_option("--report-json", o.report_json,
+                  "Write every turn (its prompt, ids, reply, prefill ms, tokens/s) to this file");
+  cmd->add_flag("-q,--quiet", o.quiet, "Print only the replies");
+  cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
+}
+
+int chat(const ModelChatOptions& o) {
+  configure_logging(o.log_level);
+  if (o.source.hf.empty() && o.source.tokenizer.empty())
+    throw std::invalid_argument("model chat needs a checkpoint folder with a chat template: "
+                                "--hf DIR (or --tokenizer DIR beside --config)");
+  ModelSourceOptions src = o.source;
+  src.tokens.clear();
+  src.seq = 1;
+  LoadedModel m = load_model(src);
+  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  const std::optional<tok::Tokenizer> tokenizer = tokenizer_of(o.source.tokenizer, o.source.hf);
+  const std::string dir = !o.source.tokenizer.empty() ? o.source.tokenizer : o.source.hf;
+  if (!tokenizer)
+    throw std::invalid_argument(dir + " has no tokenizer.json or vocab.txt: model chat needs one");
+  const std::optional<tok::ChatTemplate> chat_template = tok::ChatTemplate::load(dir);
+  if (!chat_template)
+    throw std::invalid_argument(dir + " has no chat template (chat_template.jinja, or "
+                                      "tokenizer_config.json's \"chat_template\"): model chat "
+                                      "needs one; `model generate --prompt` takes text as it is");
+  std::unique_ptr<Database> db = open_read_only(o.db);
+  KernelPolicy policy = policy_of(o.implementations, db.get());
+  KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
+  SamplingOptions sampling;
+  sampling.greedy = !(o.temperature > 0);
+  sampling.temperature = o.temperature > 0 ? o.temperature : 1.0;
+  sampling.top_k = o.top_k;
+  sampling.seed = o.sampling_seed;
+  TokenSampler sampler(sampling);
+  Generator probe(*m.host, m.config, selector, m.params, GenerationShape{{}, o.capacities});
+  Generator gen(
+      *m.host, m.config, selector, m.params,
+      GenerationShape{buckets_within(o.prompt_buckets, probe.max_length()), o.capacities});
+  Conversation conversation(o, gen, *tokenizer, *chat_template, sampler,
+                            o.ignore_eos ? std::vector<int32_t>{} : eos_ids(o.source.hf));
+  const bool interactive = isatty(STDIN_FILENO) != 0;
+  if (!o.quiet)
+    std::fprintf(stderr, "%s; chat template of %s\n%s", m.describe().c_str(),
+                 chat_template->origin().c_str(),
+                 interactive ? "type a message (/reset: start over, /exit or Ctrl-D: quit)\n" : "");
+  for (std::string line;;) {
+    if (interactive) std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (line == "/reset") {
+      conversation.reset();
+      if (!o.quiet) std::fprintf(stderr, "(a new conversation)\n");
+      continue;
+    }
+    if (line.empty()) continue;
+    conversation.answer(line);
+  }
+  if (!o.report_json.empty())
+    std::ofstream(o.report_json) << nlohmann::json{{"implementations", to_string(policy)},
+                                                   {"compiled", gen.compiled()},
+                                                   {"turns", conversation.turns()}}
+                                        .dump(2)
+                                 << "\n";
+  return 0;
+}
+
+} // namespace mt::cli
