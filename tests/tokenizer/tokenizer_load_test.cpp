@@ -117,7 +117,7 @@ TEST(TokenizerLoad, UnsupportedComponentsAreRefusedByName) {
             p + ": decoder 'WordPiece' is not supported (supported: ByteLevel)");
   doc["decoder"] = {{"type", "Metaspace"}};
   EXPECT_EQ(load_error(dir, doc), p + ": pre_tokenizer 'ByteLevel' is not supported with a "
-                                      "SentencePiece BPE (supported: none, Metaspace)");
+                                      "SentencePiece BPE (supported: none, Metaspace, Split on a string)");
   doc = bpe_json();
   doc["model"]["type"] = "Unigram";
   EXPECT_EQ(load_error(dir, doc),
