@@ -41,6 +41,7 @@ Generator::Generator(const PluginHost& host, const Config& config, const KernelS
   shape_.capacities = sorted_distinct(shape_.capacities, "cache capacities");
   if (shape_.capacities.empty()) throw std::invalid_argument("no cache capacity given");
   max_length_ = shape_.capacities.back();
+  if (shape_.max_length > 0) max_length_ = std::min(max_length_, shape_.max_length);
   if (config_.kind() == "std.Decoder" && config_.is_set("max_positions")) {
     auto positions = config_.get<int64_t>("max_positions");
     if (positions > 0) max_length_ = std::min(max_length_, positions);

@@ -28,6 +28,9 @@ class PluginHost;
 struct GenerationShape {
   std::vector<int64_t> prompt_buckets; // empty: each prompt's exact length
   std::vector<int64_t> capacities = {64, 128, 256, 512, 1024, 2048};
+  // The longest sequence the model is right for, where its config does not say it (a Hugging
+  // Face folder's: LongRoPE's original context, ...); 0: the capacities' and config's limit.
+  int64_t max_length = 0;
 };
 
 // One build of the model (a prefill or a decode step) with its kernels.

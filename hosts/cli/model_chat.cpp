@@ -197,10 +197,12 @@ int chat(const ModelChatOptions& o) {
   sampling.top_k = o.top_k;
   sampling.seed = o.sampling_seed;
   TokenSampler sampler(sampling);
-  Generator probe(*m.host, m.config, selector, m.params, GenerationShape{{}, o.capacities});
-  Generator gen(
-      *m.host, m.config, selector, m.params,
-      GenerationShape{buckets_within(o.prompt_buckets, probe.max_length()), o.capacities});
+  // The longest conversation: the capacities', the config's or the folder's limit.
+  Generator probe(*m.host, m.config, selector, m.params,
+                  GenerationShape{{}, o.capacities, m.max_positions});
+  Generator gen(*m.host, m.config, selector, m.params,
+                GenerationShape{buckets_within(o.prompt_buckets, probe.max_length()), o.capacities,
+                                m.max_positions});
   Conversation conversation(o, gen, *tokenizer, *chat_template, sampler,
                             o.ignore_eos ? std::vector<int32_t>{} : eos_ids(o.source.hf));
   const bool interactive = isatty(STDIN_FILENO) != 0;

@@ -145,7 +145,7 @@ int generate_text(const ModelGenerateOptions& o) {
   TokenSampler sampler(sampling);
 
   Generator gen(*m.host, m.config, selector, m.params,
-                GenerationShape{o.prompt_buckets, o.capacities});
+                GenerationShape{o.prompt_buckets, o.capacities, m.max_positions});
   const auto n = static_cast<int64_t>(prompt.size());
   const int64_t total = std::min(n + o.max_new_tokens, gen.max_length());
   if (!o.quiet) {

@@ -124,6 +124,7 @@ LoadedModel load_model(const ModelSourceOptions& o) {
   if (!o.hf.empty()) {
     HfModel hf = load_hf_checkpoint(*m.host, o.hf);
     m.config = hf.config;
+    m.max_positions = hf.max_positions;
     m.params = std::move(hf.params);
   } else {
     m.config = load_config_file(layer_config_registry(*m.host), o.config);
@@ -157,6 +158,9 @@ LoadedModel load_model(const ModelSourceOptions& o) {
   m.batch = o.batch;
   m.seq = ids.empty() ? o.seq : static_cast<int64_t>(ids.size());
   if (m.batch < 1 || m.seq < 1) throw std::invalid_argument("--batch and --seq must be positive");
+  if (m.max_positions > 0 && m.seq > m.max_positions)
+    throw std::invalid_argument(std::to_string(m.seq) + " tokens: " + o.hf + " is right for " +
+                                std::to_string(m.max_positions) + " positions at most");
   Config resolved = m.config;
   resolved.resolve();
   m.vocab = resolved.get<int64_t>("vocab_size");

@@ -53,6 +53,8 @@ struct LoadedModel {
   bool encoder = false;
   bool token_types = false; // the graph's third input (--token-types given)
   int64_t batch = 1, seq = 1, vocab = 0;
+  // The longest sequence the model is right for (a Hugging Face folder's; 0: no limit known).
+  int64_t max_positions = 0;
   ModelGraph graph;
   std::vector<FusedGroup> groups;
   std::vector<GraphTask> tasks;

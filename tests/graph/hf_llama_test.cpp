@@ -462,6 +462,22 @@ TEST(HfLlama, YarnAndLongRopeMatch) {
   LlamaFolder limited(p, "longrope_limit", longrope);
   limited.write();
   EXPECT_EQ(load_hf_checkpoint(host(), limited.dir.string()).max_positions, 32);
+  // The CLI holds to it: generation stops there, a longer run is refused.
+  std::string ids;
+  for (int i = 0; i < 30; ++i)
+    ids += (ids.empty() ? "" : ",") + std::to_string(3 + i % 40);
+  graph_test::CliResult gen =
+      graph_test::metatune("model generate --hf " + limited.dir.string() + " --prompt-ids " + ids +
+                           " --max-new-tokens 8 --ignore-eos --greedy -q");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  EXPECT_NE(gen.output.find("stopped at the longest sequence (32 tokens)"), std::string::npos)
+      << gen.output;
+  graph_test::CliResult run = graph_test::metatune("model run --hf " + limited.dir.string() +
+                                                   " --tokens " + ids + ",5,5,5 -q");
+  EXPECT_NE(run.status, 0);
+  EXPECT_NE(run.output.find("33 tokens: " + limited.dir.string() + " is right for 32 positions"),
+            std::string::npos)
+      << run.output;
   // A "dynamic" (NTK) scaling changes nothing up to max_position_embeddings.
   check_forward(LlamaDims{}, "dynamic",
                 {{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}});
