@@ -17,6 +17,7 @@
 #include "core/graph/token_sampler.h"
 #include "core/tokenizer/chat_template.h"
 #include "core/tuner/tune_log.h"
+#include "hosts/cli/generation_flags.h"
 #include "hosts/cli/generation_text.h"
 #include "hosts/cli/model_execution.h"
 
@@ -144,25 +145,14 @@ void add_model_chat_options(CLI::App* cmd, ModelChatOptions& o) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Do not stop a reply at the end-of-sequence ids (replies of --max-new-tokens)");
-  cmd->add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (T > 0)");
-  cmd->add_option("--top-k", o.top_k, "Sample among the k most likely tokens only");
-  cmd->add_option("--sampling-seed", o.sampling_seed, "Seed of the sampling")
-      ->capture_default_str();
-  cmd->add_option("--capacities", o.capacities,
-                  "Cache capacities compiled for decode steps (one decode graph each)")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_sampling_flags(cmd, o.temperature, o.top_k, o.sampling_seed);
+  add_capacities_flag(cmd, o.capacities);
   cmd->add_option("--prompt-buckets", o.prompt_buckets,
                   "Prompt lengths compiled for the prefill (a turn's prompt is padded to the "
                   "smallest that holds it)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
-  cmd->add_option("--implementations", o.implementations,
-                  "untuned, tuned, library or best (default: best with --db, else library)");
-  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
-  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
-  add_fpmath_option(cmd, o.fpmath);
+  add_kernel_flags(cmd, o.db, o.implementations, o.target, o.libraries, o.fpmath);
   cmd->add_option("--report-json", o.report_json,
                   "Write every turn (its prompt, ids, reply, prefill ms, tokens/s) to this file");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the replies");
@@ -191,12 +181,7 @@ int chat(const ModelChatOptions& o) {
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
-  SamplingOptions sampling;
-  sampling.greedy = !(o.temperature > 0);
-  sampling.temperature = o.temperature > 0 ? o.temperature : 1.0;
-  sampling.top_k = o.top_k;
-  sampling.seed = o.sampling_seed;
-  TokenSampler sampler(sampling);
+  TokenSampler sampler(sampling_of(o.temperature, o.top_k, o.sampling_seed));
   // The longest conversation: the capacities', the config's or the folder's limit.
   Generator probe(*m.host, m.config, selector, m.params,
                   GenerationShape{{}, o.capacities, m.max_positions});

@@ -17,6 +17,7 @@
 #include "core/measure/implementation_compare.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tuner/tune_log.h"
+#include "hosts/cli/generation_flags.h"
 #include "hosts/cli/generation_text.h"
 #include "hosts/cli/model_execution.h"
 
@@ -91,24 +92,12 @@ void add_model_generate_options(CLI::App* cmd, ModelGenerateOptions& o) {
   cmd->add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate")
       ->capture_default_str();
   cmd->add_flag("--greedy", o.greedy, "Take the most likely token (the default)");
-  cmd->add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (T > 0)");
-  cmd->add_option("--top-k", o.top_k, "Sample among the k most likely tokens only");
-  cmd->add_option("--sampling-seed", o.sampling_seed, "Seed of the sampling")
-      ->capture_default_str();
-  cmd->add_option("--capacities", o.capacities,
-                  "Cache capacities compiled for decode steps (one decode graph each)")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_sampling_flags(cmd, o.temperature, o.top_k, o.sampling_seed);
+  add_capacities_flag(cmd, o.capacities);
   cmd->add_option("--prompt-buckets", o.prompt_buckets,
                   "Prompt lengths compiled for the prefill (default: the prompt's own)")
       ->delimiter(',');
-  cmd->add_option("--db", o.db, "Tuning database with the model's tuned records");
-  cmd->add_option("--implementations", o.implementations,
-                  "untuned, tuned, library or best (default: best with --db, else library: oneDNN "
-                  "where it implements a task, the rest untuned)");
-  cmd->add_option("--target", o.target, "The tuning target")->capture_default_str();
-  cmd->add_option("--library", o.libraries, "Library targets (repeatable)")->capture_default_str();
-  add_fpmath_option(cmd, o.fpmath);
+  add_kernel_flags(cmd, o.db, o.implementations, o.target, o.libraries, o.fpmath);
   cmd->add_option("--report-json", o.report_json,
                   "Write prompt, tokens, prefill ms and decode tokens/s to this JSON file");
   cmd->add_flag("--profile", o.profile,
@@ -137,12 +126,7 @@ int generate_text(const ModelGenerateOptions& o) {
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
-  SamplingOptions sampling;
-  sampling.greedy = !(o.temperature > 0);
-  sampling.temperature = o.temperature > 0 ? o.temperature : 1.0;
-  sampling.top_k = o.top_k;
-  sampling.seed = o.sampling_seed;
-  TokenSampler sampler(sampling);
+  TokenSampler sampler(sampling_of(o.temperature, o.top_k, o.sampling_seed));
 
   Generator gen(*m.host, m.config, selector, m.params,
                 GenerationShape{o.prompt_buckets, o.capacities, m.max_positions});
