@@ -39,13 +39,18 @@ Generator::Generator(const PluginHost& host, const Config& config, const KernelS
     : host_(host), config_(config), selector_(selector), params_(params), shape_(std::move(shape)) {
   shape_.prompt_buckets = sorted_distinct(shape_.prompt_buckets, "prompt buckets");
   shape_.capacities = sorted_distinct(shape_.capacities, "cache capacities");
-  if (shape_.capacities.empty()) throw std::invalid_argument("no cache capacity given");
-  max_length_ = shape_.capacities.back();
-  if (shape_.max_length > 0) max_length_ = std::min(max_length_, shape_.max_length);
-  if (config_.kind() == "std.Decoder" && config_.is_set("max_positions")) {
-    auto positions = config_.get<int64_t>("max_positions");
-    if (positions > 0) max_length_ = std::min(max_length_, positions);
+  max_length_ = max_length_for(config_, shape_); // refuses an empty list of capacities
+}
+
+int64_t Generator::max_length_for(const Config& config, const GenerationShape& shape) {
+  if (shape.capacities.empty()) throw std::invalid_argument("no cache capacity given");
+  int64_t longest = *std::max_element(shape.capacities.begin(), shape.capacities.end());
+  if (shape.max_length > 0) longest = std::min(longest, shape.max_length);
+  if (config.kind() == "std.Decoder" && config.is_set("max_positions")) {
+    auto positions = config.get<int64_t>("max_positions");
+    if (positions > 0) longest = std::min(longest, positions);
   }
+  return longest;
 }
 
 Generator::~Generator() = default;

@@ -62,6 +62,9 @@ public:
   int64_t vocab() const { return vocab_; }
   // The longest sequence: the largest capacity, and the model's max_positions when it has one.
   int64_t max_length() const { return max_length_; }
+  // What max_length() is for a model of `config` generating with `shape`: the largest
+  // capacity, within the config's max_positions and the shape's max_length.
+  static int64_t max_length_for(const Config& config, const GenerationShape& shape);
   // The graph the last prefill() or step() ran (its executor's group_seconds() when
   // profiling is on).
   CompiledGraph& last_run() const { return *last_; }

@@ -182,12 +182,10 @@ int chat(const ModelChatOptions& o) {
   KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
   TokenSampler sampler(sampling_of(o.temperature, o.top_k, o.sampling_seed));
-  // The longest conversation: the capacities', the config's or the folder's limit.
-  Generator probe(*m.host, m.config, selector, m.params,
-                  GenerationShape{{}, o.capacities, m.max_positions});
-  Generator gen(*m.host, m.config, selector, m.params,
-                GenerationShape{buckets_within(o.prompt_buckets, probe.max_length()), o.capacities,
-                                m.max_positions});
+  GenerationShape shape{{}, o.capacities, m.max_positions};
+  shape.prompt_buckets =
+      buckets_within(o.prompt_buckets, Generator::max_length_for(m.config, shape));
+  Generator gen(*m.host, m.config, selector, m.params, shape);
   Conversation conversation(o, gen, *tokenizer, *chat_template, sampler,
                             o.ignore_eos ? std::vector<int32_t>{} : eos_ids(o.source.hf));
   const bool interactive = isatty(STDIN_FILENO) != 0;
