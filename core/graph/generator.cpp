@@ -2,6 +2,7 @@
 #include "core/graph/generator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -29,9 +30,12 @@ ModelGraph Generator::prefill_graph(const PluginHost& host, const Config& config
   return g;
 }
 
-ModelGraph Generator::decode_graph(const PluginHost& host, const Config& config, int64_t capacity) {
-  return instantiate_model(host, config, {te::placeholder({1, 1}, DType::i32(), "ids")},
-                           BuildMode::decode(capacity));
+ModelGraph Generator::decode_graph(const PluginHost& host, const Config& config, int64_t capacity,
+                                   int64_t seq) {
+  ModelGraph g = instantiate_model(host, config, {te::placeholder({1, seq}, DType::i32(), "ids")},
+                                   BuildMode::decode(capacity));
+  if (seq > 1) keep_last_position_logits(g); // as the prefill: the next token needs one row
+  return g;
 }
 
 Generator::Generator(const PluginHost& host, const Config& config, const KernelSelector& selector,
@@ -56,6 +60,7 @@ int64_t Generator::max_length_for(const Config& config, const GenerationShape& s
 Generator::~Generator() = default;
 
 std::unique_ptr<CompiledGraph> Generator::compile(ModelGraph graph, const std::string& name) {
+  const auto start = std::chrono::steady_clock::now();
   auto c = std::make_unique<CompiledGraph>();
   c->graph = std::move(graph);
   c->groups = fuse(c->graph.outputs);
@@ -80,6 +85,8 @@ std::unique_ptr<CompiledGraph> Generator::compile(ModelGraph graph, const std::s
                                                  "logits [B, S, vocab]");
   vocab_ = c->graph.outputs[0].shape()[2];
   if (!cache_) cache_.emplace(c->graph, 1);
+  compile_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }
 
@@ -103,24 +110,36 @@ CompiledGraph& Generator::decode_for(int64_t capacity) {
   return *it->second;
 }
 
+CompiledGraph& Generator::extend_for(int64_t seq, int64_t capacity) {
+  auto it = extends_.find({seq, capacity});
+  if (it == extends_.end())
+    it = extends_
+             .emplace(std::pair{seq, capacity},
+                      compile(decode_graph(host_, config_, capacity, seq),
+                              "extend" + std::to_string(seq) + ":" + std::to_string(capacity)))
+             .first;
+  return *it->second;
+}
+
 const float* Generator::last_logits(const CompiledGraph& g, int64_t position) const {
   const NDArray& logits = g.exec->output(0);
   return logits.data_as<float>() + position * vocab_;
 }
 
-int64_t Generator::prompt_bucket(int64_t n) const {
-  if (n < 1) throw std::invalid_argument("the prompt is empty");
-  if (n >= max_length_)
-    throw std::invalid_argument("a prompt of " + std::to_string(n) +
+void Generator::check_room(int64_t length) const {
+  if (length >= max_length_)
+    throw std::invalid_argument("a prompt of " + std::to_string(length) +
                                 " tokens leaves no room: the longest sequence is " +
                                 std::to_string(max_length_));
+}
+
+int64_t Generator::chunk_limit() const {
+  return shape_.prompt_buckets.empty() ? INT64_MAX : shape_.prompt_buckets.back();
+}
+
+int64_t Generator::prompt_bucket(int64_t n) const {
   if (shape_.prompt_buckets.empty()) return n;
-  auto b = std::lower_bound(shape_.prompt_buckets.begin(), shape_.prompt_buckets.end(), n);
-  if (b == shape_.prompt_buckets.end())
-    throw std::invalid_argument("a prompt of " + std::to_string(n) +
-                                " tokens is longer than the largest prompt bucket (" +
-                                std::to_string(shape_.prompt_buckets.back()) + ")");
-  return *b;
+  return *std::lower_bound(shape_.prompt_buckets.begin(), shape_.prompt_buckets.end(), n);
 }
 
 int64_t Generator::capacity_for(int64_t length) const {
@@ -131,20 +150,31 @@ int64_t Generator::capacity_for(int64_t length) const {
 }
 
 void Generator::prepare(int64_t prompt_length, int64_t total_length) {
-  prefill_for(prompt_bucket(prompt_length));
+  if (prompt_length < 1) throw std::invalid_argument("the prompt is empty");
+  check_room(prompt_length);
+  prefill_for(prompt_bucket(std::min(prompt_length, chunk_limit())));
+  prepare_steps(prompt_length, total_length);
+}
+
+void Generator::prepare_steps(int64_t length, int64_t total_length) {
   for (int64_t c : shape_.capacities) {
-    if (c <= prompt_length) continue;
+    if (c <= length) continue;
     decode_for(c);
     if (c >= std::min(total_length, max_length_)) break;
   }
 }
 
 const float* Generator::prefill(const std::vector<int32_t>& prompt) {
-  const int64_t seq = prompt_bucket(static_cast<int64_t>(prompt.size()));
-  const int64_t n = static_cast<int64_t>(prompt.size());
+  const auto total = static_cast<int64_t>(prompt.size());
+  if (total < 1) throw std::invalid_argument("the prompt is empty");
+  check_room(total);
+  // A prompt longer than the largest bucket: its first chunk here, the rest by extend_chunk.
+  const int64_t n = std::min(total, chunk_limit());
+  const int64_t seq = prompt_bucket(n);
   CompiledGraph& g = prefill_for(seq);
   NDArray ids(DType::i32(), {1, seq}); // padding: id 0 after the prompt, causally invisible
-  std::memcpy(ids.data(), prompt.data(), prompt.size() * sizeof(int32_t));
+  std::memset(ids.data(), 0, ids.nbytes());
+  std::memcpy(ids.data(), prompt.data(), static_cast<size_t>(n) * sizeof(int32_t));
   std::vector<NDArray> in(g.graph.inputs.size());
   in[0] = ids;
   const bool one_row = g.graph.last_position_input != SIZE_MAX;
@@ -157,8 +187,80 @@ const float* Generator::prefill(const std::vector<int32_t>& prompt) {
   cache_->clear();
   cache_->set_capacity(capacity_for(n + 1));
   cache_->append(g.graph, *g.exec, n);
+  tokens_.assign(prompt.begin(), prompt.begin() + n);
   last_ = &g;
-  return last_logits(g, one_row ? 0 : n - 1);
+  last_row_ = one_row ? 0 : n - 1;
+  for (auto done = static_cast<size_t>(n); done < prompt.size();)
+    done += static_cast<size_t>(extend_chunk(prompt, done));
+  return last_logits(*last_, last_row_);
+}
+
+int64_t Generator::extend_chunk(const std::vector<int32_t>& tokens, size_t first) {
+  const int64_t pos = cache_->length();
+  const int64_t n = std::min(static_cast<int64_t>(tokens.size() - first), chunk_limit());
+  int64_t seq = prompt_bucket(n);
+  // The rows of the chunk's padding past the capacity are not written (model_executor.cpp),
+  // those within it are rows past length(), overwritten before any position reads them.
+  auto cap =
+      std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), std::max(pos + n, seq));
+  if (cap == shape_.capacities.end()) { // a bucket larger than the cache: the exact length
+    seq = n;
+    cap = std::lower_bound(shape_.capacities.begin(), shape_.capacities.end(), pos + n);
+  }
+  CompiledGraph& g = extend_for(seq, *cap);
+  cache_->set_capacity(*cap);
+  NDArray ids(DType::i32(), {1, seq}), positions(DType::i32(), {1, seq});
+  std::memset(ids.data(), 0, ids.nbytes());
+  std::memcpy(ids.data(), tokens.data() + first, static_cast<size_t>(n) * sizeof(int32_t));
+  for (int64_t j = 0; j < seq; ++j)
+    positions.data_as<int32_t>()[j] = static_cast<int32_t>(pos + j);
+  std::vector<NDArray> in(g.graph.inputs.size());
+  in[0] = ids;
+  in[g.graph.positions_input] = positions;
+  if (g.graph.last_position_input != SIZE_MAX) {
+    NDArray last(DType::i32(), {1});
+    last.data_as<int32_t>()[0] = static_cast<int32_t>(n - 1);
+    in[g.graph.last_position_input] = last;
+  }
+  cache_->bind(g.graph, in);
+  g.exec->execute(in);
+  cache_->append(g.graph, *g.exec, n);
+  tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(first),
+                 tokens.begin() + static_cast<std::ptrdiff_t>(first) + n);
+  last_ = &g;
+  last_row_ = g.graph.last_position_input != SIZE_MAX ? 0 : n - 1;
+  return n;
+}
+
+const float* Generator::extend(const std::vector<int32_t>& tokens) {
+  if (!cache_ || cache_->length() == 0) return prefill(tokens);
+  if (tokens.empty()) throw std::invalid_argument("extend: no token given");
+  check_room(cache_->length() + static_cast<int64_t>(tokens.size()));
+  for (size_t done = 0; done < tokens.size();)
+    done += static_cast<size_t>(extend_chunk(tokens, done));
+  return last_logits(*last_, last_row_);
+}
+
+void Generator::truncate(int64_t length) {
+  if (length < 0 || length > this->length())
+    throw std::invalid_argument("truncate to " + std::to_string(length) + " of " +
+                                std::to_string(this->length()) + " positions");
+  if (cache_) cache_->truncate(length);
+  tokens_.resize(static_cast<size_t>(length));
+}
+
+const float* Generator::prefill_reusing(const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
+  check_room(static_cast<int64_t>(prompt.size())); // before anything held is dropped
+  const size_t limit = std::min(tokens_.size(), prompt.size() - 1);
+  size_t keep = 0;
+  while (keep < limit && tokens_[keep] == prompt[keep])
+    ++keep;
+  last_reused_ = static_cast<int64_t>(keep);
+  if (keep == 0) return prefill(prompt);
+  truncate(last_reused_);
+  return extend(
+      std::vector<int32_t>(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end()));
 }
 
 const float* Generator::step(int32_t token) {
@@ -176,7 +278,9 @@ const float* Generator::step(int32_t token) {
   cache_->bind(g.graph, in);
   g.exec->execute(in);
   cache_->append(g.graph, *g.exec, 1);
+  tokens_.push_back(token);
   last_ = &g;
+  last_row_ = 0;
   return last_logits(g, 0);
 }
 
@@ -190,6 +294,8 @@ void Generator::set_profiling(bool on) {
     g->exec->set_profiling(on);
   for (auto& [cap, g] : decodes_)
     g->exec->set_profiling(on);
+  for (auto& [key, g] : extends_)
+    g->exec->set_profiling(on);
 }
 
 std::vector<std::string> Generator::compiled() const {
@@ -198,6 +304,8 @@ std::vector<std::string> Generator::compiled() const {
     out.push_back("prefill@" + std::to_string(seq));
   for (const auto& [cap, g] : decodes_)
     out.push_back("decode@" + std::to_string(cap));
+  for (const auto& [key, g] : extends_)
+    out.push_back("extend@" + std::to_string(key.first) + ":" + std::to_string(key.second));
   return out;
 }
 

@@ -5,6 +5,12 @@
 // the sequence so far: generating n tokens compiles about log2(n) decode graphs, not n, and
 // their tasks are tuned once for all lengths (decode_graph() is what `model tune --decode`
 // tunes). Equal tasks of different graphs share one kernel. Batch 1.
+//
+// Tokens can also be appended several at a time (extend(): a decode build of a prompt
+// bucket's length against the cache, "chunked prefill"): a prompt longer than the largest
+// prompt bucket is prefilled in chunks of it, and a conversation's next prompt reuses the rows
+// of the longest prefix it shares with the sequence held (prefill_reusing()), so that a chat
+// turn computes its new tokens only.
 #pragma once
 
 #include <cstdint>
@@ -51,13 +57,32 @@ public:
   ~Generator();
 
   // Starts a sequence with `prompt` (>= 1 token); the logits after its last token (vocab()
-  // floats, valid until the next call).
+  // floats, valid until the next call). A prompt longer than the largest prompt bucket is
+  // prefilled in chunks of it.
   const float* prefill(const std::vector<int32_t>& prompt);
   // Appends `token` at position length(); the logits after it.
   const float* step(int32_t token);
+  // Appends `tokens` (>= 1) at positions length() onward, in chunks of at most the largest
+  // prompt bucket, each padded to its bucket; the logits after the last. Starts a sequence
+  // when none is held.
+  const float* extend(const std::vector<int32_t>& tokens);
+  // Keeps the first `length` positions of the sequence held (<= length()).
+  void truncate(int64_t length);
+  // Starts a sequence with `prompt`, keeping the rows of the longest prefix it shares with the
+  // sequence held (all but its last token at most: the logits after it are computed) and
+  // appending the rest; the logits after its last token. Equal to prefill(prompt) up to
+  // rounding: a row depends on the tokens up to its own position only.
+  const float* prefill_reusing(const std::vector<int32_t>& prompt);
+  // Positions the last prefill_reusing() kept from the sequence held.
+  int64_t last_reused() const { return last_reused_; }
+  // The tokens of the sequence held, position by position.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
   // Compiles ahead what a prompt of `prompt_length` tokens grown to `total_length` will need
   // (its prefill and every decode capacity on the way), so that timing excludes compilation.
   void prepare(int64_t prompt_length, int64_t total_length);
+  // Compiles ahead the decode capacities a sequence of `length` tokens grown to
+  // `total_length` will need (prepare() without the prefill).
+  void prepare_steps(int64_t length, int64_t total_length);
   int64_t length() const;
   int64_t vocab() const { return vocab_; }
   // The longest sequence: the largest capacity, and the model's max_positions when it has one.
@@ -69,24 +94,35 @@ public:
   // profiling is on).
   CompiledGraph& last_run() const { return *last_; }
   void set_profiling(bool on);
-  // Graphs compiled so far ("prefill@7", "decode@64", ...), for reports.
+  // Seconds spent compiling graphs so far (a first prefill or step of a shape includes them).
+  double compile_seconds() const { return compile_seconds_; }
+  // Graphs compiled so far ("prefill@7", "decode@64", "extend@8:64", ...), for reports.
   std::vector<std::string> compiled() const;
   // Kernels chosen so far, one per distinct task, with the task (for reports).
   const std::vector<std::pair<GraphTask, TaskKernel>>& kernels() const { return kernels_; }
 
   // The model's builds for generation at batch 1: a prefill of `seq` tokens, a decode step of
-  // one token against a cache of `capacity` rows.
+  // `seq` tokens (one by default) against a cache of `capacity` rows.
   static ModelGraph prefill_graph(const PluginHost& host, const Config& config, int64_t seq);
-  static ModelGraph decode_graph(const PluginHost& host, const Config& config, int64_t capacity);
+  static ModelGraph decode_graph(const PluginHost& host, const Config& config, int64_t capacity,
+                                 int64_t seq = 1);
 
   // The weights packed for the kernels that take them so, shared by every graph.
   const PackedParams& packed_params() const { return *packed_; }
 
 private:
+  // Refuses a sequence of `length` tokens that leaves no room for a new one.
+  void check_room(int64_t length) const;
+  // The most tokens one prefill or extend build takes: the largest prompt bucket.
+  int64_t chunk_limit() const;
+  // The bucket `n` tokens (at most chunk_limit()) are padded to.
   int64_t prompt_bucket(int64_t n) const;
   int64_t capacity_for(int64_t length) const;
   CompiledGraph& prefill_for(int64_t seq);
   CompiledGraph& decode_for(int64_t capacity);
+  CompiledGraph& extend_for(int64_t seq, int64_t capacity);
+  // Appends at most the largest prompt bucket of `tokens` from `first`; how many it appended.
+  int64_t extend_chunk(const std::vector<int32_t>& tokens, size_t first);
   std::unique_ptr<CompiledGraph> compile(ModelGraph graph, const std::string& name);
   const float* last_logits(const CompiledGraph& g, int64_t position) const;
 
@@ -97,6 +133,11 @@ private:
   GenerationShape shape_;
   int64_t vocab_ = 0, max_length_ = 0;
   std::map<int64_t, std::unique_ptr<CompiledGraph>> prefills_, decodes_;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<CompiledGraph>> extends_; // seq, capacity
+  std::vector<int32_t> tokens_;
+  int64_t last_reused_ = 0;
+  int64_t last_row_ = 0; // the row of last_'s first output holding the latest logits
+  double compile_seconds_ = 0;
   std::vector<std::pair<GraphTask, TaskKernel>> kernels_;
   // The weights packed for the library kernels, one copy for all graphs (packed_params.h).
   std::shared_ptr<PackedParams> packed_ = std::make_shared<PackedParams>();

@@ -76,6 +76,13 @@ void KvCache::bind(const ModelGraph& graph, std::vector<NDArray>& inputs) {
   }
 }
 
+void KvCache::truncate(int64_t length) {
+  if (length < 0 || length > length_)
+    throw std::invalid_argument("kv cache: truncate to " + std::to_string(length) + " of " +
+                                std::to_string(length_) + " rows");
+  length_ = length;
+}
+
 size_t KvCache::bytes() const {
   size_t n = 0;
   for (const State& s : states_)

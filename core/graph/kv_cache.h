@@ -34,6 +34,8 @@ public:
   void bind(const ModelGraph& graph, std::vector<NDArray>& inputs);
   // Forgets every row (a new sequence).
   void clear() { length_ = 0; }
+  // Keeps the first `length` rows (<= length()): a sequence continuing differently from there.
+  void truncate(int64_t length);
   size_t num_states() const { return states_.size(); }
   size_t bytes() const;
 

@@ -70,12 +70,16 @@ public:
       return false;
     }
     const int64_t total = std::min(n + o_.max_new_tokens, gen_.max_length());
+    // The conversation so far is in the cache: only the tokens after the prefix this prompt
+    // shares with it (the new turn, and whatever the template renders differently) are
+    // computed. Compilation, on a turn that needs a new shape, is reported apart.
+    const double compiled_before = gen_.compile_seconds();
     auto t0 = std::chrono::steady_clock::now();
-    gen_.prepare(n, total);
-    const double compile_s = since(t0);
-    t0 = std::chrono::steady_clock::now();
-    const float* logits = gen_.prefill(ids);
-    const double prefill_s = since(t0);
+    const float* logits = o_.no_prefix_cache ? gen_.prefill(ids) : gen_.prefill_reusing(ids);
+    const double prefill_s = std::max(0.0, since(t0) - (gen_.compile_seconds() - compiled_before));
+    gen_.prepare_steps(n, total);
+    const double compile_s = gen_.compile_seconds() - compiled_before;
+    const int64_t reused = o_.no_prefix_cache ? 0 : gen_.last_reused();
     TextStream stream(tokenizer_);
     std::vector<int32_t> out;
     t0 = std::chrono::steady_clock::now();
@@ -108,16 +112,20 @@ public:
       char compiled[64] = "";
       if (compile_s > 0.05)
         std::snprintf(compiled, sizeof compiled, ", compiled in %.1f s", compile_s);
-      std::fprintf(stderr, "(%lld prompt tokens: prefill %.1f ms%s; %zu new, %.1f tokens/s%s)\n",
-                   static_cast<long long>(n), 1e3 * prefill_s, compiled, out.size(), tps,
-                   ended ? "" : "; stopped at --max-new-tokens");
+      std::fprintf(stderr,
+                   "(%lld prompt tokens, %lld of them cached: prefill %.1f ms%s; %zu new, %.1f "
+                   "tokens/s%s)\n",
+                   static_cast<long long>(n), static_cast<long long>(reused), 1e3 * prefill_s,
+                   compiled, out.size(), tps, ended ? "" : "; stopped at --max-new-tokens");
     }
     turns_.push_back({{"prompt", prompt},
                       {"prompt_ids", ids},
                       {"new_tokens", out},
                       {"reply", reply},
                       {"ended_at_eos", ended},
+                      {"cached_tokens", reused},
                       {"prefill_ms", 1e3 * prefill_s},
+                      {"compile_ms", 1e3 * compile_s},
                       {"decode_tokens_per_s", tps}});
     return true;
   }
@@ -148,11 +156,14 @@ void add_model_chat_options(CLI::App* cmd, ModelChatOptions& o) {
   add_sampling_flags(cmd, o.temperature, o.top_k, o.sampling_seed);
   add_capacities_flag(cmd, o.capacities);
   cmd->add_option("--prompt-buckets", o.prompt_buckets,
-                  "Prompt lengths compiled for the prefill (a turn's prompt is padded to the "
-                  "smallest that holds it)")
+                  "Lengths compiled for the prefill (a turn's new tokens are padded to the "
+                  "smallest that holds them; longer runs go in chunks of the largest)")
       ->delimiter(',')
       ->capture_default_str();
   add_kernel_flags(cmd, o.db, o.implementations, o.target, o.libraries, o.fpmath);
+  cmd->add_flag("--no-prefix-cache", o.no_prefix_cache,
+                "Prefill the whole conversation every turn (by default a turn computes only what "
+                "follows the prefix its prompt shares with the key/value cache)");
   cmd->add_option("--report-json", o.report_json,
                   "Write every turn (its prompt, ids, reply, prefill ms, tokens/s) to this file");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the replies");

@@ -1,11 +1,12 @@
 // `metatune model chat --hf DIR [--system TEXT]`: a conversation with an instruct checkpoint.
 // Each line read from standard input is a user turn; the whole conversation so far goes through
-// the checkpoint's chat template (core/tokenizer/chat_template.h), is prefilled, and the reply
-// is generated against the key/value cache and printed as it comes, up to the end-of-turn token
-// (generation_config.json's eos) or --max-new-tokens; the reply's text then joins the
-// conversation as the assistant's turn. "/reset" starts the conversation over, "/exit" (or the
-// end of the input) ends it. Prompts are padded into power-of-two buckets, so that a turn
-// compiles a new prefill only when the conversation outgrows the last one.
+// the checkpoint's chat template (core/tokenizer/chat_template.h); what follows the prefix the
+// prompt shares with the sequence in the key/value cache (the previous prompt and reply) is
+// prefilled against it (Generator::prefill_reusing), and the reply is generated and printed
+// as it comes, up to the end-of-turn token (generation_config.json's eos) or
+// --max-new-tokens; the reply's text then joins the conversation as the assistant's turn.
+// "/reset" starts the conversation over, "/exit" (or the end of the input) ends it. The new
+// tokens are padded into power-of-two buckets, so that few shapes are ever compiled.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,7 @@ struct ModelChatOptions {
   int64_t top_k = 0;
   uint64_t sampling_seed = 0;
   bool ignore_eos = false, quiet = false;
+  bool no_prefix_cache = false; // every turn prefills the whole conversation
 };
 
 void add_model_chat_options(CLI::App* cmd, ModelChatOptions& o);

@@ -70,10 +70,11 @@ TEST(Generator, DecodeStepsMatchRecomputingTheWholeSequence) {
   std::vector<std::string> built = gen.compiled();
   EXPECT_EQ(built, (std::vector<std::string>{"prefill@3", "decode@4", "decode@8", "decode@16"}));
   // Equal tasks of the four graphs (the linears and norms of one token) share one kernel.
-  size_t tasks = 0;
-  for (const std::string& g : built)
-    (void)g;
+  size_t tasks = graph_tasks(fuse(Generator::prefill_graph(host(), c, 3).outputs), "p").size();
+  for (int64_t capacity : {4, 8, 16})
+    tasks += graph_tasks(fuse(Generator::decode_graph(host(), c, capacity).outputs), "d").size();
   EXPECT_GT(gen.kernels().size(), 0u);
+  EXPECT_LT(gen.kernels().size(), tasks);
   // A new sequence after a long one: the cache shrinks back to the smallest capacity.
   std::vector<int32_t> again = {9, 8};
   logits = gen.prefill(again);
@@ -82,7 +83,6 @@ TEST(Generator, DecodeStepsMatchRecomputingTheWholeSequence) {
   again.push_back(1);
   logits = gen.step(1);
   EXPECT_LT(max_rel_diff(logits, recompute(c, params, again)), 1e-4);
-  (void)tasks;
 }
 
 // ABI 1.9 (layer_state_write): a decode step's attention reads its caches alone, the host
@@ -171,7 +171,84 @@ TEST(Generator, PromptBucketsPadTheAfterwardInvisibly) {
   logits = gen.step(7);
   EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
   EXPECT_EQ(gen.compiled(), (std::vector<std::string>{"prefill@8", "decode@16"}));
-  EXPECT_THROW(gen.prefill(std::vector<int32_t>(9, 1)), std::invalid_argument);
+}
+
+// Tokens appended several at a time (a decode build of a bucket's length against the cache):
+// a prompt longer than the largest bucket is prefilled in chunks of it, each padded to its
+// bucket -- the padding's rows written past the sequence, where nothing reads them before a
+// real token overwrites them --, and a run of tokens extends a sequence. Every logit is the
+// whole sequence's recomputed, and decode steps go on from there.
+TEST(Generator, ChunksOfABucketMatchRecomputingTheWholeSequence) {
+  Config c = tiny("tiny-gpt.json");
+  ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);
+  std::map<std::string, NDArray> params = init_params(g0.params, 15);
+  KernelSelector sel(host(), KernelSelectionOptions{});
+  Generator gen(host(), c, sel, params, GenerationShape{{2, 4}, {8, 16, 32}});
+  std::vector<int32_t> tokens = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46}; // 4 + 4 + 3
+  const float* logits = gen.prefill(tokens);
+  EXPECT_EQ(gen.length(), 11);
+  EXPECT_EQ(gen.tokens(), tokens);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
+  EXPECT_EQ(gen.compiled(), (std::vector<std::string>{"prefill@4", "extend@4:8", "extend@4:16"}));
+  const std::vector<int32_t> more = {26, 43, 38, 32, 79}; // 4 + 1 (padded to 2)
+  logits = gen.extend(more);
+  tokens.insert(tokens.end(), more.begin(), more.end());
+  EXPECT_EQ(gen.tokens(), tokens);
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4);
+  for (int32_t next : {50, 28}) {
+    logits = gen.step(next);
+    tokens.push_back(next);
+    EXPECT_LT(max_rel_diff(logits, recompute(c, params, tokens)), 1e-4) << tokens.size();
+  }
+  EXPECT_EQ(gen.length(), 18);
+  // No sequence held: extend() starts one, as prefill() does.
+  Generator fresh(host(), c, sel, params, GenerationShape{{2, 4}, {8, 16, 32}});
+  logits = fresh.extend({7, 1, 8});
+  EXPECT_LT(max_rel_diff(logits, recompute(c, params, {7, 1, 8})), 1e-4);
+  EXPECT_THROW(fresh.extend({}), std::invalid_argument);
+  EXPECT_THROW(fresh.extend(std::vector<int32_t>(29, 1)), std::invalid_argument); // 32 in all
+  EXPECT_EQ(fresh.length(), 3);
+}
+
+// A conversation's next prompt keeps the rows of the prefix it shares with the sequence held
+// (what a chat turn reuses) and computes the rest: the logits are the new prompt's
+// recomputed, however much of it was shared -- all but its last token, part of it, none.
+TEST(Generator, PrefillReusingKeepsTheSharedPrefixOnly) {
+  Config c = tiny("tiny-gpt.json");
+  ModelGraph g0 = BucketedModel::graph_for(host(), c, 1, 1, false);
+  std::map<std::string, NDArray> params = init_params(g0.params, 16);
+  KernelSelector sel(host(), KernelSelectionOptions{});
+  Generator gen(host(), c, sel, params, GenerationShape{{4, 8}, {16, 32}});
+  std::vector<int32_t> held = {10, 11, 12, 13, 14, 15};
+  gen.prefill(held);
+  for (int32_t next : {16, 17}) {
+    gen.step(next);
+    held.push_back(next);
+  }
+  auto check = [&](const std::vector<int32_t>& prompt, int64_t reused) {
+    const float* logits = gen.prefill_reusing(prompt);
+    EXPECT_EQ(gen.last_reused(), reused) << prompt.size();
+    EXPECT_EQ(gen.tokens(), prompt);
+    EXPECT_LT(max_rel_diff(logits, recompute(c, params, prompt)), 1e-4) << prompt.size();
+  };
+  // The next turn: everything held, then new tokens.
+  std::vector<int32_t> next = held;
+  next.insert(next.end(), {20, 21, 22});
+  check(next, 8);
+  // A prompt that differs after 5 tokens: the rest of the held rows are dropped.
+  check({10, 11, 12, 13, 14, 40, 41}, 5);
+  // The same prompt again: all but its last token reused, that one recomputed.
+  check({10, 11, 12, 13, 14, 40, 41}, 6);
+  // A prefix of what is held.
+  check({10, 11, 12}, 2);
+  // Nothing shared: a prefill.
+  check({50, 51}, 0);
+  // A prompt with no room is refused before anything held is dropped.
+  EXPECT_THROW(gen.prefill_reusing(std::vector<int32_t>(32, 50)), std::invalid_argument);
+  EXPECT_EQ(gen.tokens(), (std::vector<int32_t>{50, 51}));
+  gen.truncate(1);
+  EXPECT_EQ(gen.tokens(), (std::vector<int32_t>{50}));
+  EXPECT_THROW(gen.truncate(2), std::invalid_argument);
 }
 
 TEST(Generator, RefusesWhatItCannotDo) {

@@ -360,6 +360,27 @@ void check_generation(const LlamaDims& g, const std::string& tag, nlohmann::json
     tokens.push_back(next);
     logits = gen.step(next);
   }
+  // Several tokens at a time against the cache, padded to buckets of 2 and 4: a prompt of 7
+  // in two chunks, a run of 5 more (a chat turn's), then a prompt sharing the first 6 tokens
+  // of those 12 (a conversation re-rendered differently from there). Rotations, windows and
+  // the library's kernels see positions past the first chunk's.
+  Generator chunked(host(), m.config, sel, m.params, GenerationShape{{2, 4}, {8, 16}});
+  auto expect_last = [&](const float* got, const std::vector<int32_t>& seq, const char* what) {
+    SCOPED_TRACE(what);
+    Matrix want = llama_ref(c, g, seq);
+    const size_t V = g.V, last = seq.size() - 1;
+    expect_close(Matrix(got, got + V), Matrix(want.begin() + last * V, want.begin() + last * V + V),
+                 5e-5);
+  };
+  std::vector<int32_t> seq = {3, 17, 41, 8, 29, 4, 40};
+  expect_last(chunked.prefill(seq), seq, "a prompt in chunks");
+  const std::vector<int32_t> more = {5, 9, 2, 33, 12};
+  seq.insert(seq.end(), more.begin(), more.end());
+  expect_last(chunked.extend(more), seq, "extended");
+  std::vector<int32_t> other(seq.begin(), seq.begin() + 6);
+  other.insert(other.end(), {21, 22, 23});
+  expect_last(chunked.prefill_reusing(other), other, "reusing a prefix");
+  EXPECT_EQ(chunked.last_reused(), 6);
 }
 
 TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {
@@ -683,6 +704,12 @@ TEST(HfLlama, ChatCarriesTheConversationThroughItsTemplate) {
             "user : hello there assistant : " + reply + " user : how are you assistant :");
   EXPECT_EQ(turns[2]["prompt"], first);
   EXPECT_EQ(turns[2]["new_tokens"], turns[0]["new_tokens"]);
+  // Each turn computes what follows the prefix its prompt shares with the conversation held:
+  // turn 2 all of turn 1's prompt at least, turn 3 (after /reset: turn 1's prompt again) all
+  // but its last token.
+  EXPECT_EQ(turns[0]["cached_tokens"], 0);
+  EXPECT_GE(turns[1]["cached_tokens"].get<size_t>(), turns[0]["prompt_ids"].size());
+  EXPECT_EQ(turns[2]["cached_tokens"].get<size_t>(), turns[2]["prompt_ids"].size() - 1);
   const tok::Tokenizer tokenizer = tok::Tokenizer::load(c.dir.string());
   for (const auto& t : turns) {
     std::vector<int32_t> ids;
