@@ -156,6 +156,30 @@ void Generator::prepare(int64_t prompt_length, int64_t total_length) {
   prepare_steps(prompt_length, total_length);
 }
 
+void Generator::compile_all() {
+  if (shape_.prompt_buckets.empty())
+    throw std::invalid_argument("every prefill a generator can need: it needs prompt buckets");
+  for (int64_t b : shape_.prompt_buckets) {
+    prefill_for(b);
+    if (b >= max_length_ - 1) break; // the longest prompt fits: larger buckets go unused
+  }
+  prepare_steps(0, max_length_);
+}
+
+std::vector<const CompiledGraph*> Generator::prefill_graphs() const {
+  std::vector<const CompiledGraph*> out;
+  for (const auto& [seq, g] : prefills_)
+    out.push_back(g.get());
+  return out;
+}
+
+std::vector<const CompiledGraph*> Generator::decode_graphs() const {
+  std::vector<const CompiledGraph*> out;
+  for (const auto& [capacity, g] : decodes_)
+    out.push_back(g.get());
+  return out;
+}
+
 void Generator::prepare_steps(int64_t length, int64_t total_length) {
   for (int64_t c : shape_.capacities) {
     if (c <= length) continue;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/artifact_graph.h" // kernel_symbol
 #include "core/graph/fusion.h"
 #include "core/graph/graph_tasks.h"
 #include "core/graph/kernel_selection.h"
@@ -41,9 +42,6 @@ struct ModelArtifactSummary {
   size_t kernels = 0, groups = 0;
   size_t arena_bytes = 0, weight_bytes = 0;
 };
-
-// Symbol of task `t` whose first group is `group_name`: "mt_<index>_<name as an identifier>".
-std::string kernel_symbol(size_t t, const std::string& group_name);
 
 // Writes the folder (created if missing; the three files replaced). Throws
 // std::invalid_argument for a kernel of another target, a parameter without a value or not

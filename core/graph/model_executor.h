@@ -69,6 +69,9 @@ public:
   // the last run (the wall time of its kernel call).
   void set_profiling(bool on) { profiling_ = on; }
   const std::vector<double>& group_seconds() const { return group_seconds_; }
+  // A decode step's states written in place (indexes into graph.states): those written into
+  // their caches before group g runs ([g]; [groups().size()]: after the last group).
+  const std::vector<std::vector<size_t>>& state_writes() const { return state_writes_; }
 
 private:
   NDArray& buffer_of(const te::TensorNode* t);

@@ -5,10 +5,13 @@
 #include <memory>
 
 #include "core/database/database.h"
+#include "core/graph/generation_artifact.h"
+#include "core/graph/generator.h"
 #include "core/graph/kernel_selection.h"
 #include "core/graph/model_artifact.h"
 #include "core/plugin/plugin_components.h"
 #include "core/tuner/tune_log.h"
+#include "hosts/cli/generation_flags.h"
 #include "hosts/cli/model_execution.h"
 
 namespace mt::cli {
@@ -37,6 +40,49 @@ std::vector<TaskKernel> exportable_kernels(const LoadedModel& m, const ModelComp
   return kernels;
 }
 
+size_t tuned_count(const std::vector<std::pair<GraphTask, TaskKernel>>& kernels) {
+  size_t n = 0;
+  for (const auto& [task, kernel] : kernels)
+    n += kernel.tuned;
+  return n;
+}
+
+// --generation: every prefill bucket and decode capacity compiled by a Generator whose kernels
+// are the tuning target's only (tuned where the database has a record, else untuned).
+int compile_generation_artifact(const ModelCompileOptions& o, KernelPolicy policy,
+                                const Database* db) {
+  if (policy == KernelPolicy::Library)
+    throw std::invalid_argument("--generation exports the tuning target's kernels: "
+                                "--implementations library has none (untuned, tuned or best)");
+  ModelSourceOptions src = o.source;
+  src.tokens.clear();
+  src.seq = 1;
+  LoadedModel m = load_model(src);
+  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  if (!o.quiet) std::printf("%s\n", m.describe().c_str());
+  std::fflush(stdout);
+  // No library: a library's kernels cannot be exported (best is then tuned or untuned).
+  KernelSelector selector(*m.host, selection(policy, o.target, {}, db, o.fpmath));
+  Generator gen(*m.host, m.config, selector, m.params,
+                GenerationShape{o.prompt_buckets, o.capacities, m.max_positions});
+  gen.compile_all();
+  GenerationArtifactSource a;
+  a.model = m.name;
+  a.generator = &gen;
+  a.params = &m.params;
+  a.target = selector.target().target.get();
+  ModelArtifactSummary s = write_generation_artifact(a, o.out);
+  const size_t tuned = tuned_count(gen.kernels());
+  std::printf("wrote %s: kernels.so (%zu kernels by %s: %zu tuned, %zu untuned), "
+              "generation.json (%zu prefills, %zu decode steps, %zu groups, arenas up to %.2f "
+              "MB; sequences up to %lld), weights.safetensors (%.2f MB)\n",
+              o.out.c_str(), s.kernels, a.target->info().name.c_str(), tuned,
+              gen.kernels().size() - tuned, gen.prefill_graphs().size(), gen.decode_graphs().size(),
+              s.groups, s.arena_bytes / 1e6, static_cast<long long>(gen.max_length()),
+              s.weight_bytes / 1e6);
+  return 0;
+}
+
 } // namespace
 
 void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
@@ -52,17 +98,27 @@ void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
                     "f32, or bf16: the kernels as `model run --fpmath bf16` chooses and builds "
                     "them (the tuning target's with -fpmath=bf16: products in bf16, AMX where the "
                     "CPU has it); the artifact's weights stay f32");
+  cmd->add_flag("--generation", o.generation,
+                "A decoder's generation artifact (generation.json: a prefill per prompt bucket, "
+                "a decode step per cache capacity) for runtime's CompiledGenerator");
+  cmd->add_option("--prompt-buckets", o.prompt_buckets,
+                  "--generation: the prompt lengths compiled (a prompt is padded to the smallest "
+                  "that holds it)")
+      ->delimiter(',')
+      ->capture_default_str();
+  add_capacities_flag(cmd, o.capacities);
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
 }
 
 int compile_model_artifact(const ModelCompileOptions& o) {
   configure_logging(o.log_level);
-  LoadedModel m = load_model(o.source);
   std::unique_ptr<Database> db = open_read_only(o.db);
   KernelPolicy policy = o.implementations.empty()
                             ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
                             : parse_kernel_policy(o.implementations);
+  if (o.generation) return compile_generation_artifact(o, policy, db.get());
+  LoadedModel m = load_model(o.source);
   if (!o.quiet) std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));

@@ -1,7 +1,9 @@
 // `metatune model compile ... --out DIR`: a model's ahead-of-time artifact
 // (core/graph/model_artifact.h) -- its kernels chosen as `model run` chooses them, exported
 // by the tuning target as one shared library, with the graph and the weights -- for an
-// application to run through runtime/ without LLVM or plugins.
+// application to run through runtime/ without LLVM or plugins. With --generation, a decoder's
+// generation artifact instead (core/graph/generation_artifact.h): a prefill per prompt bucket
+// and a decode step per cache capacity, for runtime's CompiledGenerator.
 #pragma once
 
 #include <string>
@@ -19,6 +21,9 @@ struct ModelCompileOptions {
   std::string fpmath = "f32"; // --fpmath: bf16 kernels (the weights packed in bf16), as model run
   std::vector<std::string> libraries{"onednn.cpu"};
   bool quiet = false;
+  bool generation = false;
+  std::vector<int64_t> prompt_buckets{32, 64, 128, 256, 512},
+      capacities{64, 128, 256, 512, 1024, 2048};
 };
 
 void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o);

@@ -1,5 +1,5 @@
-// The metatune binary of this build run by the graph tests: its exit status and what it
-// printed (stdout and stderr together).
+// The metatune binary of this build (or another program) run by the graph tests: its exit
+// status and what it printed (stdout and stderr together).
 #pragma once
 
 #include <cstdio>
@@ -12,8 +12,9 @@ struct CliResult {
   std::string output;
 };
 
-inline CliResult metatune(const std::string& args) {
-  std::string cmd = std::string(METATUNE_CLI) + " " + args + " 2>&1";
+// `command` (a program and its arguments) through the shell.
+inline CliResult run_program(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   CliResult r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -22,6 +23,10 @@ inline CliResult metatune(const std::string& args) {
     r.output.append(buf, n);
   r.status = pclose(p);
   return r;
+}
+
+inline CliResult metatune(const std::string& args) {
+  return run_program(std::string(METATUNE_CLI) + " " + args);
 }
 
 } // namespace mt::graph_test

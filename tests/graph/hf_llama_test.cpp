@@ -21,6 +21,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "graph_test_util.h"
 #include "hf_tensors.h"
+#include "metatune/runtime/compiled_generator.h"
 
 namespace mt {
 namespace {
@@ -381,6 +382,46 @@ void check_generation(const LlamaDims& g, const std::string& tag, nlohmann::json
   other.insert(other.end(), {21, 22, 23});
   expect_last(chunked.prefill_reusing(other), other, "reusing a prefix");
   EXPECT_EQ(chunked.last_reused(), 6);
+}
+
+// The folder's generation artifact (`model compile --generation`) run by the runtime's
+// CompiledGenerator (no LLVM, no core): every greedy step's logits against the float64
+// forward of the whole sequence -- rotations, grouped-query attention, and Mistral's window of
+// 3 -- across the capacities 8 and 16.
+void check_artifact_generation(const LlamaDims& g, const std::string& tag,
+                               nlohmann::json extra = {}) {
+  SCOPED_TRACE(g.type + " " + tag);
+  LlamaFolder c(g, tag, std::move(extra));
+  c.write();
+  const fs::path out = c.dir / "artifact";
+  CliResult r =
+      metatune("model compile --hf " + c.dir.string() +
+               " --generation --prompt-buckets 4,8 --capacities 8,16 -q --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  rt::CompiledGenerator gen = rt::CompiledGenerator::load(out.string());
+  ASSERT_EQ(gen.vocab(), g.V);
+  std::vector<int32_t> tokens = {3, 17, 41, 8, 29};
+  const float* logits = gen.prefill(tokens);
+  TokenSampler greedy(SamplingOptions{});
+  for (int step = 0; step < 7; ++step) {
+    Matrix want = llama_ref(c, g, tokens);
+    const size_t V = g.V, last = tokens.size() - 1;
+    Matrix want_last(want.begin() + last * V, want.begin() + last * V + V);
+    expect_close(Matrix(logits, logits + V), want_last, 5e-5);
+    const int32_t next = greedy.next(logits, gen.vocab());
+    std::vector<float> wf(want_last.begin(), want_last.end());
+    EXPECT_EQ(next, greedy.next(wf.data(), gen.vocab())) << "step " << step;
+    tokens.push_back(next);
+    logits = gen.step(next);
+  }
+}
+
+TEST(HfLlama, GenerationArtifactMatchesTheFloat64Recompute) {
+  check_artifact_generation(LlamaDims{}, "aot_gen");
+  LlamaDims mistral;
+  mistral.type = "mistral";
+  mistral.window = 3;
+  check_artifact_generation(mistral, "aot_gen_mistral", {{"sliding_window", 3}});
 }
 
 TEST(HfLlama, FolderLoadsAndMatchesAFloat64LlamaForward) {

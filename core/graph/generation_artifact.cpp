@@ -1,0 +1,133 @@
+// Writing a decoder's generation artifact (see generation_artifact.h).
+#include "core/graph/generation_artifact.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/graph/artifact_graph.h"
+#include "core/ir/structural.h"
+#include "core/plugin/plugin_components.h"
+
+namespace mt {
+
+namespace {
+
+using nlohmann::json;
+
+// The distinct tasks of every graph, each with one kernel and symbol, and every graph's groups'
+// symbols: equal tasks of different graphs (hash and structure) share one kernel.
+class SharedKernels {
+public:
+  std::vector<std::string> add(const CompiledGraph& g) {
+    std::vector<std::string> task_symbols;
+    for (size_t t = 0; t < g.tasks.size(); ++t) {
+      const GraphTask& task = g.tasks[t];
+      size_t k = 0;
+      while (k < tasks_.size() && !(tasks_[k]->hash == task.hash &&
+                                    structural_equal(tasks_[k]->workload, task.workload)))
+        ++k;
+      if (k == tasks_.size()) {
+        tasks_.push_back(&task);
+        kernels_.push_back(g.kernels[t]);
+        names_.push_back(task.name);
+        symbols_.push_back(kernel_symbol(k, g.groups.at(task.groups.at(0)).name));
+      }
+      task_symbols.push_back(symbols_[k]);
+    }
+    std::vector<std::string> group_symbols;
+    for (size_t t : task_of_group(g.tasks, g.groups.size()))
+      group_symbols.push_back(task_symbols[t]);
+    return group_symbols;
+  }
+  json export_to(const PluginTarget& target, const std::string& path) const {
+    return export_artifact_kernels(target, kernels_, names_, symbols_, path);
+  }
+  size_t size() const { return tasks_.size(); }
+
+private:
+  std::vector<const GraphTask*> tasks_;
+  std::vector<TaskKernel> kernels_;
+  std::vector<std::string> names_, symbols_;
+};
+
+// The index in `g.states` of the state at `path`.
+const ModelState& state_at(const CompiledGraph& g, const std::string& path,
+                           const std::string& name) {
+  for (const ModelState& s : g.graph.states)
+    if (s.path == path) return s;
+  throw std::invalid_argument("generation artifact: graph '" + name + "' keeps no state '" + path +
+                              "'");
+}
+
+} // namespace
+
+ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& src,
+                                               const std::string& dir) {
+  const Generator& gen = *src.generator;
+  const std::vector<const CompiledGraph*> prefills = gen.prefill_graphs(),
+                                          decodes = gen.decode_graphs();
+  if (prefills.empty() || decodes.empty())
+    throw std::invalid_argument("generation artifact: compile the generator's graphs first");
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path root(dir);
+
+  json states = json::array();
+  for (const ModelState& s : prefills.front()->graph.states)
+    states.push_back(
+        {{"path", s.path}, {"dtype", to_string(s.rows.dtype())}, {"width", s.rows.shape()[2]}});
+  ModelArtifactSummary summary;
+  SharedKernels kernels;
+  auto graph_json = [&](const CompiledGraph& g, const std::string& name, bool decode) {
+    json j = artifact_graph_json(g.graph, g.groups, kernels.add(g),
+                                 decode ? &g.exec->state_writes() : nullptr);
+    j["name"] = name;
+    json rows = json::array(), caches = json::array(), written = json::array();
+    for (const json& st : states) {
+      const ModelState& s = state_at(g, st["path"].get<std::string>(), name);
+      rows.push_back(s.output);
+      caches.push_back(s.input);
+      written.push_back(s.written_in_place && s.cache);
+    }
+    j["state_rows"] = rows;
+    if (decode) {
+      j["capacity"] = g.graph.mode.capacity;
+      j["state_caches"] = caches;
+      j["state_written"] = written;
+    } else {
+      j["last_position_input"] = g.graph.last_position_input == SIZE_MAX
+                                     ? json(nullptr)
+                                     : json(g.graph.last_position_input);
+    }
+    summary.groups += g.groups.size();
+    summary.arena_bytes = std::max(summary.arena_bytes, j["arena_bytes"].get<size_t>());
+    return j;
+  };
+  json jprefills = json::array(), jdecodes = json::array();
+  for (const CompiledGraph* g : prefills)
+    jprefills.push_back(
+        graph_json(*g, "prefill@" + std::to_string(g->graph.inputs[0].shape()[1]), false));
+  for (const CompiledGraph* g : decodes)
+    jdecodes.push_back(graph_json(*g, "decode@" + std::to_string(g->graph.mode.capacity), true));
+
+  json m;
+  m["format"] = "metatune-generation";
+  m["version"] = 1;
+  m["model"] = src.model;
+  m["kernels"] = "kernels.so";
+  m["weights"] = "weights.safetensors";
+  m["vocab"] = gen.vocab();
+  m["max_length"] = gen.max_length();
+  m["states"] = states;
+  m["prefills"] = jprefills;
+  m["decodes"] = jdecodes;
+  m["library"] = kernels.export_to(*src.target, (root / "kernels.so").string());
+  summary.weight_bytes = write_artifact_weights(prefills.front()->graph, *src.params,
+                                                (root / "weights.safetensors").string());
+  write_artifact_text((root / "generation.json").string(), m.dump(1) + "\n");
+  summary.kernels = kernels.size();
+  return summary;
+}
+
+} // namespace mt

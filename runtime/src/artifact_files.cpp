@@ -1,0 +1,38 @@
+// Opening an artifact's kernels and weights (see artifact_files.h).
+#include "artifact_files.h"
+
+#include <thread>
+
+namespace mt::rt {
+
+using nlohmann::json;
+
+std::unique_ptr<ArtifactFiles> ArtifactFiles::open(const json& m, const std::string& dir,
+                                                   const std::string& path) {
+  const json& lib = m.at("library");
+  const std::string abi = lib.at("abi").get<std::string>();
+  if (abi != "mt_llvm_kernel")
+    throw Error(path + ": kernels use the calling convention '" + abi +
+                "'; this runtime calls 'mt_llvm_kernel'");
+  const json& rt = lib.at("runtime");
+  if (!rt.is_null() && (rt.at("kind").get<std::string>() != "mt_llvm_runtime" ||
+                        rt.at("version").get<uint32_t>() > MT_LLVM_RUNTIME_VERSION))
+    throw Error(path + ": kernels need the runtime services " + rt.dump() +
+                "; this runtime provides mt_llvm_runtime version " +
+                std::to_string(MT_LLVM_RUNTIME_VERSION));
+  auto f = std::make_unique<ArtifactFiles>();
+  f->library = std::make_unique<KernelLibrary>(dir + "/" + m.at("kernels").get<std::string>());
+  f->weights = std::make_unique<WeightsFile>(dir + "/" + m.at("weights").get<std::string>());
+  f->context.library = f->library.get();
+  f->context.weights = f->weights.get();
+  for (const json& k : lib.at("kernels"))
+    f->context.kernels[k.at("symbol").get<std::string>()] = &k;
+  return f;
+}
+
+int thread_count(const LoadOptions& options) {
+  return options.num_threads > 0 ? options.num_threads
+                                 : static_cast<int>(std::thread::hardware_concurrency());
+}
+
+} // namespace mt::rt

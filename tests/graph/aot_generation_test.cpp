@@ -1,0 +1,233 @@
+// The generation artifact end to end: `metatune model compile --generation` writes a tiny
+// decoder's prefills and decode steps; the runtime's CompiledGenerator (runtime/, no LLVM)
+// gives every step's logits the in-process Generator gives with the same kernels and weights,
+// and the whole sequence recomputed from scratch gives (an independent path: no cache); the
+// example application generates the same tokens; a prompt or a sequence that fits no graph and
+// broken folders fail naming the lengths, the file, the graph and the thing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "core/graph/generator.h"
+#include "core/graph/layer_registry.h"
+#include "core/graph/sequence_buckets.h"
+#include "core/model/config_json.h"
+#include "core/model/safetensors_file.h"
+#include "graph_test_util.h"
+#include "metatune/runtime/compiled_generator.h"
+
+namespace mt {
+namespace {
+
+namespace fs = std::filesystem;
+using graph_test::host;
+
+const std::string kConfig = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
+
+class AotGeneration : public ::testing::Test {
+protected:
+  static fs::path dir() {
+    return fs::temp_directory_path() / ("mt_aot_gen_" + std::to_string(getpid()));
+  }
+  static void SetUpTestSuite() {
+    fs::remove_all(dir());
+    compile_output() = graph_test::metatune("model compile --config " + kConfig +
+                                            " --generation --prompt-buckets 4,8 --capacities "
+                                            "16,32 --out " +
+                                            dir().string());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir()); }
+  static graph_test::CliResult& compile_output() {
+    static graph_test::CliResult r;
+    return r;
+  }
+  static fs::path copy_of(const std::string& name) {
+    fs::path d = dir().string() + "_" + name;
+    fs::remove_all(d);
+    fs::copy(dir(), d, fs::copy_options::recursive);
+    return d;
+  }
+  void SetUp() override { ASSERT_EQ(compile_output().status, 0) << compile_output().output; }
+};
+
+// The artifact's weights, as the in-process executors take them.
+std::map<std::string, NDArray> artifact_weights(const fs::path& dir) {
+  std::map<std::string, NDArray> weights;
+  SafetensorsFile file = SafetensorsFile::open((dir / "weights.safetensors").string());
+  for (const SafetensorsTensorInfo& t : file.tensors()) {
+    NDArray a(DType::f32(), t.shape);
+    file.to_f32(t.name, {a.data_as<float>(), static_cast<size_t>(a.num_elements())});
+    weights.emplace(t.name, std::move(a));
+  }
+  return weights;
+}
+
+// The logits after the last of `tokens` from a whole-sequence build of exactly that length.
+std::vector<float> recompute(const Config& c, const std::map<std::string, NDArray>& params,
+                             const std::vector<int32_t>& tokens) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  ModelGraph g = BucketedModel::graph_for(host(), c, 1, n, false);
+  ModelExecutor exec(g, fuse(g.outputs), graph_test::llvm());
+  exec.set_params(params);
+  NDArray ids(DType::i32(), {1, n});
+  std::copy(tokens.begin(), tokens.end(), ids.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({ids});
+  const int64_t vocab = out.at(0).shape()[2];
+  const float* last = out[0].data_as<float>() + (n - 1) * vocab;
+  return std::vector<float>(last, last + vocab);
+}
+
+double max_diff(const float* a, const float* b, int64_t n) {
+  double d = 0;
+  for (int64_t i = 0; i < n; ++i)
+    d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+  return d;
+}
+
+int32_t argmax(const float* x, int64_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+TEST_F(AotGeneration, StepsMatchTheGeneratorAndTheWholeSequence) {
+  rt::CompiledGenerator gen = rt::CompiledGenerator::load(dir().string());
+  EXPECT_EQ(gen.prompt_buckets(), (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(gen.capacities(), (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(gen.max_length(), 32);
+  Config c = load_config_file(layer_config_registry(host()), kConfig);
+  std::map<std::string, NDArray> weights = artifact_weights(dir());
+  KernelSelectionOptions untuned;
+  untuned.policy = KernelPolicy::Untuned;
+  KernelSelector sel(host(), untuned);
+  Generator ref(host(), c, sel, weights, GenerationShape{{4, 8}, {16, 32}});
+  ASSERT_EQ(gen.vocab(), 61);
+  // A 5-token prompt (padded to 8) grown to 30 tokens: across the capacities 16 and 32, the
+  // cache moving between them. The tokens fed are the reference's greedy ones, so that both
+  // sides see the same sequence even on a near tie.
+  std::vector<int32_t> tokens = {3, 14, 15, 9, 26};
+  const float* got = gen.prefill(tokens);
+  const float* want = ref.prefill(tokens);
+  double scale = 0;
+  for (int64_t v = 0; v < gen.vocab(); ++v)
+    scale = std::max(scale, std::abs(static_cast<double>(want[v])));
+  ASSERT_GT(scale, 0);
+  int same_tokens = 0, steps = 0;
+  while (tokens.size() < 30) {
+    EXPECT_LT(max_diff(got, want, gen.vocab()), 1e-5 * scale) << "at length " << tokens.size();
+    // The whole sequence recomputed (a graph of each length: at the prompt, around the
+    // capacity 16 and at the end).
+    const size_t n = tokens.size();
+    if (n == 5 || n == 15 || n == 16 || n == 17 || n == 29) {
+      std::vector<float> whole = recompute(c, weights, tokens);
+      EXPECT_LT(max_diff(got, whole.data(), gen.vocab()), 1e-4 * scale) << "at length " << n;
+    }
+    same_tokens += argmax(got, gen.vocab()) == argmax(want, gen.vocab());
+    ++steps;
+    const int32_t next = (argmax(want, gen.vocab()) + static_cast<int32_t>(tokens.size())) % 61;
+    tokens.push_back(next);
+    got = gen.step(next);
+    want = ref.step(next);
+    ASSERT_EQ(gen.length(), static_cast<int64_t>(tokens.size()));
+  }
+  EXPECT_EQ(same_tokens, steps);
+  // A new sequence after a long one starts over in the smallest capacity.
+  got = gen.prefill({7, 7, 1});
+  std::vector<float> whole = recompute(c, weights, {7, 7, 1});
+  EXPECT_LT(max_diff(got, whole.data(), gen.vocab()), 1e-4 * scale);
+  EXPECT_EQ(gen.length(), 3);
+}
+
+TEST_F(AotGeneration, WhatFitsNoGraphIsNamed) {
+  rt::CompiledGenerator gen = rt::CompiledGenerator::load(dir().string());
+  auto expect_error = [](auto&& f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one with: " << part;
+    } catch (const rt::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { gen.step(1); }, "step() before prefill()");
+  expect_error([&] { gen.prefill({}); }, "the prompt is empty");
+  expect_error([&] { gen.prefill(std::vector<int32_t>(9, 1)); },
+               "longer than the artifact's largest prompt bucket (8");
+  gen.prefill(std::vector<int32_t>(8, 1));
+  for (int i = 0; i < 24; ++i)
+    gen.step(2);
+  EXPECT_EQ(gen.length(), 32);
+  expect_error([&] { gen.step(3); }, "the sequence reached its longest (32 tokens)");
+}
+
+void expect_load_error(const fs::path& d, const std::vector<std::string>& parts) {
+  try {
+    rt::CompiledGenerator::load(d.string());
+    ADD_FAILURE() << "loaded " << d;
+  } catch (const rt::Error& e) {
+    for (const std::string& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(AotGeneration, BrokenFoldersAreNamed) {
+  const fs::path d = copy_of("broken");
+  const fs::path file = d / "generation.json";
+  const nlohmann::json good = nlohmann::json::parse(std::ifstream(file));
+  auto write = [&](const nlohmann::json& m) { std::ofstream(file) << m.dump(); };
+  // A decode step whose cache input is another state's (the shape differs: the ids').
+  nlohmann::json m = good;
+  m["decodes"][1]["state_caches"][0] = 0;
+  write(m);
+  expect_load_error(
+      d, {file.string(), "graph 'decode@32'",
+          "the cache of state '" + good["states"][0]["path"].get<std::string>() + "' (input 0)"});
+  // A state write naming an output that is no state's rows.
+  m = good;
+  for (nlohmann::json& g : m["decodes"][0]["groups"])
+    if (g.contains("state_writes")) {
+      g["state_writes"][0]["rows"] = 0; // the logits
+      break;
+    }
+  write(m);
+  expect_load_error(d, {file.string(), "graph 'decode@16'", "writes output 0 into input"});
+  // A prefill whose logits are not the vocabulary's.
+  m = good;
+  m["vocab"] = 62;
+  write(m);
+  expect_load_error(d, {"graph 'prefill@4'", "output 0 must be the logits f32[1, S, 62]"});
+  // Not JSON, another format, no generation.json at all.
+  std::ofstream(file) << "{\"format\": \"metatune-generation\", \"prefills\": [";
+  expect_load_error(d, {file.string(), "not valid JSON"});
+  write({{"format", "metatune-model"}, {"version", 1}});
+  expect_load_error(d, {file.string(), "not a metatune generation artifact"});
+  fs::remove(file);
+  expect_load_error(d, {file.string(), "missing"});
+  fs::remove_all(d);
+}
+
+// The example application generates what the runtime's generator gives.
+TEST_F(AotGeneration, TheEmbeddingApplicationGenerates) {
+  rt::CompiledGenerator gen = rt::CompiledGenerator::load(dir().string());
+  const float* logits = gen.prefill({3, 14, 15});
+  std::string want = "tokens:";
+  for (int i = 0; i < 6; ++i) {
+    const int32_t next = argmax(logits, gen.vocab());
+    want += " " + std::to_string(next);
+    if (i < 5) logits = gen.step(next);
+  }
+  graph_test::CliResult r = graph_test::run_program(std::string(METATUNE_EMBED_RUNTIME) + " " +
+                                                    dir().string() + " -n 6 3 14 15");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(want + "\n"), std::string::npos) << r.output << "\nwanted " << want;
+}
+
+} // namespace
+} // namespace mt
