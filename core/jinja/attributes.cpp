@@ -5,39 +5,17 @@
 #include <stdexcept>
 
 #include "core/jinja/builtins.h"
+#include "core/jinja/utf8.h"
 
 namespace mt::jinja {
 
 namespace {
-
-// The code point at s[i] and its length in bytes.
-uint32_t decode_at(const std::string& s, size_t i, size_t* len) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-  if (i + n > s.size()) n = 1;
-  uint32_t cp = n == 1 ? c : c & (n == 4 ? 0x07u : n == 3 ? 0x0Fu : 0x1Fu);
-  for (size_t k = 1; k < n; ++k)
-    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
-  *len = n;
-  return cp;
-}
 
 // Python's str.isspace() of one code point.
 bool is_python_space(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
          cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
          cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
-
-std::vector<std::string> code_points(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    size_t n;
-    decode_at(s, i, &n);
-    out.push_back(s.substr(i, n));
-    i += n;
-  }
-  return out;
 }
 
 const std::string& string_arg(const Value* v, const char* what) {
@@ -54,7 +32,7 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit) {
     size_t i = 0;
     while (i < s.size()) {
       size_t n;
-      while (i < s.size() && is_python_space(decode_at(s, i, &n)))
+      while (i < s.size() && is_python_space(decode_utf8_at(s, i, &n)))
         i += n;
       if (i >= s.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
@@ -63,7 +41,7 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit) {
         return out;
       }
       size_t j = i;
-      while (j < s.size() && !is_python_space(decode_at(s, j, &n)))
+      while (j < s.size() && !is_python_space(decode_utf8_at(s, j, &n)))
         j += n;
       out.emplace_back(s.substr(i, j - i));
       i = j;
@@ -159,7 +137,7 @@ Value string_method(const std::string& s, const std::string& name) {
       int64_t count = int_arg(a.get("count", 2), -1);
       std::string out;
       if (from.empty()) { // Python inserts `to` between characters
-        const auto chars = code_points(s);
+        const auto chars = utf8_code_points(s);
         for (size_t i = 0; i <= chars.size(); ++i) {
           if (count < 0 || static_cast<int64_t>(i) < count) out += to;
           if (i < chars.size()) out += chars[i];
@@ -189,7 +167,7 @@ Value string_method(const std::string& s, const std::string& name) {
       const std::string f = name == "zfill" ? "0"
                             : fill          ? string_arg(fill, "the fill character")
                                             : " ";
-      const auto n = static_cast<int64_t>(code_points(s).size());
+      const auto n = utf8_length(s);
       if (width <= n) return Value(s);
       const auto pad = static_cast<size_t>(width - n);
       auto repeat = [&f](size_t k) {
@@ -223,18 +201,16 @@ Value string_method(const std::string& s, const std::string& name) {
       const std::string& sub = string_arg(a.get("sub", 0), "the substring");
       const size_t at = s.find(sub);
       if (at == std::string::npos) throw std::invalid_argument("substring not found");
-      return Value(static_cast<int64_t>(code_points(s.substr(0, at)).size()));
+      return Value(utf8_length(s.substr(0, at)));
     });
   if (name == "find" || name == "count")
     return bind([s, name](const Args& a) {
       const std::string& sub = string_arg(a.get("sub", 0), "the substring");
       if (name == "find") {
         const size_t at = s.find(sub);
-        return Value(at == std::string::npos
-                         ? int64_t{-1}
-                         : static_cast<int64_t>(code_points(s.substr(0, at)).size()));
+        return Value(at == std::string::npos ? int64_t{-1} : utf8_length(s.substr(0, at)));
       }
-      if (sub.empty()) return Value(static_cast<int64_t>(code_points(s).size()) + 1);
+      if (sub.empty()) return Value(utf8_length(s) + 1);
       int64_t n = 0;
       for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size()))
         ++n;
@@ -273,9 +249,9 @@ Value string_method(const std::string& s, const std::string& name) {
     return bind([s, name](const Args&) {
       if (s.empty()) return Value(false);
       bool cased = false;
-      for (const std::string& ch : code_points(s)) {
+      for (const std::string& ch : utf8_code_points(s)) {
         size_t n;
-        const uint32_t cp = decode_at(ch, 0, &n);
+        const uint32_t cp = decode_utf8_at(ch, 0, &n);
         const bool ascii = cp < 0x80;
         if (name == "isspace"   ? !is_python_space(cp)
             : name == "isdigit" ? !(ascii && std::isdigit(static_cast<int>(cp)))
@@ -338,15 +314,15 @@ size_t index_of(const Value& key, size_t size) {
 std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
   std::vector<std::string> set;
   const bool whitespace = !chars || chars->is_none();
-  if (!whitespace) set = code_points(string_arg(chars, "strip's argument"));
+  if (!whitespace) set = utf8_code_points(string_arg(chars, "strip's argument"));
   auto strippable = [&](const std::string& cp) {
     if (whitespace) {
       size_t n;
-      return is_python_space(decode_at(cp, 0, &n));
+      return is_python_space(decode_utf8_at(cp, 0, &n));
     }
     return std::find(set.begin(), set.end(), cp) != set.end();
   };
-  const auto cps = code_points(s);
+  const auto cps = utf8_code_points(s);
   size_t b = 0, e = cps.size();
   if (left)
     while (b < e && strippable(cps[b]))
@@ -398,7 +374,7 @@ Value get_item(const Value& obj, const Value& key) {
     return i == static_cast<size_t>(-1) ? Value::undefined("item") : obj.as_list()[i];
   }
   if (obj.is_string() && (key.is_int() || key.is_bool())) {
-    const auto cps = code_points(obj.as_string());
+    const auto cps = utf8_code_points(obj.as_string());
     const size_t i = index_of(key, cps.size());
     return i == static_cast<size_t>(-1) ? Value::undefined("item") : Value(cps[i]);
   }

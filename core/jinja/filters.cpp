@@ -8,6 +8,7 @@
 
 #include "core/jinja/builtins.h"
 #include "core/jinja/json_dump.h"
+#include "core/jinja/utf8.h"
 
 namespace mt::jinja {
 
@@ -15,16 +16,9 @@ namespace {
 
 using FilterFn = std::function<Value(const Value&, const Args&)>;
 
-int64_t count_code_points(const std::string& s) {
-  int64_t n = 0;
-  for (char c : s)
-    n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 int64_t length(const Value& v) {
   if (v.is_undefined()) return 0;
-  if (v.is_string()) return count_code_points(v.as_string());
+  if (v.is_string()) return utf8_length(v.as_string());
   if (v.is_list()) return static_cast<int64_t>(v.as_list().size());
   if (v.is_dict()) return static_cast<int64_t>(v.as_dict().size());
   throw std::invalid_argument(std::string("object of type '") + v.type_name() + "' has no len()");
@@ -187,7 +181,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
     m["center"] = [](const Value& v, const Args& a) {
       const std::string s = v.str();
       const int64_t width = a.get("width", 0) ? a.get("width", 0)->as_int() : 80;
-      const int64_t n = count_code_points(s);
+      const int64_t n = utf8_length(s);
       if (width <= n) return Value(s);
       const int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
       return Value(std::string(static_cast<size_t>(left), ' ') + s +

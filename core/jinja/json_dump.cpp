@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/jinja/utf8.h"
+
 namespace mt::jinja {
 
 namespace {
@@ -46,10 +48,8 @@ std::string quote(const std::string& s, bool ensure_ascii) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
     } else if (c >= 0x80 && ensure_ascii) {
-      size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-      uint32_t cp = c & (n == 4 ? 0x07 : n == 3 ? 0x0F : 0x1F);
-      for (size_t k = 1; k < n && i + k < s.size(); ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      size_t n;
+      uint32_t cp = decode_utf8_at(s, i, &n);
       i += n - 1;
       if (cp >= 0x10000) {
         cp -= 0x10000;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/jinja/utf8.h"
+
 namespace mt::jinja {
 
 const Value* Args::get(std::string_view name, size_t index) const {
@@ -179,19 +181,8 @@ List Value::items() const {
   }
   if (is_string()) {
     List chars;
-    const std::string& s = as_string();
-    for (size_t i = 0; i < s.size();) {
-      size_t n = 1;
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0xF0)
-        n = 4;
-      else if (c >= 0xE0)
-        n = 3;
-      else if (c >= 0xC0)
-        n = 2;
-      chars.emplace_back(s.substr(i, n));
-      i += n;
-    }
+    for (std::string& c : utf8_code_points(as_string()))
+      chars.emplace_back(std::move(c));
     return chars;
   }
   throw std::invalid_argument(std::string("'") + type_name() + "' object is not iterable");
