@@ -105,9 +105,30 @@ json artifact_graph_json(const ModelGraph& g, const std::vector<FusedGroup>& gro
   return j;
 }
 
+std::vector<uint8_t> weight_args(const ModelGraph& g, const FusedGroup& group) {
+  std::vector<uint8_t> flags;
+  auto is_param = [&](const te::Tensor& t) {
+    for (const ModelParam& p : g.params)
+      if (p.placeholder.get() == t.get()) return true;
+    return false;
+  };
+  for (const te::Tensor& t : group.inputs)
+    flags.push_back(is_param(t));
+  for (size_t i = 0; i < group.outputs.size(); ++i)
+    flags.push_back(0);
+  return flags;
+}
+
+void keep_common_weights(std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = a[i] && i < b.size() && b[i];
+}
+
 json export_artifact_kernels(const PluginTarget& target, const std::vector<TaskKernel>& kernels,
                              const std::vector<std::string>& names,
-                             const std::vector<std::string>& symbols, const std::string& path) {
+                             const std::vector<std::string>& symbols,
+                             const std::vector<std::vector<uint8_t>>& weights,
+                             const std::string& path) {
   std::vector<Function> funcs;
   for (size_t t = 0; t < kernels.size(); ++t) {
     if (kernels[t].component != target.info().name)
@@ -116,7 +137,7 @@ json export_artifact_kernels(const PluginTarget& target, const std::vector<TaskK
                                   " (the target that exports the library)");
     funcs.push_back(kernels[t].function);
   }
-  return json::parse(target.export_library(funcs, symbols, path));
+  return json::parse(target.export_library(funcs, symbols, path, &weights));
 }
 
 size_t write_artifact_weights(const ModelGraph& g, const std::map<std::string, NDArray>& params,

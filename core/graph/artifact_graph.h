@@ -35,13 +35,22 @@ nlohmann::json artifact_graph_json(const ModelGraph& g, const std::vector<FusedG
                                    const std::vector<std::vector<size_t>>* state_writes,
                                    size_t* arena_bytes = nullptr);
 
+// Per argument of `group`'s kernel (its inputs, then its outputs): whether it is one of the
+// model's parameters -- a weight the runtime passes as it lies in the weights file.
+std::vector<uint8_t> weight_args(const ModelGraph& g, const FusedGroup& group);
+// `a` where `b` is too (flags of a kernel shared by two groups).
+void keep_common_weights(std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
+
 // Exports `kernels` (all built by `target`; `names[i]` says whose kernel i is, for the
-// message otherwise) as `symbols` into `path`: the library descriptor. Throws
-// std::invalid_argument for a kernel of another target.
+// message otherwise) as `symbols` into `path`: the library descriptor. `weights[i]` flags
+// kernel i's params that are weights (weight_args): a target of ABI 1.10 may add variants
+// reading them packed once (the descriptor's "packed" entries, which the runtime uses).
+// Throws std::invalid_argument for a kernel of another target.
 nlohmann::json export_artifact_kernels(const PluginTarget& target,
                                        const std::vector<TaskKernel>& kernels,
                                        const std::vector<std::string>& names,
                                        const std::vector<std::string>& symbols,
+                                       const std::vector<std::vector<uint8_t>>& weights,
                                        const std::string& path);
 
 // The parameters of `g` from `params` (f32, of the model's shapes) into a safetensors file;

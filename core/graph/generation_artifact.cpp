@@ -33,7 +33,10 @@ public:
         kernels_.push_back(g.kernels[t]);
         names_.push_back(task.name);
         symbols_.push_back(kernel_symbol(k, g.groups.at(task.groups.at(0)).name));
+        weights_.push_back(weight_args(g.graph, g.groups.at(task.groups.at(0))));
       }
+      for (size_t group : task.groups)
+        keep_common_weights(weights_[k], weight_args(g.graph, g.groups.at(group)));
       task_symbols.push_back(symbols_[k]);
     }
     std::vector<std::string> group_symbols;
@@ -42,7 +45,7 @@ public:
     return group_symbols;
   }
   json export_to(const PluginTarget& target, const std::string& path) const {
-    return export_artifact_kernels(target, kernels_, names_, symbols_, path);
+    return export_artifact_kernels(target, kernels_, names_, symbols_, weights_, path);
   }
   size_t size() const { return tasks_.size(); }
 
@@ -50,6 +53,7 @@ private:
   std::vector<const GraphTask*> tasks_;
   std::vector<TaskKernel> kernels_;
   std::vector<std::string> names_, symbols_;
+  std::vector<std::vector<uint8_t>> weights_; // per task: its params that are weights
 };
 
 // The index in `g.states` of the state at `path`.

@@ -21,12 +21,16 @@ ModelArtifactSummary write_model_artifact(const ModelArtifactSource& src, const 
   const std::filesystem::path root(dir);
 
   std::vector<std::string> names, symbols;
+  std::vector<std::vector<uint8_t>> weights;
   for (size_t t = 0; t < tasks.size(); ++t) {
     names.push_back(tasks[t].name);
     symbols.push_back(kernel_symbol(t, groups.at(tasks[t].groups.at(0)).name));
+    weights.push_back(weight_args(*src.graph, groups.at(tasks[t].groups.at(0))));
+    for (size_t g : tasks[t].groups)
+      keep_common_weights(weights.back(), weight_args(*src.graph, groups.at(g)));
   }
   nlohmann::json library = export_artifact_kernels(*src.target, *src.kernels, names, symbols,
-                                                   (root / "kernels.so").string());
+                                                   weights, (root / "kernels.so").string());
   std::vector<std::string> group_symbols;
   for (size_t t : task_of_group(tasks, groups.size()))
     group_symbols.push_back(symbols[t]);

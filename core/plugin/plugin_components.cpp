@@ -467,10 +467,20 @@ bool PluginTarget::can_export_library() const {
 
 std::string PluginTarget::export_library(const std::vector<Function>& funcs,
                                          const std::vector<std::string>& symbols,
-                                         const std::string& path) const {
+                                         const std::string& path,
+                                         const std::vector<std::vector<uint8_t>>* weights) const {
   if (funcs.size() != symbols.size())
     throw std::invalid_argument("export_library: " + std::to_string(funcs.size()) + " functions, " +
                                 std::to_string(symbols.size()) + " symbols");
+  if (weights && !weights->empty() && weights->size() != funcs.size())
+    throw std::invalid_argument("export_library: " + std::to_string(funcs.size()) +
+                                " functions, weight flags for " + std::to_string(weights->size()));
+  for (size_t i = 0; weights && i < weights->size(); ++i)
+    if ((*weights)[i].size() != funcs[i].params.size())
+      throw std::invalid_argument("export_library: function " + std::to_string(i) + " has " +
+                                  std::to_string(funcs[i].params.size()) +
+                                  " params, weight flags for " +
+                                  std::to_string((*weights)[i].size()));
   if (!can_export_library()) {
     set_last_error("the target does not export kernel libraries (ABI 1.6)");
     fail("export_library", MT_ERROR_UNSUPPORTED);
@@ -483,7 +493,18 @@ std::string PluginTarget::export_library(const std::vector<Function>& funcs,
     names.push_back(mt_str{s.data(), s.size()});
   const mt_target_vtable* vt = registration().desc->vtable.target;
   mt_str descriptor{nullptr, 0};
+  const bool with_weights = weights && !weights->empty() &&
+                            MT_HAS_FIELD(vt, mt_target_vtable, export_library_weights) &&
+                            vt->export_library_weights;
+  std::vector<const uint8_t*> flags;
+  if (with_weights)
+    for (const std::vector<uint8_t>& w : *weights)
+      flags.push_back(w.data());
   mt_status st = call_plugin([&] {
+    if (with_weights)
+      return vt->export_library_weights(self(), programs.data(), flags.data(), names.data(),
+                                        programs.size(), mt_str{path.data(), path.size()},
+                                        &descriptor);
     return vt->export_library(self(), programs.data(), names.data(), programs.size(),
                               mt_str{path.data(), path.size()}, &descriptor);
   });

@@ -179,9 +179,12 @@ public:
   // Writes `funcs` (lowered first where they are not) as one shared library at `path`,
   // funcs[i] exported under symbols[i], and returns the target's descriptor (JSON text,
   // components.h). Throws PluginError, status MT_ERROR_UNSUPPORTED where the target cannot.
+  // `weights` (ABI 1.10; null or empty: none): per function, one flag per param, set where the
+  // application passes a constant weight -- the library may then read some of them packed
+  // once (the descriptor's "packed" entries); a target before 1.10 is called without them.
   std::string export_library(const std::vector<Function>& funcs,
-                             const std::vector<std::string>& symbols,
-                             const std::string& path) const;
+                             const std::vector<std::string>& symbols, const std::string& path,
+                             const std::vector<std::vector<uint8_t>>* weights = nullptr) const;
 };
 
 class LayerBackend;

@@ -8,7 +8,8 @@ namespace mt::rt {
 using nlohmann::json;
 
 std::unique_ptr<ArtifactFiles> ArtifactFiles::open(const json& m, const std::string& dir,
-                                                   const std::string& path) {
+                                                   const std::string& path,
+                                                   const LoadOptions& options) {
   const json& lib = m.at("library");
   const std::string abi = lib.at("abi").get<std::string>();
   if (abi != "mt_llvm_kernel")
@@ -23,16 +24,17 @@ std::unique_ptr<ArtifactFiles> ArtifactFiles::open(const json& m, const std::str
   auto f = std::make_unique<ArtifactFiles>();
   f->library = std::make_unique<KernelLibrary>(dir + "/" + m.at("kernels").get<std::string>());
   f->weights = std::make_unique<WeightsFile>(dir + "/" + m.at("weights").get<std::string>());
+  f->pool = std::make_unique<ThreadPool>(
+      options.num_threads > 0 ? options.num_threads
+                              : static_cast<int>(std::thread::hardware_concurrency()));
+  f->packed = std::make_unique<PackedWeights>();
   f->context.library = f->library.get();
   f->context.weights = f->weights.get();
+  f->context.packed = f->packed.get();
+  f->context.pool = f->pool.get();
   for (const json& k : lib.at("kernels"))
     f->context.kernels[k.at("symbol").get<std::string>()] = &k;
   return f;
-}
-
-int thread_count(const LoadOptions& options) {
-  return options.num_threads > 0 ? options.num_threads
-                                 : static_cast<int>(std::thread::hardware_concurrency());
 }
 
 } // namespace mt::rt

@@ -11,7 +11,9 @@
 
 #include "kernel_library.h"
 #include "metatune/runtime/compiled_model.h"
+#include "packed_weights.h"
 #include "program.h"
+#include "thread_pool.h"
 #include "weights_file.h"
 
 namespace mt::rt {
@@ -19,15 +21,16 @@ namespace mt::rt {
 struct ArtifactFiles {
   std::unique_ptr<KernelLibrary> library;
   std::unique_ptr<WeightsFile> weights;
-  ProgramContext context; // points into `library`, `weights` and the JSON given to open()
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<PackedWeights> packed;
+  // Points into the members above and the JSON given to open().
+  ProgramContext context;
 
   // `m`: model.json or generation.json (its "library", "kernels", "weights"), kept alive by
-  // the caller while the context is used; `path` names it in messages.
+  // the caller while the context is used; `path` names it in messages. The kernels' threads
+  // as `options` asks.
   static std::unique_ptr<ArtifactFiles> open(const nlohmann::json& m, const std::string& dir,
-                                             const std::string& path);
+                                             const std::string& path, const LoadOptions& options);
 };
-
-// The threads the options ask for: one per hardware thread by default.
-int thread_count(const LoadOptions& options);
 
 } // namespace mt::rt

@@ -65,7 +65,6 @@ size_t index_field(const json& g, const char* key) {
 struct CompiledGenerator::State {
   std::string dir, path, model;
   std::unique_ptr<ArtifactFiles> files;
-  std::unique_ptr<ThreadPool> pool;
   std::vector<StateInfo> states;
   std::vector<Prefill> prefills; // by seq, ascending
   std::vector<Decode> decodes;   // by capacity, ascending
@@ -164,7 +163,7 @@ CompiledGenerator CompiledGenerator::load(const std::string& dir, const LoadOpti
       s->states.push_back(std::move(info));
     }
     if (s->states.empty()) throw Error(s->path + ": the decoder keeps no state");
-    s->files = ArtifactFiles::open(m, dir, s->path);
+    s->files = ArtifactFiles::open(m, dir, s->path, options);
     for (const json& j : m.at("prefills")) {
       Prefill& p = s->prefills.emplace_back();
       s->load_graph(p, j);
@@ -220,7 +219,6 @@ CompiledGenerator CompiledGenerator::load(const std::string& dir, const LoadOpti
     s->capacities.push_back(d.capacity);
   s->max_length = std::min(s->max_length, s->capacities.back());
   s->cache.resize(s->states.size());
-  s->pool = std::make_unique<ThreadPool>(thread_count(options));
   return CompiledGenerator(std::move(s));
 }
 
@@ -249,7 +247,7 @@ const float* CompiledGenerator::prefill(const std::vector<int32_t>& prompt) {
   last.as<int32_t>()[0] = static_cast<int32_t>(n - 1);
   std::vector<const void*> in = {ids.data()};
   if (p->last_position_input != SIZE_MAX) in.push_back(last.data());
-  p->run(in, *s_->pool);
+  p->run(in, *s_->files->pool);
   s_->length = 0;
   s_->set_capacity(s_->capacity_for(n + 1));
   s_->append(*p, n, nullptr);
@@ -269,7 +267,7 @@ const float* CompiledGenerator::step(int32_t token) {
   in[d.positions_input] = &position;
   for (size_t k = 0; k < s_->states.size(); ++k)
     in[d.state_caches[k]] = s_->cache[k].data();
-  d.run(in, *s_->pool);
+  d.run(in, *s_->files->pool);
   s_->append(d, 1, &d.state_written);
   return d.logits(0, s_->vocab);
 }

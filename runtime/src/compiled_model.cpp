@@ -39,7 +39,6 @@ Tensor::Tensor(TensorInfo info)
 struct CompiledModel::State {
   std::string dir, model;
   std::unique_ptr<ArtifactFiles> files;
-  std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Program> program; // calls into files' kernels: destroyed first
   size_t num_kernels = 0;
 };
@@ -59,13 +58,12 @@ CompiledModel CompiledModel::load(const std::string& dir, const LoadOptions& opt
     s->model = m.value("model", "");
     // The graph's fields first: a model.json without them is named for them.
     (void)m.at("inputs");
-    s->files = ArtifactFiles::open(m, dir, path);
+    s->files = ArtifactFiles::open(m, dir, path, options);
     s->program = std::make_unique<Program>(m, path, s->files->context);
     s->num_kernels = s->files->context.kernels.size();
   } catch (const json::exception& e) {
     throw Error(path + ": " + e.what());
   }
-  s->pool = std::make_unique<ThreadPool>(thread_count(options));
   return CompiledModel(std::move(s));
 }
 
@@ -111,7 +109,7 @@ std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) {
   std::vector<void*> out;
   for (const TensorInfo& t : s_->program->outputs())
     out.push_back(outputs.emplace_back(t).data());
-  s_->program->run(in, out, *s_->pool);
+  s_->program->run(in, out, *s_->files->pool);
   return outputs;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kernel_library.h"
+#include "packed_weights.h"
 #include "thread_pool.h"
 #include "weights_file.h"
 
@@ -89,7 +90,36 @@ Program::Call Program::call(const json& g, const ProgramContext& ctx) const {
                 " arguments to '" + c.symbol + "', which takes " + std::to_string(params.size()));
   for (size_t i = 0; i < args.size(); ++i)
     c.args.push_back(arg(args[i], params[i], what + " argument " + std::to_string(i), ctx));
+  if (k->second->contains("packed") && ctx.packed && ctx.pool)
+    use_packed_variant(c, *k->second, ctx);
   return c;
+}
+
+void Program::use_packed_variant(Call& c, const json& kernel, const ProgramContext& ctx) const {
+  const json& packed = kernel.at("packed");
+  const json& entries = packed.at("params");
+  for (const json& e : entries) {
+    const size_t i = e.at("param").get<size_t>();
+    if (i >= c.args.size() || c.args[i].kind != Arg::Param) return; // an input here: unpacked
+  }
+  const std::string what = where_ + ": group '" + c.group + "'";
+  const std::string symbol = packed.at("symbol").get<std::string>();
+  auto variant = ctx.kernels.find(symbol);
+  if (variant == ctx.kernels.end() ||
+      variant->second->at("params").size() != kernel.at("params").size())
+    throw Error(what + ": the packed variant '" + symbol + "' of '" + c.symbol +
+                "' is not a kernel of the library with the same params");
+  const json& params = kernel.at("params");
+  for (const json& e : entries) {
+    const size_t i = e.at("param").get<size_t>();
+    if (variant->second->at("params")[i].at("bytes").get<size_t>() != e.at("bytes").get<size_t>())
+      throw Error(what + ": the packed variant '" + symbol + "' takes param " + std::to_string(i) +
+                  " in other bytes than its packed entry says");
+    c.args[i].param = ctx.packed->get(c.args[i].param, params[i].at("bytes").get<size_t>(), e,
+                                      *ctx.library, *ctx.pool, what);
+  }
+  c.fn = ctx.library->kernel(symbol, what);
+  c.symbol = symbol;
 }
 
 Program::Arg Program::arg(const json& a, const json& param, const std::string& what,

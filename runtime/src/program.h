@@ -21,6 +21,7 @@
 namespace mt::rt {
 
 class KernelLibrary;
+class PackedWeights;
 class ThreadPool;
 class WeightsFile;
 
@@ -34,6 +35,9 @@ struct ProgramContext {
   const KernelLibrary* library = nullptr;
   const WeightsFile* weights = nullptr;
   std::map<std::string, const nlohmann::json*> kernels; // the descriptor's, by symbol
+  // Weights some kernels read packed, made as the graphs are loaded (with the pool's threads).
+  PackedWeights* packed = nullptr;
+  const ThreadPool* pool = nullptr;
 };
 
 class Program {
@@ -74,6 +78,9 @@ private:
   };
 
   Call call(const nlohmann::json& g, const ProgramContext& ctx) const;
+  // `c` calling the kernel's variant that reads its weights packed, where the descriptor has
+  // one and every weight it packs is a parameter here.
+  void use_packed_variant(Call& c, const nlohmann::json& kernel, const ProgramContext& ctx) const;
   Arg arg(const nlohmann::json& a, const nlohmann::json& param, const std::string& what,
           const ProgramContext& ctx) const;
   std::vector<StateWrite> state_writes(const nlohmann::json& list, const std::string& what) const;

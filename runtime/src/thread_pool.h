@@ -1,16 +1,12 @@
-// The services the kernels of an llvm.cpu library call (mt_llvm_runtime, kernel_abi.h): a
-// fixed pool of threads for their parallel loops, [0, n) split into one contiguous range per
-// thread with the calling thread taking the first. A call made while the pool is busy (a
-// parallel loop inside a task) runs serially on its own thread.
+// The services the kernels of an llvm.cpu library call (mt_llvm_runtime, kernel_abi.h): their
+// parallel loops on the llvm.cpu target's own chunked pool (chunked_pool.hpp: chunks claimed by
+// whichever thread is free, threads spinning briefly before they sleep), so that a kernel runs
+// from an artifact as it runs in process. One pool per loaded artifact.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <memory>
 
+#include "metatune/llvm_cpu/chunked_pool.hpp"
 #include "metatune/llvm_cpu/kernel_abi.h"
 
 namespace mt::rt {
@@ -25,22 +21,9 @@ public:
 
 private:
   static void parallel_for(void* self, mt_llvm_task_fn fn, void* closure, int64_t n);
-  void run(mt_llvm_task_fn fn, void* closure, int64_t n);
-  void run_part(int part);
-  void worker(int part);
 
+  std::unique_ptr<llvm_cpu::ThreadPool> pool_;
   mt_llvm_runtime table_{};
-  std::vector<std::thread> workers_;
-  std::atomic<bool> busy_{false};
-  std::mutex m_;
-  std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  mt_llvm_task_fn fn_ = nullptr;
-  void* closure_ = nullptr;
-  int64_t n_ = 0;
-  int parts_ = 1;
 };
 
 } // namespace mt::rt

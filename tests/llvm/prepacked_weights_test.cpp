@@ -6,13 +6,18 @@
 // with the copy in the tile products' bf16 pairs (from the weight and input rounded to bf16).
 // The packed bytes are checked against the layout written out here; copies that also compute
 // and a weight read elsewhere too are not offered.
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../function_args.h"
 #include "core/ir/parser.h"
@@ -20,6 +25,7 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/ndarray.h"
 #include "llvm_plugin_host.h"
+#include "metatune/llvm_cpu/kernel_abi.h"
 #include "metatune/llvm_cpu/target.hpp"
 
 #ifdef METATUNE_LLVM_CPU_PLUGIN
@@ -127,6 +133,52 @@ TEST(LlvmPrepackedWeights, ATransposedCopyIsMadeOnceAndReadInPlace) {
   std::vector<NDArray> plain = args;
   m->run(ptrs(plain));
   EXPECT_TRUE(allclose(plain[2], want[2], 1e-5, 1e-5, &why)) << why;
+}
+
+// Exported (ABI 1.10 export_library_weights): told that param 0 is a weight, the library holds
+// besides the kernel its variant reading the weight's copies and the program writing them,
+// described with the layout the module offers in process; run from the library (no JIT), the
+// pack program then the variant compute what the interpreter computes. Told of no weight, the
+// library holds the kernel alone.
+TEST(LlvmPrepackedWeights, AnExportedLibraryPacksTheWeightsItIsToldOf) {
+  Function f = parse_function(dense_text());
+  std::unique_ptr<PluginTarget> t = target("llvm");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("mt_prepacked_export_" + std::to_string(::getpid()));
+  const std::vector<std::vector<uint8_t>> weights = {{1, 0, 0}};
+  const nlohmann::json d =
+      nlohmann::json::parse(t->export_library({f}, {"dense"}, (dir / "k.so").string(), &weights));
+  ASSERT_TRUE(d["kernels"][0].contains("packed")) << d.dump(1);
+  const nlohmann::json& packed = d["kernels"][0]["packed"];
+  EXPECT_EQ(packed["symbol"], "dense_packed");
+  ASSERT_EQ(packed["params"].size(), 1u);
+  EXPECT_EQ(packed["params"][0]["param"], 0);
+  EXPECT_EQ(packed["params"][0]["bytes"], 64 * 32 * 4);
+  EXPECT_EQ(packed["params"][0]["pack"], "dense_pack0");
+  EXPECT_EQ(packed["params"][0]["key"], t->build(f)->packed_layout(0)->key);
+
+  void* lib = dlopen((dir / "k.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto pack = reinterpret_cast<mt_llvm_kernel_fn>(dlsym(lib, "dense_pack0"));
+  auto variant = reinterpret_cast<mt_llvm_kernel_fn>(dlsym(lib, "dense_packed"));
+  ASSERT_TRUE(pack && variant);
+  std::vector<NDArray> args = test_args::make_args(f);
+  std::vector<NDArray> want = args;
+  interpret(f, ptrs(want));
+  std::vector<float> copies(64 * 32, -1.f);
+  void* pack_args[] = {args[0].data(), copies.data()};
+  ASSERT_EQ(pack(pack_args, nullptr), 0);
+  void* run_args[] = {copies.data(), args[1].data(), args[2].data()};
+  ASSERT_EQ(variant(run_args, nullptr), 0);
+  std::string why;
+  EXPECT_TRUE(allclose(args[2], want[2], 1e-5, 1e-5, &why)) << why;
+  dlclose(lib);
+
+  const nlohmann::json plain =
+      nlohmann::json::parse(t->export_library({f}, {"dense"}, (dir / "plain.so").string()));
+  EXPECT_FALSE(plain["kernels"][0].contains("packed"));
+  EXPECT_EQ(plain["kernels"].size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LlvmPrepackedWeights, UnderBf16ProductsTheCopyIsTheTileProductsPairs) {

@@ -180,9 +180,27 @@ typedef struct mt_target_vtable {
   mt_status (*export_library)(void* self, const mt_program* const* programs, const mt_str* symbols,
                               size_t count, mt_str path, mt_str* out_descriptor);
   /* End of version 1.6 - DO NOT MODIFY ABOVE */
+
+  /* Version 1.10 (optional; NULL or absent: the host calls export_library): export_library
+   * told which params are weights -- `weights[i]` (NULL: none) holds one byte per param of
+   * programs[i], nonzero where the application passes a constant weight, as a module's
+   * packed_layout (1.8) is asked only for a model's weights. The target may then export, besides
+   * programs[i] under symbols[i], a variant reading some of those weights packed once, and the
+   * programs packing them, and says so in the kernel's descriptor entry:
+   *   "packed": {"symbol": "...",            the variant (same params, same order)
+   *              "params": [{"param": 1, "bytes": 4096, "key": "...",
+   *                          "pack": "SYMBOL" or "bf16"}]}
+   * where "pack": SYMBOL is a kernel of the library taking [the weight as declared, the packed
+   * bytes] and "bf16" means the weight rounded to bf16 (nearest even), row-major. */
+  mt_status (*export_library_weights)(void* self, const mt_program* const* programs,
+                                      const uint8_t* const* weights, const mt_str* symbols,
+                                      size_t count, mt_str path, mt_str* out_descriptor);
+  /* End of version 1.10 - DO NOT MODIFY ABOVE */
 } mt_target_vtable;
 MT_STATIC_ASSERT(offsetof(mt_target_vtable, build) / sizeof(void*) == 4, target_v1);
 MT_STATIC_ASSERT(offsetof(mt_target_vtable, export_library) / sizeof(void*) == 5, target_v1_6);
+MT_STATIC_ASSERT(offsetof(mt_target_vtable, export_library_weights) / sizeof(void*) == 6,
+                 target_v1_10);
 
 /* A model layer: builds its computation as tensor expressions. */
 typedef struct mt_layer_vtable {

@@ -19,7 +19,7 @@ extern "C" {
  * grow within a major, so an older plugin sees a prefix of what it knows. */
 #define MT_PLUGIN_ABI_VERSION_MAJOR 1
 #define MT_PLUGIN_ABI_VERSION_MINOR                                                                \
-  9 /* 1.1: schedule_features, cost-model save/load;                                               \
+  10 /* 1.1: schedule_features, cost-model save/load;                                              \
      1.2: program_partition_loops, transform_layout;                                               \
      1.3: search strategies on a search context,                                                   \
           component_desc.joins_defaults;                                                           \
@@ -34,7 +34,9 @@ extern "C" {
      1.8: module packed_layout, pack, run_packed                                                   \
           (prepacked weights);                                                                     \
      1.9: layer_state_write (a decode step's rows                                                  \
-          written into the cache before it is read) */
+          written into the cache before it is read);                                               \
+     1.10: target export_library_weights (libraries                                                \
+          whose kernels read weights packed once) */
 #define MT_MAKE_ABI_VERSION(major, minor)                                                          \
   ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define MT_ABI_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)

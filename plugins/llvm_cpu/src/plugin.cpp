@@ -38,6 +38,45 @@ namespace {
 
 namespace P = mt::sdk::program;
 
+// The params of a kernel that may be handed over packed: a weight it copies into buffers of its
+// own, as those copies (prepacked_weights.h; under -fpmath=bf16 only where the copy is laid out
+// for AMX tile products), else under -fpmath=bf16 a product's operand in bf16
+// (bf16_weight_candidates). What a module offers in process and an exported library packs.
+struct PackableWeights {
+  std::vector<std::optional<PrepackedWeight>> prepacked;
+  std::vector<bool> bf16;
+
+  PackableWeights() = default;
+  PackableWeights(const P::Program& tree, bool bf16_weights, bool amx)
+      : prepacked(prepackable_weights(tree, amx)) {
+    if (bf16_weights) {
+      bf16 = bf16_weight_candidates(tree);
+      for (auto& w : prepacked)
+        if (w && !w->amx_role) w.reset();
+    }
+    bf16.resize(tree.params.size(), false);
+    prepacked.resize(tree.params.size());
+    for (size_t i = 0; i < prepacked.size(); ++i)
+      if (prepacked[i]) bf16[i] = false;
+  }
+  bool takes(size_t param) const {
+    return param < prepacked.size() && (prepacked[param] || bf16[param]);
+  }
+  // `tree` reading the params flagged in `which` packed.
+  P::Program variant(const P::Program& tree, const std::vector<uint8_t>& which) const {
+    std::vector<uint8_t> copies(which.size(), 0), rounded(which.size(), 0);
+    for (size_t i = 0; i < which.size(); ++i)
+      (prepacked[i] ? copies : rounded)[i] = which[i];
+    return with_bf16_params(with_prepacked_weights(tree, prepacked, copies), rounded);
+  }
+  std::string bf16_key(const P::BufferNode& b) const {
+    std::string shape;
+    for (int64_t d : b.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    return "bf16 row-major [" + shape + "]";
+  }
+};
+
 class LlvmModule : public sdk::Module {
 public:
   LlvmModule(std::unique_ptr<JitKernel> kernel, std::vector<P::Buffer> params)
@@ -48,16 +87,7 @@ public:
   // under -fpmath=bf16 only where the copy is laid out for AMX tile products), else under
   // -fpmath=bf16 a product's operand in bf16 (bf16_weight_candidates).
   void offer_packed_weights(P::Program tree, CompileOptions opts, bool bf16_weights, bool amx) {
-    prepacked_ = prepackable_weights(tree, amx);
-    if (bf16_weights) {
-      bf16_candidates_ = bf16_weight_candidates(tree);
-      for (auto& w : prepacked_)
-        if (w && !w->amx_role) w.reset();
-    }
-    bf16_candidates_.resize(params_.size(), false);
-    prepacked_.resize(params_.size());
-    for (size_t i = 0; i < params_.size(); ++i)
-      if (prepacked_[i]) bf16_candidates_[i] = false;
+    packable_ = PackableWeights(tree, bf16_weights, amx);
     tree_ = std::move(tree);
     opts_ = std::move(opts);
   }
@@ -70,23 +100,19 @@ public:
     offered_.resize(params_.size(), 0);
     offered_[param] = 1;
     variant(offered_);
-    if (const std::optional<PrepackedWeight>& w = prepacked_[param]) {
+    if (const std::optional<PrepackedWeight>& w = packable_.prepacked[param]) {
       pack_kernel(param);
       return PackedLayout{static_cast<size_t>(w->packed->size_bytes()), w->key};
     }
     const P::BufferNode& b = *params_[param];
-    std::string shape;
-    for (int64_t d : b.shape)
-      shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    return PackedLayout{static_cast<size_t>(b.num_elements()) * 2,
-                        "bf16 row-major [" + shape + "]"};
+    return PackedLayout{static_cast<size_t>(b.num_elements()) * 2, packable_.bf16_key(b)};
   }
 
   void pack(size_t param, const void* src, void* dst) override {
     if (!takes_packed(param))
       throw sdk::Error(MT_ERROR_UNSUPPORTED, kernel_->symbol() + ": param " +
                                                  std::to_string(param) + " is not taken packed");
-    if (const std::optional<PrepackedWeight>& w = prepacked_[param]) {
+    if (const std::optional<PrepackedWeight>& w = packable_.prepacked[param]) {
       // Bytes the copies may leave alone (none should) are zero: equal keys, equal bytes.
       std::memset(dst, 0, static_cast<size_t>(w->packed->size_bytes()));
       void* args[] = {const_cast<void*>(src), dst};
@@ -116,20 +142,15 @@ public:
   void run(const std::vector<sdk::TensorView>& args) override { call(*kernel_, args); }
 
 private:
-  bool takes_packed(size_t param) const {
-    return param < prepacked_.size() && (prepacked_[param] || bf16_candidates_[param]);
-  }
+  bool takes_packed(size_t param) const { return packable_.takes(param); }
 
   // The kernel reading the params flagged in `which` packed, compiled once per set.
   JitKernel& variant(const std::vector<uint8_t>& which) {
     auto it = variants_.find(which);
     if (it != variants_.end()) return *it->second;
-    std::vector<uint8_t> copies(which.size(), 0), bf16(which.size(), 0);
-    for (size_t i = 0; i < which.size(); ++i)
-      (prepacked_[i] ? copies : bf16)[i] = which[i];
     try {
-      P::Program tree = with_bf16_params(with_prepacked_weights(tree_, prepacked_, copies), bf16);
-      return *variants_.emplace(which, jit_compile(tree, opts_)).first->second;
+      return *variants_.emplace(which, jit_compile(packable_.variant(tree_, which), opts_))
+                  .first->second;
     } catch (const CodegenError& e) {
       throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": packed weights: " + e.what());
     }
@@ -141,7 +162,7 @@ private:
     if (!k) try {
         CompileOptions opts = opts_;
         opts.symbol = "";
-        k = jit_compile(prepacked_[param]->pack, opts);
+        k = jit_compile(packable_.prepacked[param]->pack, opts);
       } catch (const CodegenError& e) {
         throw sdk::Error(MT_ERROR_UNKNOWN, kernel_->symbol() + ": packing param " +
                                                std::to_string(param) + ": " + e.what());
@@ -179,9 +200,7 @@ private:
 
   std::unique_ptr<JitKernel> kernel_;
   std::vector<P::Buffer> params_;
-  // Weights taken packed
-  std::vector<std::optional<PrepackedWeight>> prepacked_;
-  std::vector<bool> bf16_candidates_;
+  PackableWeights packable_; // the weights taken packed
   std::map<size_t, std::unique_ptr<JitKernel>> pack_kernels_;
   P::Program tree_;
   CompileOptions opts_;
@@ -267,9 +286,7 @@ public:
       dump_assembly(tree);
       auto kernel = jit_compile(tree, opts_);
       auto module = std::make_unique<LlvmModule>(std::move(kernel), tree.params);
-      module->offer_packed_weights(std::move(tree), opts_, bf16_weights_,
-                                   opts_.bf16_products && target_.has("amx-tile") &&
-                                       target_.has("amx-bf16"));
+      module->offer_packed_weights(std::move(tree), opts_, bf16_weights_, amx());
       return module;
     } catch (const CodegenError& e) {
       throw sdk::Error(MT_ERROR_UNSUPPORTED, std::string("llvm.cpu: ") + e.what());
@@ -291,7 +308,63 @@ public:
     }
   }
 
+  // ABI 1.10: as export_library, and for each program that takes some of its weights packed
+  // (as build()'s module would be asked for them: PackableWeights), a variant reading them so
+  // ("<symbol>_packed") and the programs writing the copies ("<symbol>_pack<param>"); bf16
+  // roundings the application makes itself.
+  std::string export_library_weights(const std::vector<sdk::Program>& programs,
+                                     const std::vector<std::vector<uint8_t>>& weights,
+                                     const std::vector<std::string>& symbols,
+                                     const std::string& path) override {
+    std::vector<P::Program> trees;
+    std::vector<std::string> all_symbols = symbols;
+    for (const sdk::Program& p : programs)
+      trees.push_back(
+          P::with_free_buffers_allocated(sdk::to_program_tree(p.with_loops_partitioned())));
+    std::vector<std::pair<size_t, nlohmann::json>> packed; // kernel, its "packed" entry
+    for (size_t i = 0; i < programs.size() && i < weights.size(); ++i) {
+      const P::Program tree = trees[i];
+      const PackableWeights packable(tree, bf16_weights_, amx());
+      std::vector<uint8_t> which(tree.params.size(), 0);
+      nlohmann::json params = nlohmann::json::array();
+      for (size_t p = 0; p < which.size() && p < weights[i].size(); ++p) {
+        if (!weights[i][p] || !packable.takes(p)) continue;
+        which[p] = 1;
+        if (const std::optional<PrepackedWeight>& w = packable.prepacked[p]) {
+          const std::string pack = symbols[i] + "_pack" + std::to_string(p);
+          trees.push_back(w->pack);
+          all_symbols.push_back(pack);
+          params.push_back(
+              {{"param", p}, {"bytes", w->packed->size_bytes()}, {"key", w->key}, {"pack", pack}});
+        } else {
+          params.push_back({{"param", p},
+                            {"bytes", tree.params[p]->num_elements() * 2},
+                            {"key", packable.bf16_key(*tree.params[p])},
+                            {"pack", "bf16"}});
+        }
+      }
+      if (params.empty()) continue;
+      trees.push_back(packable.variant(tree, which));
+      all_symbols.push_back(symbols[i] + "_packed");
+      packed.emplace_back(i, nlohmann::json{{"symbol", all_symbols.back()}, {"params", params}});
+    }
+    try {
+      nlohmann::json d =
+          nlohmann::json::parse(export_kernel_library(trees, all_symbols, path, opts_));
+      for (auto& [i, entry] : packed)
+        d["kernels"][i]["packed"] = entry;
+      return d.dump(2);
+    } catch (const CodegenError& e) {
+      throw sdk::Error(MT_ERROR_UNKNOWN, std::string("llvm.cpu: ") + e.what());
+    }
+  }
+
 private:
+  // Products in bf16 run as AMX tile products (amx_tile.h).
+  bool amx() const {
+    return opts_.bf16_products && target_.has("amx-tile") && target_.has("amx-bf16");
+  }
+
   // The target string without its -fpmath option (which llvm's own parser does not know).
   std::string without_fpmath(const std::string& target) {
     std::istringstream words(target);

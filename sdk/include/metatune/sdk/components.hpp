@@ -152,6 +152,15 @@ public:
                                      const std::string& /*path*/) {
     throw Error(MT_ERROR_UNSUPPORTED, "this target does not export kernel libraries");
   }
+  // ABI 1.10: export_library told which params of each program are a model's weights
+  // (weights[i][p]); the library may add variants reading them packed (components.h). By
+  // default the same as export_library.
+  virtual std::string export_library_weights(const std::vector<Program>& programs,
+                                             const std::vector<std::vector<uint8_t>>& /*weights*/,
+                                             const std::vector<std::string>& symbols,
+                                             const std::string& path) {
+    return export_library(programs, symbols, path);
+  }
 };
 
 class Layer {

@@ -286,6 +286,28 @@ mt_status target_export(void* self, const mt_program* const* programs, const mt_
 }
 
 template <typename T>
+mt_status target_export_weights(void* self, const mt_program* const* programs,
+                                const uint8_t* const* weights, const mt_str* symbols, size_t count,
+                                mt_str path, mt_str* out) {
+  return guard([&] {
+    std::vector<Program> ps;
+    std::vector<std::vector<uint8_t>> flags;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      ps.push_back(Program::borrow(programs[i]));
+      const size_t n = ps.back().params().size();
+      flags.emplace_back(n, 0);
+      if (weights && weights[i]) flags.back().assign(weights[i], weights[i] + n);
+      names.emplace_back(symbols[i].data ? symbols[i].data : "", symbols[i].size);
+    }
+    auto* inst = static_cast<Instance<T>*>(self);
+    inst->text = inst->object->export_library_weights(
+        ps, flags, names, std::string(path.data ? path.data : "", path.size));
+    *out = to_mt_str(inst->text);
+  });
+}
+
+template <typename T>
 mt_status layer_forward(void* self, mt_te_builder* b, const mt_te_tensor* const* inputs, size_t n,
                         const mt_te_tensor** outputs, size_t capacity, size_t* count) {
   return guard([&] {
@@ -341,9 +363,14 @@ inline const mt_search_strategy_vtable kContextSearchTable = {sizeof(mt_search_s
                                                               search_next_batch<T>,
                                                               search_notify_measured<T>};
 template <typename T>
-inline const mt_target_vtable kTargetTable = {
-    sizeof(mt_target_vtable), 1, release<T>, target_describe<T>, target_defaults<T>,
-    target_build<T>, target_export<T> /* 1.6 */};
+inline const mt_target_vtable kTargetTable = {sizeof(mt_target_vtable),
+                                              1,
+                                              release<T>,
+                                              target_describe<T>,
+                                              target_defaults<T>,
+                                              target_build<T>,
+                                              target_export<T> /* 1.6 */,
+                                              target_export_weights<T> /* 1.10 */};
 template <typename T>
 inline const mt_layer_vtable kLayerTable = {
     sizeof(mt_layer_vtable), 1, release<T>, layer_forward<T>,

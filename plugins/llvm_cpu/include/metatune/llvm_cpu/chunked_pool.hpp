@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "metatune/llvm_cpu/kernel_abi.h"
+#include "kernel_abi.h"
 
 namespace mt::llvm_cpu {
 
