@@ -18,7 +18,6 @@ root="$(cd "$here/../.." && pwd)"
 build="${BUILD:-$root/build}"
 metatune="${METATUNE:-$build/bin/metatune}"
 embed="${EMBED_RUNTIME:-$build/bin/embed_runtime}"
-venv="${MT_BENCH_VENV:-$root/bench/model/.venv}"
 ckpt="${CKPT:-$build/bench_llama}"
 PRESET="${PRESET:-small}"
 SEED="${SEED:-0}"
@@ -32,15 +31,7 @@ for bin in "$metatune" "$embed"; do
     exit 2
   fi
 done
-dir="$ckpt/llama-$PRESET-seed$SEED" # shared with bench/llama, made on first use
-if [[ ! -f "$dir/config.json" ]]; then
-  if [[ ! -x "$venv/bin/python" ]]; then
-    echo "bench/aot_generation: no Python environment at $venv (bash bench/model/setup.sh)" >&2
-    exit 2
-  fi
-  (cd "$root/bench/llama" && "$venv/bin/python" make_checkpoint.py "$dir" --preset "$PRESET" \
-    --seed "$SEED") >&2
-fi
+dir="$(CKPT="$ckpt" PRESET="$PRESET" SEED="$SEED" bash "$root/bench/llama/checkpoint.sh")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_aot.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 

@@ -19,7 +19,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="${BUILD:-$root/build}"
 metatune="${METATUNE:-$build/bin/metatune}"
-venv="${MT_BENCH_VENV:-$root/bench/model/.venv}"
 ckpt="${CKPT:-$build/bench_llama}"
 out="${OUT:-$root/bench/results}"
 PRESET="${PRESET:-small}"
@@ -34,18 +33,10 @@ if [[ ! -x "$metatune" ]]; then
   echo "bench/chat: $metatune is missing (build metatune first: bash scripts/build.sh)" >&2
   exit 2
 fi
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "bench/chat: no Python environment at $venv (bash bench/model/setup.sh)" >&2
-  exit 2
-fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/mt_bench_chat.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-dir="$ckpt/llama-$PRESET-seed$SEED" # shared with bench/llama, made on first use
-if [[ ! -f "$dir/config.json" ]]; then
-  (cd "$root/bench/llama" && "$venv/bin/python" make_checkpoint.py "$dir" --preset "$PRESET" \
-    --seed "$SEED") >&2
-fi
+dir="$(CKPT="$ckpt" PRESET="$PRESET" SEED="$SEED" bash "$root/bench/llama/checkpoint.sh")"
 python3 "$here/chat_folder.py" --checkpoint "$dir" --out "$work/model" --turns "$TURNS" \
   --words "$WORDS" --seed "$SEED" > "$work/turns.txt"
 

@@ -58,13 +58,9 @@ field() { "$py" "$root/bench/model/json_field.py" "$@"; }
 
 csv_quote() { local s="${1//\"/\"\"}"; printf '"%s"' "$s"; }
 
-# The checkpoint folder, made on first use (seconds; 500 MB for the small preset).
+# The checkpoint folder, made on first use (checkpoint.sh).
 checkpoint() {
-  local dir="$ckpt/llama-$PRESET-seed$SEED"
-  if [[ ! -f "$dir/config.json" ]]; then
-    "$py" "$here/make_checkpoint.py" "$dir" --preset "$PRESET" --seed "$SEED" >&2
-  fi
-  echo "$dir"
+  CKPT="$ckpt" PRESET="$PRESET" SEED="$SEED" MT_BENCH_VENV="$venv" bash "$here/checkpoint.sh"
 }
 
 # The float64 greedy generation (recomputed every step), made once per checkpoint and length.

@@ -175,11 +175,7 @@ int chat(const ModelChatOptions& o) {
   if (o.source.hf.empty() && o.source.tokenizer.empty())
     throw std::invalid_argument("model chat needs a checkpoint folder with a chat template: "
                                 "--hf DIR (or --tokenizer DIR beside --config)");
-  ModelSourceOptions src = o.source;
-  src.tokens.clear();
-  src.seq = 1;
-  LoadedModel m = load_model(src);
-  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  LoadedModel m = load_decoder(o.source);
   const std::optional<tok::Tokenizer> tokenizer = tokenizer_of(o.source.tokenizer, o.source.hf);
   const std::string dir = !o.source.tokenizer.empty() ? o.source.tokenizer : o.source.hf;
   if (!tokenizer)

@@ -54,11 +54,7 @@ int compile_generation_artifact(const ModelCompileOptions& o, KernelPolicy polic
   if (policy == KernelPolicy::Library)
     throw std::invalid_argument("--generation exports the tuning target's kernels: "
                                 "--implementations library has none (untuned, tuned or best)");
-  ModelSourceOptions src = o.source;
-  src.tokens.clear();
-  src.seq = 1;
-  LoadedModel m = load_model(src);
-  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  LoadedModel m = load_decoder(o.source);
   if (!o.quiet) std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);
   // No library: a library's kernels cannot be exported (best is then tuned or untuned).

@@ -115,11 +115,7 @@ int generate_text(const ModelGenerateOptions& o) {
   if (!o.source.text.empty() || !o.source.tokens.empty())
     throw std::invalid_argument("model generate takes its prompt as --prompt TEXT, --chat TEXT, "
                                 "--messages FILE or --prompt-ids, not --text or --tokens");
-  ModelSourceOptions src = o.source;
-  src.tokens.clear(); // load_model's own graph is only described: one token is enough
-  src.seq = 1;
-  LoadedModel m = load_model(src);
-  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  LoadedModel m = load_decoder(o.source);
   std::optional<tok::Tokenizer> tokenizer = tokenizer_for(o);
   std::vector<int32_t> prompt = prompt_of(o, tokenizer ? &*tokenizer : nullptr, m.vocab);
   const std::vector<int32_t> eos = stop_ids(o);

@@ -102,6 +102,15 @@ std::string LoadedModel::describe() const {
   return buf;
 }
 
+LoadedModel load_decoder(const ModelSourceOptions& o) {
+  ModelSourceOptions src = o;
+  src.tokens.clear();
+  src.seq = 1;
+  LoadedModel m = load_model(src);
+  if (m.encoder) throw std::invalid_argument(m.name + " is an encoder: it does not generate");
+  return m;
+}
+
 LoadedModel load_model(const ModelSourceOptions& o) {
   if (o.config.empty() == o.hf.empty())
     throw std::invalid_argument("give one of --config FILE or --hf DIR");

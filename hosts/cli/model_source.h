@@ -69,5 +69,8 @@ std::vector<int32_t> parse_tokens(const std::string& text, const std::string& op
 
 // Throws std::invalid_argument naming the file and field or tensor for bad input.
 LoadedModel load_model(const ModelSourceOptions& o);
+// The model for generation (generate, chat, compile --generation): its own graph of one token
+// (only described: a Generator builds the graphs that run), no --tokens; an encoder refused.
+LoadedModel load_decoder(const ModelSourceOptions& o);
 
 } // namespace mt::cli

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifact_test_util.h"
 #include "cli_run.h"
 #include "core/graph/generator.h"
 #include "core/graph/layer_registry.h"
@@ -34,58 +35,17 @@ using graph_test::host;
 
 const std::string kConfig = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/tiny-gpt.json";
 
-class AotGeneration : public ::testing::Test {
-protected:
-  static fs::path dir() {
-    return fs::temp_directory_path() / ("mt_aot_gen_" + std::to_string(getpid()));
+class AotGeneration : public graph_test::ArtifactTest<AotGeneration> {
+public:
+  static constexpr const char* kFolder = "mt_aot_gen";
+  static std::string compile_args() {
+    return "model compile --config " + kConfig +
+           " --generation --prompt-buckets 4,8 --capacities 16,32";
   }
-  static void SetUpTestSuite() {
-    fs::remove_all(dir());
-    compile_output() = graph_test::metatune("model compile --config " + kConfig +
-                                            " --generation --prompt-buckets 4,8 --capacities "
-                                            "16,32 --out " +
-                                            dir().string());
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir()); }
-  static graph_test::CliResult& compile_output() {
-    static graph_test::CliResult r;
-    return r;
-  }
-  static fs::path copy_of(const std::string& name) {
-    fs::path d = dir().string() + "_" + name;
-    fs::remove_all(d);
-    fs::copy(dir(), d, fs::copy_options::recursive);
-    return d;
-  }
-  void SetUp() override { ASSERT_EQ(compile_output().status, 0) << compile_output().output; }
 };
 
-// The artifact's weights, as the in-process executors take them.
-std::map<std::string, NDArray> artifact_weights(const fs::path& dir) {
-  std::map<std::string, NDArray> weights;
-  SafetensorsFile file = SafetensorsFile::open((dir / "weights.safetensors").string());
-  for (const SafetensorsTensorInfo& t : file.tensors()) {
-    NDArray a(DType::f32(), t.shape);
-    file.to_f32(t.name, {a.data_as<float>(), static_cast<size_t>(a.num_elements())});
-    weights.emplace(t.name, std::move(a));
-  }
-  return weights;
-}
-
-// The logits after the last of `tokens` from a whole-sequence build of exactly that length.
-std::vector<float> recompute(const Config& c, const std::map<std::string, NDArray>& params,
-                             const std::vector<int32_t>& tokens) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  ModelGraph g = BucketedModel::graph_for(host(), c, 1, n, false);
-  ModelExecutor exec(g, fuse(g.outputs), graph_test::llvm());
-  exec.set_params(params);
-  NDArray ids(DType::i32(), {1, n});
-  std::copy(tokens.begin(), tokens.end(), ids.data_as<int32_t>());
-  std::vector<NDArray> out = exec.run({ids});
-  const int64_t vocab = out.at(0).shape()[2];
-  const float* last = out[0].data_as<float>() + (n - 1) * vocab;
-  return std::vector<float>(last, last + vocab);
-}
+using graph_test::artifact_weights;
+using graph_test::recompute;
 
 double max_diff(const float* a, const float* b, int64_t n) {
   double d = 0;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifact_test_util.h"
 #include "cli_run.h"
 #include "core/graph/layer_registry.h"
 #include "core/model/config_json.h"
@@ -46,32 +47,10 @@ std::string run_command(const std::string& cmd) {
   return out;
 }
 
-class AotModel : public ::testing::Test {
-protected:
-  static fs::path dir() {
-    return fs::temp_directory_path() / ("mt_aot_" + std::to_string(getpid()));
-  }
-
-  static void SetUpTestSuite() {
-    fs::remove_all(dir());
-    compile_output() =
-        metatune("model compile --config " + kConfig + " --seq 5 --out " + dir().string());
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir()); }
-  static graph_test::CliResult& compile_output() {
-    static graph_test::CliResult r;
-    return r;
-  }
-
-  // A copy of the artifact to break.
-  static fs::path copy_of(const std::string& name) {
-    fs::path d = dir().string() + "_" + name;
-    fs::remove_all(d);
-    fs::copy(dir(), d, fs::copy_options::recursive);
-    return d;
-  }
-
-  void SetUp() override { ASSERT_EQ(compile_output().status, 0) << compile_output().output; }
+class AotModel : public graph_test::ArtifactTest<AotModel> {
+public:
+  static constexpr const char* kFolder = "mt_aot";
+  static std::string compile_args() { return "model compile --config " + kConfig + " --seq 5"; }
 };
 
 // The model as `model compile` built it, run in process with the weights the artifact holds.
@@ -114,12 +93,7 @@ struct Reference {
       exec = std::make_unique<ModelExecutor>(graph, groups,
                                              group_kernels(tasks, kernels, groups.size()));
     }
-    SafetensorsFile file = SafetensorsFile::open((artifact / "weights.safetensors").string());
-    for (const SafetensorsTensorInfo& t : file.tensors()) {
-      NDArray a(DType::f32(), t.shape);
-      file.to_f32(t.name, {a.data_as<float>(), static_cast<size_t>(a.num_elements())});
-      weights.emplace(t.name, std::move(a));
-    }
+    weights = graph_test::artifact_weights(artifact);
     exec->set_params(weights);
   }
 

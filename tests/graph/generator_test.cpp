@@ -22,21 +22,6 @@ Config tiny(const std::string& name) {
                           std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/" + name);
 }
 
-// The logits after the last of `tokens`, from a whole-sequence build of exactly that length.
-std::vector<float> recompute(const Config& c, const std::map<std::string, NDArray>& params,
-                             const std::vector<int32_t>& tokens) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  ModelGraph g = BucketedModel::graph_for(host(), c, 1, n, false);
-  ModelExecutor exec(g, fuse(g.outputs), llvm());
-  exec.set_params(params);
-  NDArray ids(DType::i32(), {1, n});
-  std::copy(tokens.begin(), tokens.end(), ids.data_as<int32_t>());
-  std::vector<NDArray> out = exec.run({ids});
-  const int64_t vocab = out.at(0).shape()[2];
-  const float* last = out[0].data_as<float>() + (n - 1) * vocab;
-  return std::vector<float>(last, last + vocab);
-}
-
 double max_rel_diff(const float* a, const std::vector<float>& b) {
   double scale = 0, diff = 0;
   for (size_t i = 0; i < b.size(); ++i) {

@@ -17,6 +17,8 @@
 #include "core/graph/fusion.h"
 #include "core/graph/model_executor.h"
 #include "core/graph/model_graph.h"
+#include "core/graph/sequence_buckets.h"
+#include "core/model/config.h"
 #include "core/plugin/plugin_components.h"
 #include "core/plugin/plugin_host.h"
 #include "core/tuner/target_setup.h"
@@ -40,6 +42,22 @@ inline Matrix run_on_ids(ModelExecutor& exec, const std::vector<int32_t>& ids) {
   std::vector<NDArray> out = exec.run({x});
   const float* got = out.at(0).data_as<float>();
   return Matrix(got, got + out[0].num_elements());
+}
+
+// The logits after the last of `tokens`, from a whole-sequence build of exactly that length
+// (what a key/value cache exists to avoid recomputing: the reference generation is checked on).
+inline std::vector<float> recompute(const Config& c, const std::map<std::string, NDArray>& params,
+                                    const std::vector<int32_t>& tokens) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  ModelGraph g = BucketedModel::graph_for(host(), c, 1, n, false);
+  ModelExecutor exec(g, fuse(g.outputs), llvm());
+  exec.set_params(params);
+  NDArray ids(DType::i32(), {1, n});
+  std::copy(tokens.begin(), tokens.end(), ids.data_as<int32_t>());
+  std::vector<NDArray> out = exec.run({ids});
+  const int64_t vocab = out.at(0).shape()[2];
+  const float* last = out[0].data_as<float>() + (n - 1) * vocab;
+  return std::vector<float>(last, last + vocab);
 }
 
 // A model run: graph, executor and parameter values (deterministic from the seed).
