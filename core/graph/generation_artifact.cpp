@@ -83,6 +83,8 @@ ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& s
         {{"path", s.path}, {"dtype", to_string(s.rows.dtype())}, {"width", s.rows.shape()[2]}});
   ModelArtifactSummary summary;
   SharedKernels kernels;
+  // A decode step or extend build reads the caches (`decode`); a prefill or extend build keeps
+  // one position's logits at a run-time row.
   auto graph_json = [&](const CompiledGraph& g, const std::string& name, bool decode) {
     json j = artifact_graph_json(g.graph, g.groups, kernels.add(g),
                                  decode ? &g.exec->state_writes() : nullptr);
@@ -99,21 +101,24 @@ ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& s
       j["capacity"] = g.graph.mode.capacity;
       j["state_caches"] = caches;
       j["state_written"] = written;
-    } else {
-      j["last_position_input"] = g.graph.last_position_input == SIZE_MAX
-                                     ? json(nullptr)
-                                     : json(g.graph.last_position_input);
     }
+    j["last_position_input"] =
+        g.graph.last_position_input == SIZE_MAX ? json(nullptr) : json(g.graph.last_position_input);
     summary.groups += g.groups.size();
     summary.arena_bytes = std::max(summary.arena_bytes, j["arena_bytes"].get<size_t>());
     return j;
   };
-  json jprefills = json::array(), jdecodes = json::array();
+  json jprefills = json::array(), jdecodes = json::array(), jextends = json::array();
   for (const CompiledGraph* g : prefills)
     jprefills.push_back(
         graph_json(*g, "prefill@" + std::to_string(g->graph.inputs[0].shape()[1]), false));
   for (const CompiledGraph* g : decodes)
     jdecodes.push_back(graph_json(*g, "decode@" + std::to_string(g->graph.mode.capacity), true));
+  for (const CompiledGraph* g : gen.extend_graphs())
+    jextends.push_back(graph_json(*g,
+                                  "extend@" + std::to_string(g->graph.inputs[0].shape()[1]) + ":" +
+                                      std::to_string(g->graph.mode.capacity),
+                                  true));
 
   json m;
   m["format"] = "metatune-generation";
@@ -126,6 +131,7 @@ ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& s
   m["states"] = states;
   m["prefills"] = jprefills;
   m["decodes"] = jdecodes;
+  m["extends"] = jextends;
   m["library"] = kernels.export_to(*src.target, (root / "kernels.so").string());
   summary.weight_bytes = write_artifact_weights(prefills.front()->graph, *src.params,
                                                 (root / "weights.safetensors").string());

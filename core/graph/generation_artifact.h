@@ -9,7 +9,9 @@
 //                        (its last-position input, its states' rows) and a decode step per
 //                        cache capacity (its positions input, its states' rows and caches, and
 //                        the rows written into the caches before the kernel that reads them),
-//                        each as model.json's run of groups (artifact_graph.h)
+//                        and an extend build per capacity (a chunk of tokens against the cache:
+//                        a long prompt in chunks, a conversation's next turn after the prefix
+//                        it shares), each as model.json's run of groups (artifact_graph.h)
 //   weights.safetensors  the parameters, named by path, shared by every graph
 // The graphs run what the Generator (generator.h) runs: the same kernels in the same order on
 // the same memory plans.

@@ -156,7 +156,7 @@ void Generator::prepare(int64_t prompt_length, int64_t total_length) {
   prepare_steps(prompt_length, total_length);
 }
 
-void Generator::compile_all() {
+void Generator::compile_all(int64_t extend_chunk) {
   if (shape_.prompt_buckets.empty())
     throw std::invalid_argument("every prefill a generator can need: it needs prompt buckets");
   for (int64_t b : shape_.prompt_buckets) {
@@ -164,6 +164,22 @@ void Generator::compile_all() {
     if (b >= max_length_ - 1) break; // the longest prompt fits: larger buckets go unused
   }
   prepare_steps(0, max_length_);
+  if (extend_chunk <= 0) return;
+  if (extend_chunk >= max_length_)
+    throw std::invalid_argument("an extend chunk of " + std::to_string(extend_chunk) +
+                                " tokens: the longest sequence is " + std::to_string(max_length_));
+  for (int64_t c : shape_.capacities) {
+    if (c < extend_chunk) continue;
+    extend_for(extend_chunk, c);
+    if (c >= max_length_) break;
+  }
+}
+
+std::vector<const CompiledGraph*> Generator::extend_graphs() const {
+  std::vector<const CompiledGraph*> out;
+  for (const auto& [key, g] : extends_)
+    out.push_back(g.get());
+  return out;
 }
 
 std::vector<const CompiledGraph*> Generator::prefill_graphs() const {

@@ -81,12 +81,14 @@ public:
   // (its prefill and every decode capacity on the way), so that timing excludes compilation.
   void prepare(int64_t prompt_length, int64_t total_length);
   // Compiles every prefill bucket and decode capacity the longest sequence can need (what an
-  // ahead-of-time artifact holds: generation_artifact.h); needs prompt buckets.
-  void compile_all();
-  // The graphs compiled so far: prefills by length, decode steps by capacity (extend builds
-  // not included).
+  // ahead-of-time artifact holds: generation_artifact.h), and with `extend_chunk` > 0 an
+  // extend build of that many tokens at every capacity that holds them; needs prompt buckets.
+  void compile_all(int64_t extend_chunk = 0);
+  // The graphs compiled so far: prefills by length, decode steps by capacity, extend builds by
+  // length and capacity.
   std::vector<const CompiledGraph*> prefill_graphs() const;
   std::vector<const CompiledGraph*> decode_graphs() const;
+  std::vector<const CompiledGraph*> extend_graphs() const;
   // Compiles ahead the decode capacities a sequence of `length` tokens grown to
   // `total_length` will need (prepare() without the prefill).
   void prepare_steps(int64_t length, int64_t total_length);

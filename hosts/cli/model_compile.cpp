@@ -1,6 +1,7 @@
 // The `model compile` subcommand (see model_compile.h).
 #include "hosts/cli/model_compile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -61,7 +62,10 @@ int compile_generation_artifact(const ModelCompileOptions& o, KernelPolicy polic
   KernelSelector selector(*m.host, selection(policy, o.target, {}, db, o.fpmath));
   Generator gen(*m.host, m.config, selector, m.params,
                 GenerationShape{o.prompt_buckets, o.capacities, m.max_positions});
-  gen.compile_all();
+  const int64_t chunk = o.extend_chunk >= 0
+                            ? o.extend_chunk
+                            : *std::min_element(o.prompt_buckets.begin(), o.prompt_buckets.end());
+  gen.compile_all(chunk);
   GenerationArtifactSource a;
   a.model = m.name;
   a.generator = &gen;
@@ -70,12 +74,13 @@ int compile_generation_artifact(const ModelCompileOptions& o, KernelPolicy polic
   ModelArtifactSummary s = write_generation_artifact(a, o.out);
   const size_t tuned = tuned_count(gen.kernels());
   std::printf("wrote %s: kernels.so (%zu kernels by %s: %zu tuned, %zu untuned), "
-              "generation.json (%zu prefills, %zu decode steps, %zu groups, arenas up to %.2f "
-              "MB; sequences up to %lld), weights.safetensors (%.2f MB)\n",
+              "generation.json (%zu prefills, %zu decode steps, %zu extends of %lld tokens, %zu "
+              "groups, arenas up to %.2f MB; sequences up to %lld), weights.safetensors (%.2f "
+              "MB)\n",
               o.out.c_str(), s.kernels, a.target->info().name.c_str(), tuned,
               gen.kernels().size() - tuned, gen.prefill_graphs().size(), gen.decode_graphs().size(),
-              s.groups, s.arena_bytes / 1e6, static_cast<long long>(gen.max_length()),
-              s.weight_bytes / 1e6);
+              gen.extend_graphs().size(), static_cast<long long>(chunk), s.groups,
+              s.arena_bytes / 1e6, static_cast<long long>(gen.max_length()), s.weight_bytes / 1e6);
   return 0;
 }
 
@@ -103,6 +108,10 @@ void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
       ->delimiter(',')
       ->capture_default_str();
   add_capacities_flag(cmd, o.capacities);
+  cmd->add_option("--extend-chunk", o.extend_chunk,
+                  "--generation: tokens of the extend builds, one per capacity (a prompt longer "
+                  "than the largest bucket, a conversation's next turn against the cache); "
+                  "default the smallest prompt bucket, 0: none");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
 }

@@ -24,6 +24,7 @@ struct ModelCompileOptions {
   bool generation = false;
   std::vector<int64_t> prompt_buckets{32, 64, 128, 256, 512},
       capacities{64, 128, 256, 512, 1024, 2048};
+  int64_t extend_chunk = -1; // -1: the smallest prompt bucket; 0: no extend builds
 };
 
 void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o);

@@ -48,11 +48,13 @@ struct Prefill : Graph {
   size_t last_position_input = SIZE_MAX;
 };
 
+// A decode step (one token) or an extend build (a chunk of tokens) against the cache.
 struct Decode : Graph {
   int64_t capacity = 0;
   size_t positions_input = 0;
-  std::vector<size_t> state_caches; // per state: the input reading its cache
-  std::vector<bool> state_written;  // per state: written in place by the program
+  size_t last_position_input = SIZE_MAX; // extend builds: the chunk's last real token
+  std::vector<size_t> state_caches;      // per state: the input reading its cache
+  std::vector<bool> state_written;       // per state: written in place by the program
 };
 
 size_t index_field(const json& g, const char* key) {
@@ -68,13 +70,22 @@ struct CompiledGenerator::State {
   std::vector<StateInfo> states;
   std::vector<Prefill> prefills; // by seq, ascending
   std::vector<Decode> decodes;   // by capacity, ascending
+  std::vector<Decode> extends;   // by capacity, ascending; all of extend_chunk tokens
+  int64_t extend_chunk = 0;
   std::vector<int64_t> buckets, capacities;
   int64_t vocab = 0, max_length = 0;
   // The key/value cache: per state [1, capacity, width]; row j holds position j.
   std::vector<std::vector<std::byte>> cache;
   int64_t length = 0, capacity = 0;
+  std::vector<int32_t> tokens; // the sequence in the cache
+  int64_t last_reused = 0;
 
   void load_graph(Graph& g, const json& j);
+  // A decode step (`seq` 1) or an extend build (`seq` tokens, with its last position input).
+  void load_cached_graph(Decode& d, const json& j, int64_t seq);
+  void check_room(int64_t n) const;
+  // Appends `count` (<= extend_chunk) of `ids` from `first` with an extend build.
+  const float* extend_chunk_of(const std::vector<int32_t>& ids, size_t first, int64_t count);
   void set_capacity(int64_t c);
   // Copies rows [0, count) of each state's rows output of `g` to positions length.. of the
   // cache, but those `written` (the program wrote them at their positions already).
@@ -110,6 +121,74 @@ void CompiledGenerator::State::load_graph(Graph& g, const json& j) {
                   std::to_string(o) + ") are not " + states[s].dtype + "[1, " +
                   std::to_string(in[0].shape[1]) + ", " + std::to_string(states[s].width) + "]");
   }
+}
+
+void CompiledGenerator::State::load_cached_graph(Decode& d, const json& j, int64_t seq) {
+  load_graph(d, j);
+  d.capacity = j.at("capacity").get<int64_t>();
+  d.positions_input = index_field(j, "positions_input");
+  d.state_caches = j.at("state_caches").get<std::vector<size_t>>();
+  d.state_written = j.at("state_written").get<std::vector<bool>>();
+  if (seq > 1) d.last_position_input = index_field(j, "last_position_input");
+  const auto& in = d.program->inputs();
+  const std::string where = path + ": graph '" + d.name + "'";
+  if (in[0].shape[1] != seq)
+    throw Error(where + ": takes " + std::to_string(in[0].shape[1]) + " tokens, " +
+                std::to_string(seq) + " expected");
+  if (d.positions_input >= in.size() || in[d.positions_input].dtype != "i32" ||
+      in[d.positions_input].num_elements() != seq)
+    throw Error(where + ": positions_input is not an input i32[1, " + std::to_string(seq) + "]");
+  if (seq > 1 && (d.last_position_input >= in.size() || in[d.last_position_input].dtype != "i32" ||
+                  in[d.last_position_input].num_elements() != 1))
+    throw Error(where + ": last_position_input is not an input i32[1]");
+  if (d.state_caches.size() != states.size() || d.state_written.size() != states.size())
+    throw Error(where + ": state_caches and state_written must name every state");
+  for (size_t k = 0; k < states.size(); ++k) {
+    const size_t i = d.state_caches[k];
+    if (i >= in.size() || in[i].shape != std::vector<int64_t>{1, d.capacity, states[k].width} ||
+        in[i].dtype != states[k].dtype)
+      throw Error(where + ": the cache of state '" + states[k].path + "' (input " +
+                  std::to_string(i) + ") is not " + states[k].dtype + "[1, " +
+                  std::to_string(d.capacity) + ", " + std::to_string(states[k].width) + "]");
+  }
+  if (in.size() != (seq > 1 ? 3 : 2) + states.size())
+    throw Error(where + ": takes " + std::to_string(in.size()) + " inputs; the ids, the positions" +
+                (seq > 1 ? ", the last position" : "") + " and the caches expected");
+}
+
+void CompiledGenerator::State::check_room(int64_t n) const {
+  if (n >= max_length)
+    throw Error("a prompt of " + std::to_string(n) +
+                " tokens leaves no room: the longest sequence is " + std::to_string(max_length));
+}
+
+const float* CompiledGenerator::State::extend_chunk_of(const std::vector<int32_t>& ids,
+                                                       size_t first, int64_t count) {
+  const int64_t pos = length;
+  // The padding's rows land past the sequence (or past the capacity, where they are not
+  // written), overwritten before any position reads them.
+  auto e = std::find_if(extends.begin(), extends.end(), [&](const Decode& d) {
+    return d.capacity >= std::max(pos + count, extend_chunk);
+  });
+  if (e == extends.end())
+    throw Error("the sequence reached its longest (" + std::to_string(max_length) + " tokens)");
+  set_capacity(e->capacity);
+  std::vector<int32_t> chunk(static_cast<size_t>(extend_chunk), 0), positions(chunk.size());
+  std::copy(ids.begin() + static_cast<std::ptrdiff_t>(first),
+            ids.begin() + static_cast<std::ptrdiff_t>(first) + count, chunk.begin());
+  for (size_t j = 0; j < positions.size(); ++j)
+    positions[j] = static_cast<int32_t>(pos + static_cast<int64_t>(j));
+  const auto last = static_cast<int32_t>(count - 1);
+  std::vector<const void*> in(e->program->inputs().size());
+  in[0] = chunk.data();
+  in[e->positions_input] = positions.data();
+  in[e->last_position_input] = &last;
+  for (size_t k = 0; k < states.size(); ++k)
+    in[e->state_caches[k]] = cache[k].data();
+  e->run(in, *files->pool);
+  append(*e, count, &e->state_written);
+  tokens.insert(tokens.end(), chunk.begin(), chunk.begin() + count);
+  return e->logits(0, vocab);
 }
 
 void CompiledGenerator::State::set_capacity(int64_t c) {
@@ -176,33 +255,15 @@ CompiledGenerator CompiledGenerator::load(const std::string& dir, const LoadOpti
         throw Error(s->path + ": graph '" + p.name +
                     "' must take the ids and at most the last position i32[1]");
     }
-    for (const json& j : m.at("decodes")) {
-      Decode& d = s->decodes.emplace_back();
-      s->load_graph(d, j);
-      d.capacity = j.at("capacity").get<int64_t>();
-      d.positions_input = index_field(j, "positions_input");
-      d.state_caches = j.at("state_caches").get<std::vector<size_t>>();
-      d.state_written = j.at("state_written").get<std::vector<bool>>();
-      const auto& in = d.program->inputs();
-      const std::string where = s->path + ": graph '" + d.name + "'";
-      if (in[0].shape[1] != 1) throw Error(where + ": a decode step takes one token");
-      if (d.positions_input >= in.size() || in[d.positions_input].dtype != "i32" ||
-          in[d.positions_input].num_elements() != 1)
-        throw Error(where + ": positions_input is not an input i32[1, 1]");
-      if (d.state_caches.size() != s->states.size() || d.state_written.size() != s->states.size())
-        throw Error(where + ": state_caches and state_written must name every state");
-      for (size_t k = 0; k < s->states.size(); ++k) {
-        const size_t i = d.state_caches[k];
-        if (i >= in.size() ||
-            in[i].shape != std::vector<int64_t>{1, d.capacity, s->states[k].width} ||
-            in[i].dtype != s->states[k].dtype)
-          throw Error(where + ": the cache of state '" + s->states[k].path + "' (input " +
-                      std::to_string(i) + ") is not " + s->states[k].dtype + "[1, " +
-                      std::to_string(d.capacity) + ", " + std::to_string(s->states[k].width) + "]");
-      }
-      if (in.size() != 2 + s->states.size())
-        throw Error(where + ": takes " + std::to_string(in.size()) +
-                    " inputs; the ids, the positions and the caches expected");
+    for (const json& j : m.at("decodes"))
+      s->load_cached_graph(s->decodes.emplace_back(), j, 1);
+    for (const json& j : m.value("extends", json::array())) {
+      const int64_t seq = j.at("inputs").at(0).at("shape").at(1).get<int64_t>();
+      if (s->extend_chunk != 0 && seq != s->extend_chunk)
+        throw Error(s->path + ": extend builds of " + std::to_string(s->extend_chunk) + " and " +
+                    std::to_string(seq) + " tokens (one length expected)");
+      s->extend_chunk = seq;
+      s->load_cached_graph(s->extends.emplace_back(), j, seq);
     }
   } catch (const json::exception& e) {
     throw Error(s->path + ": " + e.what());
@@ -212,6 +273,8 @@ CompiledGenerator CompiledGenerator::load(const std::string& dir, const LoadOpti
   std::sort(s->prefills.begin(), s->prefills.end(),
             [](const Prefill& a, const Prefill& b) { return a.seq < b.seq; });
   std::sort(s->decodes.begin(), s->decodes.end(),
+            [](const Decode& a, const Decode& b) { return a.capacity < b.capacity; });
+  std::sort(s->extends.begin(), s->extends.end(),
             [](const Decode& a, const Decode& b) { return a.capacity < b.capacity; });
   for (const Prefill& p : s->prefills)
     s->buckets.push_back(p.seq);
@@ -228,21 +291,21 @@ CompiledGenerator& CompiledGenerator::operator=(CompiledGenerator&&) noexcept = 
 CompiledGenerator::~CompiledGenerator() = default;
 
 const float* CompiledGenerator::prefill(const std::vector<int32_t>& prompt) {
-  const auto n = static_cast<int64_t>(prompt.size());
-  if (n < 1) throw Error("the prompt is empty");
-  if (n >= s_->max_length)
-    throw Error("a prompt of " + std::to_string(n) +
-                " tokens leaves no room: the longest sequence is " +
-                std::to_string(s_->max_length));
+  const auto total = static_cast<int64_t>(prompt.size());
+  if (total < 1) throw Error("the prompt is empty");
+  s_->check_room(total);
+  // A prompt longer than the largest bucket: its first chunk here, the rest by extend builds.
+  const int64_t n = s_->extend_chunk > 0 ? std::min(total, s_->buckets.back()) : total;
   auto p = std::find_if(s_->prefills.begin(), s_->prefills.end(),
                         [&](const Prefill& g) { return g.seq >= n; });
   if (p == s_->prefills.end())
     throw Error("a prompt of " + std::to_string(n) +
                 " tokens is longer than the artifact's largest prompt bucket (" +
                 std::to_string(s_->buckets.back()) +
-                "; `model compile --generation --prompt-buckets` sets them)");
+                "; `model compile --generation --prompt-buckets` sets them, and its extend "
+                "builds take longer prompts in chunks)");
   Tensor ids(p->program->inputs()[0]); // zero-filled: the padding, causally invisible
-  std::memcpy(ids.data(), prompt.data(), prompt.size() * sizeof(int32_t));
+  std::memcpy(ids.data(), prompt.data(), static_cast<size_t>(n) * sizeof(int32_t));
   Tensor last(TensorInfo{"last_position", "i32", {1}});
   last.as<int32_t>()[0] = static_cast<int32_t>(n - 1);
   std::vector<const void*> in = {ids.data()};
@@ -251,7 +314,15 @@ const float* CompiledGenerator::prefill(const std::vector<int32_t>& prompt) {
   s_->length = 0;
   s_->set_capacity(s_->capacity_for(n + 1));
   s_->append(*p, n, nullptr);
-  return p->logits(p->last_position_input != SIZE_MAX ? 0 : n - 1, s_->vocab);
+  s_->tokens.assign(prompt.begin(), prompt.begin() + n);
+  const float* logits = p->logits(p->last_position_input != SIZE_MAX ? 0 : n - 1, s_->vocab);
+  for (auto done = static_cast<size_t>(n); done < prompt.size();) {
+    const int64_t count =
+        std::min<int64_t>(static_cast<int64_t>(prompt.size() - done), s_->extend_chunk);
+    logits = s_->extend_chunk_of(prompt, done, count);
+    done += static_cast<size_t>(count);
+  }
+  return logits;
 }
 
 const float* CompiledGenerator::step(int32_t token) {
@@ -269,7 +340,59 @@ const float* CompiledGenerator::step(int32_t token) {
     in[d.state_caches[k]] = s_->cache[k].data();
   d.run(in, *s_->files->pool);
   s_->append(d, 1, &d.state_written);
+  s_->tokens.push_back(token);
   return d.logits(0, s_->vocab);
+}
+
+const float* CompiledGenerator::extend(const std::vector<int32_t>& tokens) {
+  if (s_->length == 0) return prefill(tokens);
+  if (tokens.empty()) throw Error("extend: no token given");
+  if (s_->extend_chunk == 0)
+    throw Error("the artifact has no extend builds (`model compile --generation "
+                "--extend-chunk N`)");
+  s_->check_room(s_->length + static_cast<int64_t>(tokens.size()));
+  const float* logits = nullptr;
+  for (size_t done = 0; done < tokens.size();) {
+    const int64_t count =
+        std::min<int64_t>(static_cast<int64_t>(tokens.size() - done), s_->extend_chunk);
+    logits = s_->extend_chunk_of(tokens, done, count);
+    done += static_cast<size_t>(count);
+  }
+  return logits;
+}
+
+void CompiledGenerator::truncate(int64_t length) {
+  if (length < 0 || length > s_->length)
+    throw Error("truncate to " + std::to_string(length) + " of " + std::to_string(s_->length) +
+                " positions");
+  s_->length = length;
+  s_->tokens.resize(static_cast<size_t>(length));
+}
+
+const float* CompiledGenerator::prefill_reusing(const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) throw Error("the prompt is empty");
+  s_->check_room(static_cast<int64_t>(prompt.size())); // before anything held is dropped
+  size_t keep = 0;
+  if (s_->extend_chunk > 0) {
+    const size_t limit = std::min(s_->tokens.size(), prompt.size() - 1);
+    while (keep < limit && s_->tokens[keep] == prompt[keep])
+      ++keep;
+  }
+  s_->last_reused = static_cast<int64_t>(keep);
+  if (keep == 0) return prefill(prompt);
+  truncate(s_->last_reused);
+  return extend(
+      std::vector<int32_t>(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end()));
+}
+
+int64_t CompiledGenerator::last_reused() const {
+  return s_->last_reused;
+}
+const std::vector<int32_t>& CompiledGenerator::tokens() const {
+  return s_->tokens;
+}
+int64_t CompiledGenerator::extend_chunk() const {
+  return s_->extend_chunk;
 }
 
 int64_t CompiledGenerator::length() const {

@@ -118,13 +118,60 @@ TEST_F(AotGeneration, WhatFitsNoGraphIsNamed) {
   };
   expect_error([&] { gen.step(1); }, "step() before prefill()");
   expect_error([&] { gen.prefill({}); }, "the prompt is empty");
-  expect_error([&] { gen.prefill(std::vector<int32_t>(9, 1)); },
-               "longer than the artifact's largest prompt bucket (8");
+  expect_error([&] { gen.prefill(std::vector<int32_t>(32, 1)); },
+               "a prompt of 32 tokens leaves no room: the longest sequence is 32");
   gen.prefill(std::vector<int32_t>(8, 1));
   for (int i = 0; i < 24; ++i)
     gen.step(2);
   EXPECT_EQ(gen.length(), 32);
   expect_error([&] { gen.step(3); }, "the sequence reached its longest (32 tokens)");
+  // Without extend builds, a prompt past the largest bucket fits nothing, nor does a run of
+  // tokens after the sequence.
+  const fs::path d = dir().string() + "_no_extends";
+  graph_test::CliResult r =
+      graph_test::metatune(compile_args() + " --extend-chunk 0 --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  rt::CompiledGenerator plain = rt::CompiledGenerator::load(d.string());
+  EXPECT_EQ(plain.extend_chunk(), 0);
+  expect_error([&] { plain.prefill(std::vector<int32_t>(9, 1)); },
+               "longer than the artifact's largest prompt bucket (8");
+  plain.prefill({1, 2});
+  expect_error([&] { plain.extend({3, 4}); }, "the artifact has no extend builds");
+  fs::remove_all(d);
+}
+
+// The extend builds (4 tokens, the smallest bucket, at each capacity): a prompt longer than the
+// largest bucket in chunks (8, then 3 padded to 4), a run of 5 more tokens (a chat turn's), a
+// step, then prompts sharing a prefix with the sequence held -- each the whole sequence
+// recomputed, computing only what follows the prefix.
+TEST_F(AotGeneration, ChunksAndSharedPrefixesMatchTheWholeSequence) {
+  rt::CompiledGenerator gen = rt::CompiledGenerator::load(dir().string());
+  ASSERT_EQ(gen.extend_chunk(), 4);
+  Config c = load_config_file(layer_config_registry(host()), kConfig);
+  std::map<std::string, NDArray> weights = artifact_weights(dir());
+  auto expect_whole = [&](const float* got, const std::vector<int32_t>& seq, const char* what) {
+    std::vector<float> want = recompute(c, weights, seq);
+    double scale = 0;
+    for (float w : want)
+      scale = std::max(scale, std::abs(static_cast<double>(w)));
+    EXPECT_LT(max_diff(got, want.data(), gen.vocab()), 1e-4 * scale) << what;
+    EXPECT_EQ(gen.tokens(), seq) << what;
+  };
+  std::vector<int32_t> seq = {3, 14, 15, 92 % 61, 6, 35, 8, 7, 32, 38, 46};
+  expect_whole(gen.prefill(seq), seq, "a prompt in chunks");
+  const std::vector<int32_t> more = {26, 43, 38, 32, 7};
+  seq.insert(seq.end(), more.begin(), more.end());
+  expect_whole(gen.extend(more), seq, "extended");
+  seq.push_back(50);
+  expect_whole(gen.step(50), seq, "a step after");
+  std::vector<int32_t> other(seq.begin(), seq.begin() + 6);
+  other.insert(other.end(), {21, 22, 23});
+  expect_whole(gen.prefill_reusing(other), other, "sharing 6");
+  EXPECT_EQ(gen.last_reused(), 6);
+  expect_whole(gen.prefill_reusing(other), other, "the same again");
+  EXPECT_EQ(gen.last_reused(), 8);
+  expect_whole(gen.prefill_reusing({9, 9}), {9, 9}, "nothing shared");
+  EXPECT_EQ(gen.last_reused(), 0);
 }
 
 void expect_load_error(const fs::path& d, const std::vector<std::string>& parts) {

@@ -387,7 +387,7 @@ void check_generation(const LlamaDims& g, const std::string& tag, nlohmann::json
 // The folder's generation artifact (`model compile --generation`) run by the runtime's
 // CompiledGenerator (no LLVM, no core): every greedy step's logits against the float64
 // forward of the whole sequence -- rotations, grouped-query attention, and Mistral's window of
-// 3 -- across the capacities 8 and 16.
+// 3 -- across the capacities 8 and 16, then a prompt reusing a prefix of the cache.
 void check_artifact_generation(const LlamaDims& g, const std::string& tag,
                                nlohmann::json extra = {}) {
   SCOPED_TRACE(g.type + " " + tag);
@@ -414,6 +414,16 @@ void check_artifact_generation(const LlamaDims& g, const std::string& tag,
     tokens.push_back(next);
     logits = gen.step(next);
   }
+  // A prompt sharing the first 6 of those tokens: the rest through the extend builds (4 tokens,
+  // rotated at their positions past the shared prefix).
+  std::vector<int32_t> other(tokens.begin(), tokens.begin() + 6);
+  other.insert(other.end(), {21, 22, 23, 24, 25});
+  logits = gen.prefill_reusing(other);
+  EXPECT_EQ(gen.last_reused(), 6);
+  Matrix want = llama_ref(c, g, other);
+  const size_t V = g.V, last = other.size() - 1;
+  expect_close(Matrix(logits, logits + V),
+               Matrix(want.begin() + last * V, want.begin() + last * V + V), 5e-5);
 }
 
 TEST(HfLlama, GenerationArtifactMatchesTheFloat64Recompute) {

@@ -10,7 +10,10 @@
 //
 // A prompt is padded to the smallest bucket that holds it (invisible to a causal decoder) and
 // each step runs the decode graph of the smallest capacity above the sequence; the cache moves
-// into the next capacity's buffer when it fills. Batch 1. Errors throw mt::rt::Error naming the
+// into the next capacity's buffer when it fills. Where the artifact has extend builds (a chunk
+// of tokens against the cache), a prompt longer than the largest bucket is prefilled in chunks
+// and a conversation's next prompt computes only what follows the prefix it shares with the
+// sequence held (prefill_reusing). Batch 1. Errors throw mt::rt::Error naming the
 // file, the graph and the thing (as CompiledModel's), and a prompt or sequence that fits no
 // graph names the lengths the artifact has.
 #pragma once
@@ -37,6 +40,18 @@ public:
   const float* prefill(const std::vector<int32_t>& prompt);
   // Appends `token` at position length(); the logits after it.
   const float* step(int32_t token);
+  // Appends `tokens` (>= 1) at positions length() onward in chunks of extend_chunk() tokens
+  // (each padded to it); the logits after the last. Starts a sequence when none is held.
+  const float* extend(const std::vector<int32_t>& tokens);
+  // Keeps the first `length` positions of the sequence held.
+  void truncate(int64_t length);
+  // Starts a sequence with `prompt`, keeping the positions of the longest prefix it shares with
+  // the sequence held (all but its last token at most) and extending with the rest: the logits
+  // prefill(prompt) gives, computing only the new tokens. Without extend builds, prefill().
+  const float* prefill_reusing(const std::vector<int32_t>& prompt);
+  int64_t last_reused() const;                // positions the last prefill_reusing() kept
+  const std::vector<int32_t>& tokens() const; // the sequence held
+  int64_t extend_chunk() const;               // tokens an extend build takes; 0: none
 
   int64_t length() const;     // tokens in the cache
   int64_t vocab() const;      // logits per position
