@@ -86,6 +86,8 @@ struct CompiledGenerator::State {
   void check_room(int64_t n) const;
   // Appends `count` (<= extend_chunk) of `ids` from `first` with an extend build.
   const float* extend_chunk_of(const std::vector<int32_t>& ids, size_t first, int64_t count);
+  // Appends `ids` from `first` on (at least one) in chunks of extend_chunk; the last logits.
+  const float* extend_from(const std::vector<int32_t>& ids, size_t first);
   void set_capacity(int64_t c);
   // Copies rows [0, count) of each state's rows output of `g` to positions length.. of the
   // cache, but those `written` (the program wrote them at their positions already).
@@ -189,6 +191,16 @@ const float* CompiledGenerator::State::extend_chunk_of(const std::vector<int32_t
   append(*e, count, &e->state_written);
   tokens.insert(tokens.end(), chunk.begin(), chunk.begin() + count);
   return e->logits(0, vocab);
+}
+
+const float* CompiledGenerator::State::extend_from(const std::vector<int32_t>& ids, size_t first) {
+  const float* logits = nullptr;
+  for (size_t done = first; done < ids.size();) {
+    const int64_t count = std::min<int64_t>(static_cast<int64_t>(ids.size() - done), extend_chunk);
+    logits = extend_chunk_of(ids, done, count);
+    done += static_cast<size_t>(count);
+  }
+  return logits;
 }
 
 void CompiledGenerator::State::set_capacity(int64_t c) {
@@ -316,13 +328,7 @@ const float* CompiledGenerator::prefill(const std::vector<int32_t>& prompt) {
   s_->append(*p, n, nullptr);
   s_->tokens.assign(prompt.begin(), prompt.begin() + n);
   const float* logits = p->logits(p->last_position_input != SIZE_MAX ? 0 : n - 1, s_->vocab);
-  for (auto done = static_cast<size_t>(n); done < prompt.size();) {
-    const int64_t count =
-        std::min<int64_t>(static_cast<int64_t>(prompt.size() - done), s_->extend_chunk);
-    logits = s_->extend_chunk_of(prompt, done, count);
-    done += static_cast<size_t>(count);
-  }
-  return logits;
+  return n < total ? s_->extend_from(prompt, static_cast<size_t>(n)) : logits;
 }
 
 const float* CompiledGenerator::step(int32_t token) {
@@ -351,14 +357,7 @@ const float* CompiledGenerator::extend(const std::vector<int32_t>& tokens) {
     throw Error("the artifact has no extend builds (`model compile --generation "
                 "--extend-chunk N`)");
   s_->check_room(s_->length + static_cast<int64_t>(tokens.size()));
-  const float* logits = nullptr;
-  for (size_t done = 0; done < tokens.size();) {
-    const int64_t count =
-        std::min<int64_t>(static_cast<int64_t>(tokens.size() - done), s_->extend_chunk);
-    logits = s_->extend_chunk_of(tokens, done, count);
-    done += static_cast<size_t>(count);
-  }
-  return logits;
+  return s_->extend_from(tokens, 0);
 }
 
 void CompiledGenerator::truncate(int64_t length) {
