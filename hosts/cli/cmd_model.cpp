@@ -14,6 +14,7 @@
 //          weights.safetensors, run by runtime/ without LLVM.
 //   generate  a decoder's tokens from a prompt with the key/value cache (model_generate.h).
 //   chat      a conversation with an instruct checkpoint through its chat template (model_chat.h).
+//   embed     sentence embeddings from an encoder checkpoint (model_embed.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,6 +40,7 @@
 #include "hosts/cli/model_chat.h"
 #include "hosts/cli/model_choice.h"
 #include "hosts/cli/model_compile.h"
+#include "hosts/cli/model_embed.h"
 #include "hosts/cli/model_execution.h"
 #include "hosts/cli/model_generate.h"
 #include "hosts/cli/model_source.h"
@@ -407,8 +409,14 @@ RegisterCommand reg("model", [](CLI::App& app) -> std::function<int()> {
       "chat", "Talk with an instruct checkpoint: each input line a user turn, through its chat "
               "template");
   add_model_chat_options(chat_cmd, *chat_opt);
+  auto embed_opt = std::make_shared<ModelEmbedOptions>();
+  auto* embed = model->add_subcommand(
+      "embed", "Sentence embeddings from an encoder checkpoint (sentence-transformers' pooling "
+               "and normalization)");
+  add_model_embed_options(embed, *embed_opt);
   return [=]() -> int {
     if (run->parsed()) return run_model(*run_opt);
+    if (embed->parsed()) return embed_texts(*embed_opt);
     if (generate->parsed()) return generate_text(*generate_opt);
     if (chat_cmd->parsed()) return chat(*chat_opt);
     if (tune_cmd->parsed()) return tune_model(*tune_opt);

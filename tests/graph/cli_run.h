@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace mt::graph_test {
 
@@ -27,6 +31,18 @@ inline CliResult run_program(const std::string& command) {
 
 inline CliResult metatune(const std::string& args) {
   return run_program(std::string(METATUNE_CLI) + " " + args);
+}
+
+// The float32 values of an .npy file of version 1.0 (what --save-output writes).
+inline std::vector<float> read_npy_floats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10) return {};
+  const size_t header = 10 + static_cast<unsigned char>(bytes[8]) +
+                        256 * static_cast<size_t>(static_cast<unsigned char>(bytes[9]));
+  std::vector<float> v((bytes.size() - header) / sizeof(float));
+  std::memcpy(v.data(), bytes.data() + header, v.size() * sizeof(float));
+  return v;
 }
 
 } // namespace mt::graph_test

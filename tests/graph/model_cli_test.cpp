@@ -24,6 +24,7 @@
 namespace {
 
 using mt::graph_test::metatune;
+using mt::graph_test::read_npy_floats;
 using Result = mt::graph_test::CliResult;
 
 const std::string kData = std::string(METATUNE_SOURCE_DIR) + "/tests/graph/data/";
@@ -438,18 +439,6 @@ TEST(ModelCli, TuneWithTokenTypesCoversTheirEmbedding) {
   Result without = metatune(run + "--repeats 1");
   ASSERT_EQ(without.status, 0) << without.output;
   EXPECT_NE(without.output.find("1 llvm.cpu untuned"), std::string::npos) << without.output;
-}
-
-// The float32 values of an .npy file of version 1.0 (what --save-output writes).
-std::vector<float> read_npy_floats(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10) return {};
-  const size_t header = 10 + static_cast<unsigned char>(bytes[8]) +
-                        256 * static_cast<size_t>(static_cast<unsigned char>(bytes[9]));
-  std::vector<float> v((bytes.size() - header) / sizeof(float));
-  std::memcpy(v.data(), bytes.data() + header, v.size() * sizeof(float));
-  return v;
 }
 
 float max_difference(const std::vector<float>& a, const std::vector<float>& b) {

@@ -1,0 +1,269 @@
+#include "core/graph/sentence_embedding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace mt {
+
+namespace fs = std::filesystem;
+
+const char* to_string(SentencePooling p) {
+  switch (p) {
+  case SentencePooling::Cls:
+    return "cls";
+  case SentencePooling::Max:
+    return "max";
+  case SentencePooling::Mean:
+    return "mean";
+  case SentencePooling::MeanSqrtLength:
+    return "mean_sqrt_len";
+  case SentencePooling::LastToken:
+    return "lasttoken";
+  }
+  return "?";
+}
+
+namespace {
+
+// A JSON file of the folder, or std::invalid_argument naming it.
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path.string() + ": cannot be read");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// The class a modules.json entry names, without its Python package: "Pooling" for
+// "sentence_transformers.models.Pooling" (and for the longer module paths of newer releases).
+std::string module_class(const std::string& type) {
+  size_t dot = type.rfind('.');
+  return dot == std::string::npos ? type : type.substr(dot + 1);
+}
+
+// The enabled modes of a Pooling config, in sentence-transformers' order of concatenation.
+class PoolingConfig {
+public:
+  PoolingConfig(const nlohmann::json& j, std::string file) : j_(j), file_(std::move(file)) {
+    if (!j_.is_object()) throw std::invalid_argument(file_ + ": not a JSON object");
+  }
+
+  std::vector<SentencePooling> modes() const {
+    if (j_.contains("pooling_mode") && j_["pooling_mode"].is_string()) return named_mode();
+    if (flag("pooling_mode_weightedmean_tokens"))
+      throw std::invalid_argument(file_ + ": pooling_mode_weightedmean_tokens is not supported "
+                                          "(cls, max, mean, mean_sqrt_len, lasttoken)");
+    std::vector<SentencePooling> out;
+    if (flag("pooling_mode_cls_token")) out.push_back(SentencePooling::Cls);
+    if (flag("pooling_mode_max_tokens")) out.push_back(SentencePooling::Max);
+    if (flag("pooling_mode_mean_tokens")) out.push_back(SentencePooling::Mean);
+    if (flag("pooling_mode_mean_sqrt_len_tokens")) out.push_back(SentencePooling::MeanSqrtLength);
+    if (flag("pooling_mode_lasttoken")) out.push_back(SentencePooling::LastToken);
+    if (out.empty())
+      throw std::invalid_argument(file_ + ": no pooling mode is enabled (pooling_mode_*_tokens)");
+    return out;
+  }
+
+  int64_t dimension() const {
+    auto it = j_.find("word_embedding_dimension");
+    if (it == j_.end()) return 0;
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+      throw std::invalid_argument(file_ + ": word_embedding_dimension must be a positive integer");
+    return it->get<int64_t>();
+  }
+
+private:
+  bool flag(const char* name) const {
+    auto it = j_.find(name);
+    if (it == j_.end() || it->is_null()) return false;
+    if (!it->is_boolean())
+      throw std::invalid_argument(file_ + ": " + name + " must be true or false");
+    return it->get<bool>();
+  }
+
+  std::vector<SentencePooling> named_mode() const {
+    const std::string m = j_["pooling_mode"].get<std::string>();
+    if (m == "cls") return {SentencePooling::Cls};
+    if (m == "max") return {SentencePooling::Max};
+    if (m == "mean") return {SentencePooling::Mean};
+    if (m == "mean_sqrt_len_tokens") return {SentencePooling::MeanSqrtLength};
+    if (m == "lasttoken") return {SentencePooling::LastToken};
+    throw std::invalid_argument(file_ + ": pooling_mode '" + m +
+                                "' is not supported (cls, max, mean, mean_sqrt_len_tokens, "
+                                "lasttoken)");
+  }
+
+  const nlohmann::json& j_;
+  std::string file_;
+};
+
+// The Transformer module's sentence_bert_config.json: truncation and lower-casing.
+void read_transformer_config(const fs::path& dir, SentenceEmbedding& e) {
+  const fs::path path = dir / "sentence_bert_config.json";
+  if (!fs::exists(path)) return;
+  nlohmann::json j = read_json(path);
+  if (!j.is_object()) throw std::invalid_argument(path.string() + ": not a JSON object");
+  if (auto it = j.find("max_seq_length"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+      throw std::invalid_argument(path.string() + ": max_seq_length must be a positive integer");
+    e.max_seq_length = it->get<int64_t>();
+  }
+  if (auto it = j.find("do_lower_case"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      throw std::invalid_argument(path.string() + ": do_lower_case must be true or false");
+    e.lower_case = it->get<bool>();
+  }
+}
+
+} // namespace
+
+SentenceEmbedding SentenceEmbedding::read(const std::string& dir) {
+  SentenceEmbedding e;
+  const fs::path root(dir), modules_path = root / "modules.json";
+  if (!fs::exists(modules_path)) {
+    read_transformer_config(root, e);
+    return e;
+  }
+  e.from_modules = true;
+  nlohmann::json modules = read_json(modules_path);
+  const std::string where = modules_path.string();
+  if (!modules.is_array() || modules.empty())
+    throw std::invalid_argument(where + ": not a list of modules");
+  // Transformer, Pooling, then optionally Normalize: the pipelines this runs after the encoder.
+  enum { kEncoder, kPooling, kNormalize, kDone } next = kEncoder;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const nlohmann::json& m = modules[i];
+    const std::string at = where + ": module " + std::to_string(i);
+    if (!m.is_object() || !m.contains("type") || !m["type"].is_string())
+      throw std::invalid_argument(at + " has no type");
+    const std::string type = m["type"].get<std::string>(), cls = module_class(type);
+    const std::string path =
+        m.contains("path") && m["path"].is_string() ? m["path"].get<std::string>() : "";
+    if (path.find("..") != std::string::npos || (!path.empty() && path.front() == '/'))
+      throw std::invalid_argument(at + ": path '" + path + "' leaves the folder");
+    if (cls == "Transformer" && next == kEncoder) {
+      e.encoder_path = path;
+      read_transformer_config(root / path, e);
+      next = kPooling;
+    } else if (cls == "Pooling" && next == kPooling) {
+      const fs::path cfg = root / path / "config.json";
+      e.pooling_config = cfg.string();
+      nlohmann::json j = read_json(cfg);
+      PoolingConfig pc(j, cfg.string());
+      e.poolings = pc.modes();
+      e.word_embedding_dimension = pc.dimension();
+      next = kNormalize;
+    } else if (cls == "Normalize" && next == kNormalize) {
+      e.normalize = true;
+      next = kDone;
+    } else {
+      static const char* expected[] = {"Transformer", "Pooling", "Normalize", "nothing"};
+      throw std::invalid_argument(at + " is " + type + " where " + expected[next] +
+                                  " was expected (supported: Transformer, Pooling, then "
+                                  "optionally Normalize)");
+    }
+  }
+  if (next == kEncoder || next == kPooling)
+    throw std::invalid_argument(where + ": no " + (next == kEncoder ? "Transformer" : "Pooling") +
+                                " module");
+  return e;
+}
+
+void SentenceEmbedding::check_dimension(int64_t hidden) const {
+  if (word_embedding_dimension != 0 && word_embedding_dimension != hidden)
+    throw std::invalid_argument(pooling_config + ": word_embedding_dimension " +
+                                std::to_string(word_embedding_dimension) +
+                                " is not the model's hidden size " + std::to_string(hidden));
+}
+
+NDArray SentenceEmbedding::pool(const NDArray& hidden, const NDArray& mask) const {
+  if (hidden.ndim() != 3 || mask.ndim() != 2 || mask.shape()[0] != hidden.shape()[0] ||
+      mask.shape()[1] != hidden.shape()[1] || hidden.dtype() != DType::f32() ||
+      mask.dtype() != DType::f32())
+    throw std::invalid_argument("sentence pooling: hidden state " + hidden.shape_string() +
+                                " and mask " + mask.shape_string() +
+                                " are not f32 [B, S, H] and [B, S]");
+  const int64_t B = hidden.shape()[0], S = hidden.shape()[1], H = hidden.shape()[2];
+  const int64_t D = dimension(H);
+  NDArray out(DType::f32(), {B, D});
+  const float* h = hidden.data_as<float>();
+  const float* m = mask.data_as<float>();
+  std::vector<double> v(static_cast<size_t>(D));
+  for (int64_t b = 0; b < B; ++b) {
+    const float* row = h + b * S * H;
+    const float* mrow = m + b * S;
+    int64_t count = 0, last = -1;
+    for (int64_t s = 0; s < S; ++s)
+      if (mrow[s] > 0.5f) ++count, last = s;
+    if (count == 0)
+      throw std::invalid_argument("sentence pooling: row " + std::to_string(b) +
+                                  " of the mask has no token");
+    for (size_t k = 0; k < poolings.size(); ++k) {
+      double* dst = v.data() + k * H;
+      switch (poolings[k]) {
+      case SentencePooling::Cls:
+        for (int64_t c = 0; c < H; ++c)
+          dst[c] = row[c];
+        break;
+      case SentencePooling::LastToken:
+        for (int64_t c = 0; c < H; ++c)
+          dst[c] = row[last * H + c];
+        break;
+      case SentencePooling::Max:
+        for (int64_t c = 0; c < H; ++c)
+          dst[c] = -std::numeric_limits<double>::infinity();
+        for (int64_t s = 0; s < S; ++s)
+          if (mrow[s] > 0.5f)
+            for (int64_t c = 0; c < H; ++c)
+              dst[c] = std::max(dst[c], double(row[s * H + c]));
+        break;
+      case SentencePooling::Mean:
+      case SentencePooling::MeanSqrtLength: {
+        std::fill(dst, dst + H, 0.0);
+        for (int64_t s = 0; s < S; ++s)
+          if (mrow[s] > 0.5f)
+            for (int64_t c = 0; c < H; ++c)
+              dst[c] += row[s * H + c];
+        const double n =
+            poolings[k] == SentencePooling::Mean ? double(count) : std::sqrt(double(count));
+        for (int64_t c = 0; c < H; ++c)
+          dst[c] /= n;
+        break;
+      }
+      }
+    }
+    double scale = 1;
+    if (normalize) {
+      double sq = 0;
+      for (double x : v)
+        sq += x * x;
+      scale = 1 / std::max(std::sqrt(sq), 1e-12); // torch.nn.functional.normalize's eps
+    }
+    float* o = out.data_as<float>() + b * D;
+    for (int64_t c = 0; c < D; ++c)
+      o[c] = static_cast<float>(v[c] * scale);
+  }
+  return out;
+}
+
+std::string SentenceEmbedding::describe() const {
+  std::ostringstream s;
+  for (size_t k = 0; k < poolings.size(); ++k)
+    s << (k ? "+" : "") << to_string(poolings[k]);
+  s << " pooling" << (normalize ? ", normalized" : ", not normalized");
+  if (max_seq_length > 0) s << ", at most " << max_seq_length << " tokens";
+  if (lower_case) s << ", lower-cased";
+  s << (from_modules ? " (modules.json)" : " (no modules.json: a plain encoder's default)");
+  return s.str();
+}
+
+} // namespace mt

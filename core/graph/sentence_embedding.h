@@ -1,0 +1,57 @@
+// What a sentence-transformers folder does after its encoder: its modules.json names a
+// Transformer, a Pooling module (1_Pooling/config.json: which pooling of the last hidden state
+// over the real tokens -- mean, CLS, max, mean / sqrt(length), last token, several of them
+// concatenated) and optionally a Normalize module (unit length); sentence_bert_config.json
+// gives the length the text is truncated at and whether it is lower-cased first. Read once
+// from the folder, then applied to every batch the encoder returns, as the Python package's
+// encode() does (docs/models.md, "Sentence embeddings").
+//
+// A folder without modules.json is a plain encoder: mean pooling, not normalized, the
+// model's own length (what sentence-transformers builds for a plain Hugging Face folder).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/runtime/ndarray.h"
+
+namespace mt {
+
+enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, LastToken };
+
+const char* to_string(SentencePooling p);
+
+struct SentenceEmbedding {
+  // In sentence-transformers' order of concatenation (cls, max, mean, mean_sqrt_len,
+  // lasttoken); never empty.
+  std::vector<SentencePooling> poolings{SentencePooling::Mean};
+  bool normalize = false;
+  int64_t max_seq_length = 0; // 0: not set by the folder (the model's own limit applies)
+  bool lower_case = false;    // sentence_bert_config.json's do_lower_case
+  bool from_modules = false;  // read from modules.json (else the plain-encoder default)
+  // The Transformer module's folder under the one read ("": the folder itself; older
+  // releases saved it in 0_Transformer/): where config.json and the weights are.
+  std::string encoder_path;
+
+  // std::invalid_argument naming the file and the field: malformed JSON, a module the
+  // pipeline cannot run after the encoder (Dense, a second Transformer, ...), a pooling mode
+  // it does not implement (weightedmean), none enabled, a pooling dimension that is not
+  // `hidden` (checked by check_dimension).
+  static SentenceEmbedding read(const std::string& dir);
+
+  // `hidden` f32 [B, S, H], `mask` f32 [B, S] (1 = token, 0 = padding at the end of a row;
+  // at least one token a row) -> f32 [B, dimension(H)].
+  NDArray pool(const NDArray& hidden, const NDArray& mask) const;
+  int64_t dimension(int64_t hidden) const { return hidden * static_cast<int64_t>(poolings.size()); }
+  // "mean pooling, normalized, at most 256 tokens (modules.json)"
+  std::string describe() const;
+
+  // The pooling config's word_embedding_dimension, where it gave one (0: not given).
+  int64_t word_embedding_dimension = 0;
+  std::string pooling_config; // the file it came from (for errors)
+  // std::invalid_argument naming the pooling config when its dimension is not the model's.
+  void check_dimension(int64_t hidden) const;
+};
+
+} // namespace mt

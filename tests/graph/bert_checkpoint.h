@@ -1,0 +1,105 @@
+// A Hugging Face BERT checkpoint folder written by a test (random weights in HF's names and
+// layouts, as BertForMaskedLM saves them) and its float64 forward computed straight from those
+// arrays: the reference of the BERT loader's tests and of sentence embeddings.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graph_test_util.h"
+#include "hf_tensors.h"
+
+namespace mt::graph_test {
+
+// A BERT folder as BertForMaskedLM saves it: "bert."-prefixed encoder tensors, nn.Linear
+// weights [out, in], the pooler and an MLM head the encoder does not use.
+struct BertCheckpoint : HfTensors {
+  std::filesystem::path dir;
+  int64_t V = 31, P = 12, D = 16, L = 2, H = 4, F = 24;
+
+  explicit BertCheckpoint(const std::string& tag = "bert") : HfTensors(cosine, 0.29, 3) {
+    dir =
+        std::filesystem::temp_directory_path() / ("mt_hf_" + tag + "_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config.json")
+        << nlohmann::json{{"model_type", "bert"},     {"vocab_size", V},
+                          {"hidden_size", D},         {"num_hidden_layers", L},
+                          {"num_attention_heads", H}, {"intermediate_size", F},
+                          {"hidden_act", "gelu"},     {"max_position_embeddings", P},
+                          {"type_vocab_size", 2},     {"layer_norm_eps", 1e-12}}
+               .dump(2);
+    const std::string e = "bert.embeddings.";
+    add(e + "word_embeddings.weight", {V, D}, 0.2, 0);
+    add(e + "position_embeddings.weight", {P, D}, 0.1, 0);
+    add(e + "token_type_embeddings.weight", {2, D}, 0.1, 0);
+    add(e + "LayerNorm.weight", {D}, 0.1, 1), add(e + "LayerNorm.bias", {D}, 0.05, 0);
+    for (int64_t l = 0; l < L; ++l) {
+      std::string h = "bert.encoder.layer." + std::to_string(l) + ".";
+      for (const char* x : {"query", "key", "value"}) {
+        add(h + "attention.self." + x + ".weight", {D, D}, 0.2, 0);
+        add(h + "attention.self." + x + ".bias", {D}, 0.02, 0);
+      }
+      add(h + "attention.output.dense.weight", {D, D}, 0.15, 0);
+      add(h + "attention.output.dense.bias", {D}, 0.02, 0);
+      add(h + "attention.output.LayerNorm.weight", {D}, 0.1, 1);
+      add(h + "attention.output.LayerNorm.bias", {D}, 0.05, 0);
+      add(h + "intermediate.dense.weight", {F, D}, 0.15, 0);
+      add(h + "intermediate.dense.bias", {F}, 0.02, 0);
+      add(h + "output.dense.weight", {D, F}, 0.15, 0);
+      add(h + "output.dense.bias", {D}, 0.02, 0);
+      add(h + "output.LayerNorm.weight", {D}, 0.1, 1);
+      add(h + "output.LayerNorm.bias", {D}, 0.05, 0);
+    }
+    add("bert.pooler.dense.weight", {D, D}, 0.1, 0), add("bert.pooler.dense.bias", {D}, 0, 0);
+    add("cls.predictions.bias", {V}, 0.01, 0);
+    write(dir / "model.safetensors");
+  }
+  ~BertCheckpoint() { std::filesystem::remove_all(dir); }
+
+  // `types`: Hugging Face's token_type_ids (empty: all 0).
+  Matrix forward(const std::vector<int32_t>& ids, const Matrix& mask,
+                 const std::vector<int32_t>& types = {}) const {
+    const size_t S = ids.size(), d = D, f = F;
+    const std::string e = "bert.embeddings.";
+    Matrix w = m(e + "word_embeddings.weight"), p = m(e + "position_embeddings.weight"),
+           t = m(e + "token_type_embeddings.weight"), h(S * d);
+    for (size_t i = 0; i < S; ++i)
+      for (size_t c = 0; c < d; ++c)
+        h[i * d + c] = w[ids[i] * d + c] + p[i * d + c] + t[(types.empty() ? 0 : types[i]) * d + c];
+    h = layer_norm_ref(h, m(e + "LayerNorm.weight"), m(e + "LayerNorm.bias"), S, d, 1e-12);
+    for (int64_t l = 0; l < L; ++l) {
+      std::string pre = "bert.encoder.layer." + std::to_string(l) + ".";
+      auto lin = [&](const std::string& n, const Matrix& x, size_t in, size_t out) {
+        Matrix b = m(pre + n + ".bias");
+        return linear_ref(x, m(pre + n + ".weight"), &b, S, in, out);
+      };
+      Matrix q = lin("attention.self.query", h, d, d), k = lin("attention.self.key", h, d, d),
+             v = lin("attention.self.value", h, d, d);
+      Matrix ob = m(pre + "attention.output.dense.bias");
+      Dims dims{1, S, d, static_cast<size_t>(H), static_cast<size_t>(H), d / H};
+      Matrix a =
+          attention_ref(dims, q, k, v, m(pre + "attention.output.dense.weight"), &ob, false, &mask);
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] += a[i];
+      h = layer_norm_ref(h, m(pre + "attention.output.LayerNorm.weight"),
+                         m(pre + "attention.output.LayerNorm.bias"), S, d, 1e-12);
+      Matrix u = lin("intermediate.dense", h, d, f);
+      for (double& x : u)
+        x = gelu(x);
+      Matrix y = lin("output.dense", u, f, d);
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] += y[i];
+      h = layer_norm_ref(h, m(pre + "output.LayerNorm.weight"), m(pre + "output.LayerNorm.bias"), S,
+                         d, 1e-12);
+    }
+    return h;
+  }
+};
+
+} // namespace mt::graph_test
