@@ -76,14 +76,24 @@ def buckets_of(lengths, max_len):
 
 
 def batches_of(lengths, buckets, batch):
-    """Longest first, one bucket a batch, at most `batch` texts (as `model embed`)."""
+    """Longest first, one bucket a batch of `batch` texts, what is left of a bucket one by one
+    (as `model embed`)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     out = []
+
+    def split_short():
+        if out and len(out[-1][1]) < batch:
+            seq, texts = out.pop()
+            out.extend((seq, [t]) for t in texts)
+
     for i in order:
         seq = next(b for b in buckets if b >= lengths[i])
         if not out or out[-1][0] != seq or len(out[-1][1]) == batch:
+            if out and out[-1][0] != seq:
+                split_short()
             out.append((seq, []))
         out[-1][1].append(i)
+    split_short()
     return out
 
 
@@ -95,26 +105,26 @@ def pool(hidden, mask, normalize):
 
 
 class OrtEmbedder:
-    """ONNX Runtime sessions, one per bucket at the batch size, for one graph variant."""
+    """ONNX Runtime sessions, one per bucket and batch size the batches use, for one variant."""
 
-    def __init__(self, folder, buckets, batch, variant, threads):
+    def __init__(self, folder, batches, variant, threads):
         self.sessions = {}
-        for seq in buckets:
-            model = onnx_graphs.build(folder, batch, seq, variant)
-            self.sessions[seq] = ort.InferenceSession(model.SerializeToString(),
-                                                      session_options(threads),
-                                                      providers=["CPUExecutionProvider"])
+        for seq, texts in batches:
+            if (seq, len(texts)) not in self.sessions:
+                model = onnx_graphs.build(folder, len(texts), seq, variant)
+                self.sessions[seq, len(texts)] = ort.InferenceSession(
+                    model.SerializeToString(), session_options(threads),
+                    providers=["CPUExecutionProvider"])
 
-    def embed(self, ids, batches, batch, normalize, dim):
+    def embed(self, ids, batches, normalize, dim):
         out = np.zeros((len(ids), dim), dtype=np.float32)
         for seq, texts in batches:
-            x = np.zeros((batch, seq), dtype=np.int64)
-            m = np.zeros((batch, seq), dtype=np.int64)
-            for r in range(batch):
-                t = texts[r] if r < len(texts) else texts[0]
+            x = np.zeros((len(texts), seq), dtype=np.int64)
+            m = np.zeros((len(texts), seq), dtype=np.int64)
+            for r, t in enumerate(texts):
                 x[r, :len(ids[t])] = ids[t]
                 m[r, :len(ids[t])] = 1
-            h = self.sessions[seq].run(None, {"input_ids": x, "attention_mask": m})[0]
+            h = self.sessions[seq, len(texts)].run(None, {"input_ids": x, "attention_mask": m})[0]
             e = pool(h.astype(np.float64), m.astype(np.float64), normalize)
             for r, t in enumerate(texts):
                 out[t] = e[r]
@@ -173,7 +183,7 @@ def main():
 
     ort_variants = {}
     for variant in ("onnx", "fused"):
-        ort_variants[variant] = OrtEmbedder(folder, buckets, a.batch, variant, threads)
+        ort_variants[variant] = OrtEmbedder(folder, batches, variant, threads)
 
     work = tempfile.mkdtemp(prefix="mt_sentence_embeddings.")
     mt_ms, ort_ms, checks = [], {v: [] for v in ort_variants}, {}
@@ -198,11 +208,11 @@ def main():
             ok = False
         checks["metatune"] = compare(np.load(npy), ref)
         for variant, emb in ort_variants.items():
-            out = emb.embed(ids, batches, a.batch, normalize, folder.dim)  # warm-up
+            out = emb.embed(ids, batches, normalize, folder.dim)  # warm-up
             times = []
             for _ in range(a.repeats):
                 t0 = time.perf_counter()
-                out = emb.embed(ids, batches, a.batch, normalize, folder.dim)
+                out = emb.embed(ids, batches, normalize, folder.dim)
                 times.append(1e3 * (time.perf_counter() - t0))
             ort_ms[variant].append(statistics.median(times))
             checks["ort " + variant] = compare(out, ref)

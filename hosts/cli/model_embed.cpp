@@ -110,10 +110,11 @@ std::vector<int64_t> default_buckets(const std::vector<std::vector<int32_t>>& id
 }
 
 // The texts in batches of one bucket each: longest first within a bucket, so that a batch's
-// texts are of similar length; a last batch short of `batch` is filled with its first text.
+// texts are of similar length. What is left of a bucket short of a whole batch runs text by
+// text (a model of batch 1), not padded with texts that would be computed for nothing.
 struct Batch {
   int64_t seq = 0;
-  std::vector<size_t> texts; // indices into the inputs; size() <= batch
+  std::vector<size_t> texts; // indices into the inputs: `batch` of them, or 1
 };
 
 std::vector<Batch> batches_of(const std::vector<std::vector<int32_t>>& ids,
@@ -123,35 +124,53 @@ std::vector<Batch> batches_of(const std::vector<std::vector<int32_t>>& ids,
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
   std::vector<Batch> out;
+  auto split_short = [&] {
+    if (out.empty() || static_cast<int64_t>(out.back().texts.size()) == batch) return;
+    Batch rest = std::move(out.back());
+    out.pop_back();
+    for (size_t t : rest.texts)
+      out.push_back({rest.seq, {t}});
+  };
   for (size_t i : order) {
     const int64_t seq = model.bucket_for(static_cast<int64_t>(ids[i].size())).seq;
     if (out.empty() || out.back().seq != seq ||
-        static_cast<int64_t>(out.back().texts.size()) == batch)
+        static_cast<int64_t>(out.back().texts.size()) == batch) {
+      if (!out.empty() && out.back().seq != seq) split_short();
       out.push_back({seq, {}});
+    }
     out.back().texts.push_back(i);
   }
+  split_short();
   return out;
 }
 
+// The buckets' models at the batch size and, where some texts run alone, at batch 1.
+struct EmbedModels {
+  BucketedModel* batched = nullptr;
+  BucketedModel* single = nullptr;
+  BucketedModel& for_rows(size_t rows) const { return rows == 1 && single ? *single : *batched; }
+};
+
 // One pass over every batch: the embeddings [texts, dim] in the inputs' order.
 NDArray embed_all(const std::vector<std::vector<int32_t>>& ids, const std::vector<Batch>& batches,
-                  BucketedModel& model, const SentenceEmbedding& pipeline, int64_t batch,
-                  int64_t hidden) {
+                  const EmbedModels& models, const SentenceEmbedding& pipeline, int64_t hidden) {
   const int64_t dim = pipeline.dimension(hidden);
   NDArray out(DType::f32(), {static_cast<int64_t>(ids.size()), dim});
   for (const Batch& b : batches) {
-    NDArray x(DType::i32(), {batch, b.seq}), mask(DType::f32(), {batch, b.seq});
+    const auto rows = static_cast<int64_t>(b.texts.size());
+    NDArray x(DType::i32(), {rows, b.seq}), mask(DType::f32(), {rows, b.seq});
     x.fill(0);
     mask.fill(0);
-    for (int64_t r = 0; r < batch; ++r) {
-      const size_t t = b.texts[static_cast<size_t>(r) < b.texts.size() ? r : 0];
-      std::copy(ids[t].begin(), ids[t].end(), x.data_as<int32_t>() + r * b.seq);
-      std::fill_n(mask.data_as<float>() + r * b.seq, ids[t].size(), 1.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<int32_t>& t = ids[b.texts[static_cast<size_t>(r)]];
+      std::copy(t.begin(), t.end(), x.data_as<int32_t>() + r * b.seq);
+      std::fill_n(mask.data_as<float>() + r * b.seq, t.size(), 1.0f);
     }
-    NDArray pooled = pipeline.pool(model.run(x, &mask).at(0), mask);
-    for (size_t r = 0; r < b.texts.size(); ++r)
+    NDArray pooled = pipeline.pool(models.for_rows(b.texts.size()).run(x, &mask).at(0), mask);
+    for (int64_t r = 0; r < rows; ++r)
       std::copy_n(pooled.data_as<float>() + r * dim, dim,
-                  out.data_as<float>() + static_cast<int64_t>(b.texts[r]) * dim);
+                  out.data_as<float>() +
+                      static_cast<int64_t>(b.texts[static_cast<size_t>(r)]) * dim);
   }
   return out;
 }
@@ -273,26 +292,37 @@ int embed_texts(const ModelEmbedOptions& o) {
   KernelPolicy policy = policy_of(o.implementations, db.get());
   KernelSelector selector(*m.host, selection(policy, o.target, o.libraries, db.get(), o.fpmath));
   auto t0 = std::chrono::steady_clock::now();
-  BucketedModel model(*m.host, m.config, buckets, o.batch, /*with_mask=*/true, selector, m.params);
+  BucketedModel batched(*m.host, m.config, buckets, o.batch, /*with_mask=*/true, selector,
+                        m.params);
+  const std::vector<Batch> batches = batches_of(ids, batched, o.batch);
+  std::unique_ptr<BucketedModel> single;
+  std::vector<int64_t> single_buckets; // the buckets some text runs alone in
+  for (const Batch& b : batches)
+    if (o.batch > 1 && b.texts.size() == 1 &&
+        std::find(single_buckets.begin(), single_buckets.end(), b.seq) == single_buckets.end())
+      single_buckets.push_back(b.seq);
+  if (!single_buckets.empty())
+    single = std::make_unique<BucketedModel>(*m.host, m.config, single_buckets, 1, true, selector,
+                                             m.params);
+  const EmbedModels models{&batched, single.get()};
   const double build_s = since(t0);
-  const std::vector<Batch> batches = batches_of(ids, model, o.batch);
   int64_t padded = 0;
   for (const Batch& b : batches)
-    padded += b.seq * o.batch;
+    padded += b.seq * static_cast<int64_t>(b.texts.size());
 
-  NDArray e = embed_all(ids, batches, model, pipeline, o.batch, hidden); // also the warm-up
+  NDArray e = embed_all(ids, batches, models, pipeline, hidden); // also the warm-up
   std::vector<double> passes;
   for (int r = 0; r < o.repeats; ++r) {
     t0 = std::chrono::steady_clock::now();
-    e = embed_all(ids, batches, model, pipeline, o.batch, hidden);
+    e = embed_all(ids, batches, models, pipeline, hidden);
     passes.push_back(since(t0));
   }
   std::sort(passes.begin(), passes.end());
   const double pass = passes[passes.size() / 2];
 
   if (!o.quiet) print_embeddings(texts, ids, e);
-  std::printf("embedded %zu texts (%lld tokens, %lld with padding, %zu batches of %lld) in %.2f "
-              "ms: %.1f texts/s (median of %d passes; %s kernels; buckets built in %.1f s)\n",
+  std::printf("embedded %zu texts (%lld tokens, %lld with padding, %zu runs of at most %lld) in "
+              "%.2f ms: %.1f texts/s (median of %d passes; %s kernels; buckets built in %.1f s)\n",
               texts.size(), static_cast<long long>(tokens), static_cast<long long>(padded),
               batches.size(), static_cast<long long>(o.batch), 1e3 * pass,
               static_cast<double>(texts.size()) / pass, o.repeats, to_string(policy), build_s);

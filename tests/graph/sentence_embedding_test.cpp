@@ -247,12 +247,14 @@ struct SentenceBert : BertCheckpoint {
   }
 };
 
-// `model embed` end to end: texts of different lengths in batches of 2 over two buckets, one
-// cut at max_seq_length (its [SEP] kept), against each text's float64 forward alone.
+// `model embed` end to end: texts of different lengths in batches of 2 over two buckets (the
+// odd one out of a bucket run alone), one cut at max_seq_length (its [SEP] kept), against each
+// text's float64 forward alone.
 TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
   SentenceBert c;
   const std::vector<std::string> texts = {"the cat sat on the mat", "a dog",
-                                          "the quick brown fox jumps over the lazy dog", "sky"};
+                                          "the quick brown fox jumps over the lazy dog", "sky",
+                                          "red house"};
   const tok::Tokenizer tokenizer = tok::Tokenizer::load(c.dir.string());
   std::vector<std::vector<int32_t>> ids;
   for (const std::string& t : texts) {
@@ -271,7 +273,8 @@ TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
     args += " --text '" + t + "'";
   CliResult r = metatune(args);
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("embedded 4 texts (21 tokens, 22 with padding, 2 batches of 2)"),
+  // Bucket 7: texts 0 and 2; bucket 4: texts 1 and 4, then 3 alone.
+  EXPECT_NE(r.output.find("embedded 5 texts (25 tokens, 26 with padding, 3 runs of at most 2)"),
             std::string::npos)
       << r.output;
   std::vector<float> got = read_npy_floats(out);
