@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/graph/memory_plan.h"
+#include "core/ir/structural.h"
 #include "core/model/safetensors_writer.h"
 #include "core/plugin/plugin_components.h"
 
@@ -167,6 +168,39 @@ void write_artifact_text(const std::string& path, const std::string& text) {
     if (!f) throw std::runtime_error("cannot write " + tmp.string());
   }
   fs::rename(tmp, path);
+}
+
+std::vector<std::string> ArtifactKernels::add(const ModelGraph& graph,
+                                              const std::vector<FusedGroup>& groups,
+                                              const std::vector<GraphTask>& tasks,
+                                              const std::vector<TaskKernel>& kernels) {
+  std::vector<std::string> task_symbols;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const GraphTask& task = tasks[t];
+    size_t k = 0;
+    while (k < tasks_.size() &&
+           !(tasks_[k].hash == task.hash && structural_equal(tasks_[k].workload, task.workload)))
+      ++k;
+    if (k == tasks_.size()) {
+      tasks_.push_back(task);
+      kernels_.push_back(kernels.at(t));
+      names_.push_back(task.name);
+      symbols_.push_back(kernel_symbol(k, groups.at(task.groups.at(0)).name));
+      weights_.push_back(weight_args(graph, groups.at(task.groups.at(0))));
+    }
+    for (size_t group : task.groups)
+      keep_common_weights(weights_[k], weight_args(graph, groups.at(group)));
+    task_symbols.push_back(symbols_[k]);
+  }
+  std::vector<std::string> group_symbols;
+  for (size_t t : task_of_group(tasks, groups.size()))
+    group_symbols.push_back(task_symbols[t]);
+  return group_symbols;
+}
+
+nlohmann::json ArtifactKernels::export_to(const PluginTarget& target,
+                                          const std::string& path) const {
+  return export_artifact_kernels(target, kernels_, names_, symbols_, weights_, path);
 }
 
 } // namespace mt

@@ -53,6 +53,27 @@ nlohmann::json export_artifact_kernels(const PluginTarget& target,
                                        const std::vector<std::vector<uint8_t>>& weights,
                                        const std::string& path);
 
+// The distinct tasks of several graphs (a generation artifact's prefills and decode steps, an
+// embedding artifact's buckets), each with one kernel and symbol: equal tasks of different
+// graphs (hash and structure) share one kernel, exported once.
+class ArtifactKernels {
+public:
+  // Adds the graph's tasks (`kernels` per task); the symbol of each of its groups.
+  std::vector<std::string> add(const ModelGraph& graph, const std::vector<FusedGroup>& groups,
+                               const std::vector<GraphTask>& tasks,
+                               const std::vector<TaskKernel>& kernels);
+  // export_artifact_kernels of them all into `path`: the library descriptor.
+  nlohmann::json export_to(const PluginTarget& target, const std::string& path) const;
+  size_t size() const { return tasks_.size(); }
+  const std::vector<TaskKernel>& kernels() const { return kernels_; }
+
+private:
+  std::vector<GraphTask> tasks_;
+  std::vector<TaskKernel> kernels_;
+  std::vector<std::string> names_, symbols_;
+  std::vector<std::vector<uint8_t>> weights_; // per task: its params that are weights
+};
+
 // The parameters of `g` from `params` (f32, of the model's shapes) into a safetensors file;
 // the bytes written. Throws std::invalid_argument for a parameter missing or not so.
 size_t write_artifact_weights(const ModelGraph& g, const std::map<std::string, NDArray>& params,

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/graph/artifact_graph.h"
-#include "core/ir/structural.h"
 #include "core/plugin/plugin_components.h"
 
 namespace mt {
@@ -15,46 +14,6 @@ namespace mt {
 namespace {
 
 using nlohmann::json;
-
-// The distinct tasks of every graph, each with one kernel and symbol, and every graph's groups'
-// symbols: equal tasks of different graphs (hash and structure) share one kernel.
-class SharedKernels {
-public:
-  std::vector<std::string> add(const CompiledGraph& g) {
-    std::vector<std::string> task_symbols;
-    for (size_t t = 0; t < g.tasks.size(); ++t) {
-      const GraphTask& task = g.tasks[t];
-      size_t k = 0;
-      while (k < tasks_.size() && !(tasks_[k]->hash == task.hash &&
-                                    structural_equal(tasks_[k]->workload, task.workload)))
-        ++k;
-      if (k == tasks_.size()) {
-        tasks_.push_back(&task);
-        kernels_.push_back(g.kernels[t]);
-        names_.push_back(task.name);
-        symbols_.push_back(kernel_symbol(k, g.groups.at(task.groups.at(0)).name));
-        weights_.push_back(weight_args(g.graph, g.groups.at(task.groups.at(0))));
-      }
-      for (size_t group : task.groups)
-        keep_common_weights(weights_[k], weight_args(g.graph, g.groups.at(group)));
-      task_symbols.push_back(symbols_[k]);
-    }
-    std::vector<std::string> group_symbols;
-    for (size_t t : task_of_group(g.tasks, g.groups.size()))
-      group_symbols.push_back(task_symbols[t]);
-    return group_symbols;
-  }
-  json export_to(const PluginTarget& target, const std::string& path) const {
-    return export_artifact_kernels(target, kernels_, names_, symbols_, weights_, path);
-  }
-  size_t size() const { return tasks_.size(); }
-
-private:
-  std::vector<const GraphTask*> tasks_;
-  std::vector<TaskKernel> kernels_;
-  std::vector<std::string> names_, symbols_;
-  std::vector<std::vector<uint8_t>> weights_; // per task: its params that are weights
-};
 
 // The index in `g.states` of the state at `path`.
 const ModelState& state_at(const CompiledGraph& g, const std::string& path,
@@ -82,12 +41,13 @@ ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& s
     states.push_back(
         {{"path", s.path}, {"dtype", to_string(s.rows.dtype())}, {"width", s.rows.shape()[2]}});
   ModelArtifactSummary summary;
-  SharedKernels kernels;
+  ArtifactKernels kernels;
   // A decode step or extend build reads the caches (`decode`); a prefill or extend build keeps
   // one position's logits at a run-time row.
   auto graph_json = [&](const CompiledGraph& g, const std::string& name, bool decode) {
-    json j = artifact_graph_json(g.graph, g.groups, kernels.add(g),
-                                 decode ? &g.exec->state_writes() : nullptr);
+    json j =
+        artifact_graph_json(g.graph, g.groups, kernels.add(g.graph, g.groups, g.tasks, g.kernels),
+                            decode ? &g.exec->state_writes() : nullptr);
     j["name"] = name;
     json rows = json::array(), caches = json::array(), written = json::array();
     for (const json& st : states) {

@@ -4,30 +4,39 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "metatune/runtime/sentence_pooling.h"
+
 namespace mt {
 
 namespace fs = std::filesystem;
 
-const char* to_string(SentencePooling p) {
+namespace {
+
+rt::SentencePooling runtime_pooling(SentencePooling p) {
   switch (p) {
   case SentencePooling::Cls:
-    return "cls";
+    return rt::SentencePooling::Cls;
   case SentencePooling::Max:
-    return "max";
+    return rt::SentencePooling::Max;
   case SentencePooling::Mean:
-    return "mean";
+    return rt::SentencePooling::Mean;
   case SentencePooling::MeanSqrtLength:
-    return "mean_sqrt_len";
+    return rt::SentencePooling::MeanSqrtLength;
   case SentencePooling::LastToken:
-    return "lasttoken";
+    return rt::SentencePooling::LastToken;
   }
-  return "?";
+  return rt::SentencePooling::Mean;
+}
+
+} // namespace
+
+const char* to_string(SentencePooling p) {
+  return rt::pooling_name(runtime_pooling(p));
 }
 
 namespace {
@@ -178,6 +187,10 @@ SentenceEmbedding SentenceEmbedding::read(const std::string& dir) {
   return e;
 }
 
+std::string SentenceEmbedding::encoder_dir(const std::string& dir) const {
+  return encoder_path.empty() ? dir : (fs::path(dir) / encoder_path).string();
+}
+
 void SentenceEmbedding::check_dimension(int64_t hidden) const {
   if (word_embedding_dimension != 0 && word_embedding_dimension != hidden)
     throw std::invalid_argument(pooling_config + ": word_embedding_dimension " +
@@ -193,65 +206,15 @@ NDArray SentenceEmbedding::pool(const NDArray& hidden, const NDArray& mask) cons
                                 " and mask " + mask.shape_string() +
                                 " are not f32 [B, S, H] and [B, S]");
   const int64_t B = hidden.shape()[0], S = hidden.shape()[1], H = hidden.shape()[2];
-  const int64_t D = dimension(H);
-  NDArray out(DType::f32(), {B, D});
-  const float* h = hidden.data_as<float>();
-  const float* m = mask.data_as<float>();
-  std::vector<double> v(static_cast<size_t>(D));
-  for (int64_t b = 0; b < B; ++b) {
-    const float* row = h + b * S * H;
-    const float* mrow = m + b * S;
-    int64_t count = 0, last = -1;
-    for (int64_t s = 0; s < S; ++s)
-      if (mrow[s] > 0.5f) ++count, last = s;
-    if (count == 0)
-      throw std::invalid_argument("sentence pooling: row " + std::to_string(b) +
-                                  " of the mask has no token");
-    for (size_t k = 0; k < poolings.size(); ++k) {
-      double* dst = v.data() + k * H;
-      switch (poolings[k]) {
-      case SentencePooling::Cls:
-        for (int64_t c = 0; c < H; ++c)
-          dst[c] = row[c];
-        break;
-      case SentencePooling::LastToken:
-        for (int64_t c = 0; c < H; ++c)
-          dst[c] = row[last * H + c];
-        break;
-      case SentencePooling::Max:
-        for (int64_t c = 0; c < H; ++c)
-          dst[c] = -std::numeric_limits<double>::infinity();
-        for (int64_t s = 0; s < S; ++s)
-          if (mrow[s] > 0.5f)
-            for (int64_t c = 0; c < H; ++c)
-              dst[c] = std::max(dst[c], double(row[s * H + c]));
-        break;
-      case SentencePooling::Mean:
-      case SentencePooling::MeanSqrtLength: {
-        std::fill(dst, dst + H, 0.0);
-        for (int64_t s = 0; s < S; ++s)
-          if (mrow[s] > 0.5f)
-            for (int64_t c = 0; c < H; ++c)
-              dst[c] += row[s * H + c];
-        const double n =
-            poolings[k] == SentencePooling::Mean ? double(count) : std::sqrt(double(count));
-        for (int64_t c = 0; c < H; ++c)
-          dst[c] /= n;
-        break;
-      }
-      }
-    }
-    double scale = 1;
-    if (normalize) {
-      double sq = 0;
-      for (double x : v)
-        sq += x * x;
-      scale = 1 / std::max(std::sqrt(sq), 1e-12); // torch.nn.functional.normalize's eps
-    }
-    float* o = out.data_as<float>() + b * D;
-    for (int64_t c = 0; c < D; ++c)
-      o[c] = static_cast<float>(v[c] * scale);
-  }
+  NDArray out(DType::f32(), {B, dimension(H)});
+  std::vector<rt::SentencePooling> modes;
+  for (SentencePooling p : poolings)
+    modes.push_back(runtime_pooling(p));
+  const int64_t empty = rt::pool_sentences(hidden.data_as<float>(), mask.data_as<float>(), B, S, H,
+                                           modes, normalize, out.data_as<float>());
+  if (empty >= 0)
+    throw std::invalid_argument("sentence pooling: row " + std::to_string(empty) +
+                                " of the mask has no token");
   return out;
 }
 

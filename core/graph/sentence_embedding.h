@@ -18,9 +18,11 @@
 
 namespace mt {
 
+// As the runtime's (runtime/include/metatune/runtime/sentence_pooling.h), whose pooling
+// pool() calls: one implementation for `model embed` and compiled embedders.
 enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, LastToken };
 
-const char* to_string(SentencePooling p);
+const char* to_string(SentencePooling p); // "mean", "mean_sqrt_len", ...
 
 struct SentenceEmbedding {
   // In sentence-transformers' order of concatenation (cls, max, mean, mean_sqrt_len,
@@ -33,6 +35,8 @@ struct SentenceEmbedding {
   // The Transformer module's folder under the one read ("": the folder itself; older
   // releases saved it in 0_Transformer/): where config.json and the weights are.
   std::string encoder_path;
+  // The folder of the encoder's config.json and weights under `dir` (the one read).
+  std::string encoder_dir(const std::string& dir) const;
 
   // std::invalid_argument naming the file and the field: malformed JSON, a module the
   // pipeline cannot run after the encoder (Dense, a second Transformer, ...), a pooling mode

@@ -3,13 +3,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "core/database/database.h"
+#include "core/graph/embedding_artifact.h"
 #include "core/graph/generation_artifact.h"
 #include "core/graph/generator.h"
 #include "core/graph/kernel_selection.h"
 #include "core/graph/model_artifact.h"
+#include "core/graph/sentence_embedding.h"
+#include "core/graph/sequence_buckets.h"
 #include "core/plugin/plugin_components.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/generation_flags.h"
@@ -84,6 +88,81 @@ int compile_generation_artifact(const ModelCompileOptions& o, KernelPolicy polic
   return 0;
 }
 
+// --embedding: a sentence encoder's buckets at --batch (and at batch 1) compiled with the tuning
+// target's kernels only, with the folder's pooling (sentence_embedding.h).
+int compile_embedding_artifact(const ModelCompileOptions& o, KernelPolicy policy,
+                               const Database* db) {
+  if (policy == KernelPolicy::Library)
+    throw std::invalid_argument("--embedding exports the tuning target's kernels: "
+                                "--implementations library has none (untuned, tuned or best)");
+  if (o.source.hf.empty())
+    throw std::invalid_argument("--embedding needs the encoder's folder: --hf DIR");
+  const SentenceEmbedding pipeline = SentenceEmbedding::read(o.source.hf);
+  ModelSourceOptions src = o.source;
+  src.hf = pipeline.encoder_dir(o.source.hf);
+  src.seq = 1; // only described: the buckets' graphs are what is compiled
+  src.buckets.clear();
+  LoadedModel m = load_model(src);
+  if (!m.encoder)
+    throw std::invalid_argument("--embedding: " + src.hf + " is not an encoder (std.Encoder) but " +
+                                m.name);
+  Config resolved = m.config;
+  resolved.resolve();
+  const int64_t hidden = resolved.get<int64_t>("dim");
+  pipeline.check_dimension(hidden);
+  int64_t max_len = resolved.get<int64_t>("max_positions");
+  if (pipeline.max_seq_length > 0) max_len = std::min(max_len, pipeline.max_seq_length);
+  std::vector<int64_t> buckets = o.source.buckets;
+  if (buckets.empty()) { // the powers of two from 16, the last one the longest text
+    for (int64_t b = 16; b < max_len; b *= 2)
+      buckets.push_back(b);
+    buckets.push_back(max_len);
+  }
+  for (int64_t b : buckets)
+    if (b > max_len)
+      throw std::invalid_argument("--buckets: " + std::to_string(b) + " is longer than the " +
+                                  std::to_string(max_len) + " tokens a text may have");
+  std::printf("%s (%s): %.1fM parameters; %s; buckets", src.hf.c_str(), m.name.c_str(),
+              static_cast<double>(m.num_parameters()) / 1e6, pipeline.describe().c_str());
+  for (int64_t b : buckets)
+    std::printf(" %lld", static_cast<long long>(b));
+  std::printf(" at batch %lld%s\n", static_cast<long long>(m.batch), m.batch > 1 ? " and 1" : "");
+  std::fflush(stdout);
+  KernelSelector selector(*m.host, selection(policy, o.target, {}, db, o.fpmath));
+  BucketedModel batched(*m.host, m.config, buckets, m.batch, true, selector, m.params);
+  std::unique_ptr<BucketedModel> single;
+  if (m.batch > 1)
+    single =
+        std::make_unique<BucketedModel>(*m.host, m.config, buckets, 1, true, selector, m.params);
+  EmbeddingArtifactSource a;
+  a.model = m.name;
+  a.pipeline = &pipeline;
+  a.batched = &batched;
+  a.single = single.get();
+  a.batch = m.batch;
+  a.vocab = m.vocab;
+  a.hidden = hidden;
+  a.max_length = max_len;
+  a.params = &m.params;
+  a.target = selector.target().target.get();
+  a.tokenizer_dir = o.source.tokenizer.empty() ? src.hf : o.source.tokenizer;
+  ModelArtifactSummary s = write_embedding_artifact(a, o.out);
+  size_t tuned = 0, graphs = 0;
+  for (const BucketedModel* model : {&batched, single.get()}) {
+    if (!model) continue;
+    for (const SequenceBucket& b : model->buckets()) {
+      ++graphs;
+      for (const TaskKernel& k : b.kernels)
+        tuned += k.tuned;
+    }
+  }
+  std::printf("wrote %s: kernels.so (%zu kernels by %s), embedding.json (%zu graphs, %zu groups, "
+              "%zu tuned kernel choices; arenas up to %.2f MB), weights.safetensors (%.2f MB)\n",
+              o.out.c_str(), s.kernels, a.target->info().name.c_str(), graphs, s.groups, tuned,
+              s.arena_bytes / 1e6, s.weight_bytes / 1e6);
+  return 0;
+}
+
 } // namespace
 
 void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
@@ -102,6 +181,10 @@ void add_model_compile_options(CLI::App* cmd, ModelCompileOptions& o) {
   cmd->add_flag("--generation", o.generation,
                 "A decoder's generation artifact (generation.json: a prefill per prompt bucket, "
                 "a decode step per cache capacity) for runtime's CompiledGenerator");
+  cmd->add_flag("--embedding", o.embedding,
+                "A sentence encoder's embedding artifact (embedding.json: the --hf folder's "
+                "pooling, a graph per --buckets length at --batch and at 1) for runtime's "
+                "CompiledEmbedder");
   cmd->add_option("--prompt-buckets", o.prompt_buckets,
                   "--generation: the prompt lengths compiled (a prompt is padded to the smallest "
                   "that holds it)")
@@ -122,7 +205,10 @@ int compile_model_artifact(const ModelCompileOptions& o) {
   KernelPolicy policy = o.implementations.empty()
                             ? (db ? KernelPolicy::Best : KernelPolicy::Untuned)
                             : parse_kernel_policy(o.implementations);
+  if (o.generation && o.embedding)
+    throw std::invalid_argument("--generation and --embedding exclude each other");
   if (o.generation) return compile_generation_artifact(o, policy, db.get());
+  if (o.embedding) return compile_embedding_artifact(o, policy, db.get());
   LoadedModel m = load_model(o.source);
   if (!o.quiet) std::printf("%s\n", m.describe().c_str());
   std::fflush(stdout);

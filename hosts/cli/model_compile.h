@@ -3,7 +3,8 @@
 // by the tuning target as one shared library, with the graph and the weights -- for an
 // application to run through runtime/ without LLVM or plugins. With --generation, a decoder's
 // generation artifact instead (core/graph/generation_artifact.h): a prefill per prompt bucket
-// and a decode step per cache capacity, for runtime's CompiledGenerator.
+// and a decode step per cache capacity, for runtime's CompiledGenerator. With --embedding, a
+// sentence encoder's (core/graph/embedding_artifact.h), for runtime's CompiledEmbedder.
 #pragma once
 
 #include <string>
@@ -22,6 +23,7 @@ struct ModelCompileOptions {
   std::vector<std::string> libraries{"onednn.cpu"};
   bool quiet = false;
   bool generation = false;
+  bool embedding = false; // --embedding: a sentence encoder's artifact (embedding_artifact.h)
   std::vector<int64_t> prompt_buckets{32, 64, 128, 256, 512},
       capacities{64, 128, 256, 512, 1024, 2048};
   int64_t extend_chunk = -1; // -1: the smallest prompt bucket; 0: no extend builds

@@ -250,7 +250,7 @@ int embed_texts(const ModelEmbedOptions& o) {
   const std::vector<std::string> texts = texts_of(o);
 
   ModelSourceOptions src;
-  src.hf = (fs::path(o.hf) / pipeline.encoder_path).string();
+  src.hf = pipeline.encoder_dir(o.hf);
   src.plugin_paths = o.plugin_paths;
   src.seq = 1; // only described here: the buckets' graphs are what runs
   LoadedModel m = load_model(src);

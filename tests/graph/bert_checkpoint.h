@@ -102,4 +102,45 @@ struct BertCheckpoint : HfTensors {
   }
 };
 
+// modules.json as sentence-transformers writes it: the encoder, mean pooling, Normalize.
+inline const char* kSentenceModules = R"([
+  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+])";
+
+// The tiny BERT folder as sentence-transformers saves a model: a WordPiece vocabulary, the
+// modules, mean pooling and Normalize, max_seq_length 7.
+struct SentenceBert : BertCheckpoint {
+  explicit SentenceBert(const std::string& tag = "sentence_bert") : BertCheckpoint(tag) {
+    std::ofstream vocab(dir / "vocab.txt");
+    for (const char* w : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat",   "sat",
+                          "on",    "mat",   "a",     "dog",   "ran",    "in",  "park",  "quick",
+                          "brown", "fox",   "jumps", "over",  "lazy",   "big", "small", "red",
+                          "blue",  "green", "house", "tree",  "sky",    "sun", "moon"})
+      vocab << w << "\n";
+    std::ofstream(dir / "modules.json") << kSentenceModules;
+    std::filesystem::create_directories(dir / "1_Pooling");
+    std::ofstream(dir / "1_Pooling" / "config.json")
+        << R"({"word_embedding_dimension": 16, "pooling_mode_mean_tokens": true})";
+    std::ofstream(dir / "sentence_bert_config.json") << R"({"max_seq_length": 7})";
+  }
+
+  // The float64 forward of `ids` alone, mean-pooled and normalized.
+  std::vector<double> embedding(const std::vector<int32_t>& ids) const {
+    const size_t S = ids.size(), d = static_cast<size_t>(D);
+    Matrix h = forward(ids, Matrix(S, 1.0));
+    std::vector<double> v(d, 0.0);
+    for (size_t s = 0; s < S; ++s)
+      for (size_t c = 0; c < d; ++c)
+        v[c] += h[s * d + c] / double(S);
+    double norm = 0;
+    for (double x : v)
+      norm += x * x;
+    for (double& x : v)
+      x /= std::sqrt(norm);
+    return v;
+  }
+};
+
 } // namespace mt::graph_test

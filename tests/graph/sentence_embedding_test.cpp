@@ -37,17 +37,11 @@ struct Folder {
   }
 };
 
-const char* kModules = R"([
-  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
-])";
-
 // What sentence-transformers writes for all-MiniLM-L6-v2 (dimension 16 here).
 void write_sentence_transformers(
     const Folder& f, int64_t max_seq_length,
     const std::string& pooling = "\"pooling_mode_mean_tokens\": true") {
-  f.write("modules.json", kModules);
+  f.write("modules.json", kSentenceModules);
   f.write("1_Pooling/config.json",
           "{\"word_embedding_dimension\": 16, \"pooling_mode_cls_token\": false, " + pooling + "}");
   f.write("sentence_bert_config.json",
@@ -212,40 +206,6 @@ TEST(SentenceEmbedding, EveryPoolingModeMatchesADoublePooling) {
   std::fill_n(empty_row.data_as<float>() + S, S, 0.0f);
   EXPECT_THROW(SentenceEmbedding().pool(hidden, empty_row), std::invalid_argument);
 }
-
-// The tiny BERT folder as sentence-transformers saves a model: a WordPiece vocabulary, the
-// modules, mean pooling and Normalize, max_seq_length 7.
-struct SentenceBert : BertCheckpoint {
-  SentenceBert() : BertCheckpoint("sentence_bert") {
-    std::ofstream vocab(dir / "vocab.txt");
-    for (const char* w : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat",   "sat",
-                          "on",    "mat",   "a",     "dog",   "ran",    "in",  "park",  "quick",
-                          "brown", "fox",   "jumps", "over",  "lazy",   "big", "small", "red",
-                          "blue",  "green", "house", "tree",  "sky",    "sun", "moon"})
-      vocab << w << "\n";
-    std::ofstream(dir / "modules.json") << kModules;
-    fs::create_directories(dir / "1_Pooling");
-    std::ofstream(dir / "1_Pooling" / "config.json")
-        << R"({"word_embedding_dimension": 16, "pooling_mode_mean_tokens": true})";
-    std::ofstream(dir / "sentence_bert_config.json") << R"({"max_seq_length": 7})";
-  }
-
-  // The float64 forward of `ids` alone, mean-pooled and normalized.
-  std::vector<double> embedding(const std::vector<int32_t>& ids) const {
-    const size_t S = ids.size(), d = static_cast<size_t>(D);
-    Matrix h = forward(ids, Matrix(S, 1.0));
-    std::vector<double> v(d, 0.0);
-    for (size_t s = 0; s < S; ++s)
-      for (size_t c = 0; c < d; ++c)
-        v[c] += h[s * d + c] / double(S);
-    double norm = 0;
-    for (double x : v)
-      norm += x * x;
-    for (double& x : v)
-      x /= std::sqrt(norm);
-    return v;
-  }
-};
 
 // `model embed` end to end: texts of different lengths in batches of 2 over two buckets (the
 // odd one out of a bucket run alone), one cut at max_seq_length (its [SEP] kept), against each

@@ -1,0 +1,73 @@
+// Writing a sentence encoder's embedding artifact (see embedding_artifact.h).
+#include "core/graph/embedding_artifact.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/graph/artifact_graph.h"
+#include "core/plugin/plugin_components.h"
+
+namespace mt {
+
+ModelArtifactSummary write_embedding_artifact(const EmbeddingArtifactSource& src,
+                                              const std::string& dir) {
+  if (!src.batched || src.batched->buckets().empty())
+    throw std::invalid_argument("embedding artifact: no buckets compiled");
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path root(dir);
+
+  ModelArtifactSummary summary;
+  ArtifactKernels kernels;
+  nlohmann::json graphs = nlohmann::json::array();
+  for (const BucketedModel* model : {src.batched, src.single}) {
+    if (!model) continue;
+    for (const SequenceBucket& b : model->buckets()) {
+      const int64_t batch = b.graph.inputs.at(0).shape()[0];
+      nlohmann::json j = artifact_graph_json(
+          b.graph, b.groups, kernels.add(b.graph, b.groups, b.tasks, b.kernels), nullptr);
+      j["name"] = "embed@" + std::to_string(batch) + "x" + std::to_string(b.seq);
+      j["batch"] = batch;
+      j["seq"] = b.seq;
+      summary.groups += b.groups.size();
+      summary.arena_bytes = std::max(summary.arena_bytes, j["arena_bytes"].get<size_t>());
+      graphs.push_back(std::move(j));
+    }
+  }
+  nlohmann::json pooling = nlohmann::json::array();
+  for (SentencePooling p : src.pipeline->poolings)
+    pooling.push_back(to_string(p));
+
+  nlohmann::json m;
+  m["format"] = "metatune-embedding";
+  m["version"] = 1;
+  m["model"] = src.model;
+  m["kernels"] = "kernels.so";
+  m["weights"] = "weights.safetensors";
+  m["vocab"] = src.vocab;
+  m["hidden"] = src.hidden;
+  m["max_length"] = src.max_length;
+  m["batch"] = src.batch;
+  m["pooling"] = pooling;
+  m["normalize"] = src.pipeline->normalize;
+  m["lower_case"] = src.pipeline->lower_case;
+  nlohmann::json tokenizer = nullptr;
+  for (const char* name : {"vocab.txt", "tokenizer.json"}) { // tokenizer.json preferred
+    const fs::path from = fs::path(src.tokenizer_dir) / name;
+    if (src.tokenizer_dir.empty() || !fs::exists(from)) continue;
+    fs::copy_file(from, root / name, fs::copy_options::overwrite_existing);
+    tokenizer = name;
+  }
+  m["tokenizer"] = tokenizer;
+  m["graphs"] = graphs;
+  m["library"] = kernels.export_to(*src.target, (root / "kernels.so").string());
+  summary.weight_bytes = write_artifact_weights(src.batched->buckets().front().graph, *src.params,
+                                                (root / "weights.safetensors").string());
+  write_artifact_text((root / "embedding.json").string(), m.dump(1) + "\n");
+  summary.kernels = kernels.size();
+  return summary;
+}
+
+} // namespace mt
