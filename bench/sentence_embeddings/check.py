@@ -4,6 +4,7 @@
   check.py --metatune BIN --hf DIR --texts FILE [--batch 1] [--rounds 2] [--repeats 3]
            [--db DB] [--implementations P] [--csv FILE] [--command TEXT]
   check.py --hf DIR --texts FILE --print-buckets      # the buckets `model embed` will build
+  (--artifact DIR --embed-runtime BIN: also the embedding artifact through embed_runtime)
 
 - Tokens: Hugging Face's `tokenizers` on the folder's tokenizer.json, truncated at
   sentence_bert_config.json's max_seq_length; metatune's token count (its report) must equal
@@ -149,6 +150,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--db", default="")
     ap.add_argument("--implementations", default="")
+    ap.add_argument("--artifact", default="",
+                    help="an embedding artifact of the same buckets (model compile --embedding), "
+                         "timed through --embed-runtime on the same ids")
+    ap.add_argument("--embed-runtime", default="")
     ap.add_argument("--tol", type=float, default=1e-4, help="max |metatune - reference|")
     ap.add_argument("--csv", default="")
     ap.add_argument("--command", default="")
@@ -186,7 +191,10 @@ def main():
         ort_variants[variant] = OrtEmbedder(folder, batches, variant, threads)
 
     work = tempfile.mkdtemp(prefix="mt_sentence_embeddings.")
-    mt_ms, ort_ms, checks = [], {v: [] for v in ort_variants}, {}
+    ids_file = os.path.join(work, "ids.txt")
+    with open(ids_file, "w") as f:
+        f.writelines(",".join(str(t) for t in i) + "\n" for i in ids)
+    mt_ms, ort_ms, art_ms, checks = [], {v: [] for v in ort_variants}, [], {}
     ok = True
     for rnd in range(a.rounds):
         npy, report = os.path.join(work, f"e{rnd}.npy"), os.path.join(work, f"r{rnd}.json")
@@ -207,6 +215,15 @@ def main():
                   f"{sum(lengths)} in {buckets}")
             ok = False
         checks["metatune"] = compare(np.load(npy), ref)
+        if a.artifact:
+            art_npy = os.path.join(work, f"a{rnd}.npy")
+            cmd = [a.embed_runtime, a.artifact, "-f", ids_file, "-r", str(a.repeats), "-o", art_npy]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            line = [x for x in r.stdout.splitlines() if x.startswith("embedded ")]
+            if r.returncode != 0 or not line:
+                sys.exit(f"check.py: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+            art_ms.append(float(line[0].split(" in ")[1].split(" ms")[0]))
+            checks["artifact"] = compare(np.load(art_npy), ref)
         for variant, emb in ort_variants.items():
             out = emb.embed(ids, batches, normalize, folder.dim)  # warm-up
             times = []
@@ -216,18 +233,22 @@ def main():
                 times.append(1e3 * (time.perf_counter() - t0))
             ort_ms[variant].append(statistics.median(times))
             checks["ort " + variant] = compare(out, ref)
-        print(f"round {rnd + 1}: metatune {mt_ms[-1]:.1f} ms, ONNX Runtime " +
+        print(f"round {rnd + 1}: metatune {mt_ms[-1]:.1f} ms, " +
+              (f"artifact {art_ms[-1]:.1f} ms, " if art_ms else "") + "ONNX Runtime " +
               ", ".join(f"{v} {ort_ms[v][-1]:.1f} ms" for v in ort_ms), flush=True)
 
     for name, (diff, cos) in checks.items():
         good = diff <= a.tol
-        ok &= good or not name == "metatune"
+        ok &= good or name.startswith("ort")
         print(f"{name:>12}: max |e - reference| {diff:.2e}, min cosine {cos:.8f}"
               f" {'ok' if good else 'FAILED'}")
     best_ort = min(ort_ms, key=lambda v: statistics.median(ort_ms[v]))
     mt, ref_ort = statistics.median(mt_ms), statistics.median(ort_ms[best_ort])
     print(f"\n| implementation | pass over {len(texts)} texts (ms) | texts/s |\n|---|---:|---:|")
     print(f"| metatune ({rep['implementations']}) | {mt:.1f} | {1e3 * len(texts) / mt:.1f} |")
+    if art_ms:
+        art = statistics.median(art_ms)
+        print(f"| metatune artifact (embed_runtime) | {art:.1f} | {1e3 * len(texts) / art:.1f} |")
     print(f"| ONNX Runtime ({best_ort}) | {ref_ort:.1f} | {1e3 * len(texts) / ref_ort:.1f} |")
     print(f"ONNX Runtime / metatune time: {ref_ort / mt:.2f} (above 1: metatune faster)")
     if a.csv:
@@ -239,8 +260,11 @@ def main():
                             "pass_ms", "texts_per_s", "max_abs_diff", "min_cosine", "command"])
             date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
             name = os.path.basename(os.path.dirname(os.path.normpath(a.hf))) or a.hf
-            for label, ms, key in ((f"metatune {rep['implementations']}", mt, "metatune"),
-                                   (f"onnxruntime {best_ort}", ref_ort, "ort " + best_ort)):
+            rows = [(f"metatune {rep['implementations']}", mt, "metatune"),
+                    (f"onnxruntime {best_ort}", ref_ort, "ort " + best_ort)]
+            if art_ms:
+                rows.insert(1, ("metatune artifact", statistics.median(art_ms), "artifact"))
+            for label, ms, key in rows:
                 w.writerow([date, name, len(texts), sum(lengths), a.batch, label, f"{ms:.2f}",
                             f"{1e3 * len(texts) / ms:.1f}", f"{checks[key][0]:.2e}",
                             f"{checks[key][1]:.8f}", a.command])
