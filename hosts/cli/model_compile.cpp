@@ -18,6 +18,7 @@
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/generation_flags.h"
 #include "hosts/cli/model_execution.h"
+#include "hosts/cli/sentence_encoder.h"
 
 namespace mt::cli {
 
@@ -97,21 +98,10 @@ int compile_embedding_artifact(const ModelCompileOptions& o, KernelPolicy policy
                                 "--implementations library has none (untuned, tuned or best)");
   if (o.source.hf.empty())
     throw std::invalid_argument("--embedding needs the encoder's folder: --hf DIR");
-  const SentenceEmbedding pipeline = SentenceEmbedding::read(o.source.hf);
-  ModelSourceOptions src = o.source;
-  src.hf = pipeline.encoder_dir(o.source.hf);
-  src.seq = 1; // only described: the buckets' graphs are what is compiled
-  src.buckets.clear();
-  LoadedModel m = load_model(src);
-  if (!m.encoder)
-    throw std::invalid_argument("--embedding: " + src.hf + " is not an encoder (std.Encoder) but " +
-                                m.name);
-  Config resolved = m.config;
-  resolved.resolve();
-  const int64_t hidden = resolved.get<int64_t>("dim");
-  pipeline.check_dimension(hidden);
-  int64_t max_len = resolved.get<int64_t>("max_positions");
-  if (pipeline.max_seq_length > 0) max_len = std::min(max_len, pipeline.max_seq_length);
+  SentenceEncoder enc = load_sentence_encoder(o.source.hf, o.source);
+  const SentenceEmbedding& pipeline = enc.pipeline;
+  LoadedModel& m = enc.model;
+  const int64_t hidden = enc.hidden, max_len = enc.max_length;
   std::vector<int64_t> buckets = o.source.buckets;
   if (buckets.empty()) { // the powers of two from 16, the last one the longest text
     for (int64_t b = 16; b < max_len; b *= 2)
@@ -122,7 +112,7 @@ int compile_embedding_artifact(const ModelCompileOptions& o, KernelPolicy policy
     if (b > max_len)
       throw std::invalid_argument("--buckets: " + std::to_string(b) + " is longer than the " +
                                   std::to_string(max_len) + " tokens a text may have");
-  std::printf("%s (%s): %.1fM parameters; %s; buckets", src.hf.c_str(), m.name.c_str(),
+  std::printf("%s (%s): %.1fM parameters; %s; buckets", enc.dir.c_str(), m.name.c_str(),
               static_cast<double>(m.num_parameters()) / 1e6, pipeline.describe().c_str());
   for (int64_t b : buckets)
     std::printf(" %lld", static_cast<long long>(b));
@@ -145,7 +135,7 @@ int compile_embedding_artifact(const ModelCompileOptions& o, KernelPolicy policy
   a.max_length = max_len;
   a.params = &m.params;
   a.target = selector.target().target.get();
-  a.tokenizer_dir = o.source.tokenizer.empty() ? src.hf : o.source.tokenizer;
+  a.tokenizer_dir = o.source.tokenizer.empty() ? enc.dir : o.source.tokenizer;
   ModelArtifactSummary s = write_embedding_artifact(a, o.out);
   size_t tuned = 0, graphs = 0;
   for (const BucketedModel* model : {&batched, single.get()}) {

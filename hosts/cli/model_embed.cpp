@@ -21,6 +21,7 @@
 #include "hosts/cli/model_execution.h"
 #include "hosts/cli/model_source.h"
 #include "hosts/cli/npy_file.h"
+#include "hosts/cli/sentence_encoder.h"
 
 namespace mt::cli {
 
@@ -246,25 +247,16 @@ int embed_texts(const ModelEmbedOptions& o) {
   configure_logging(o.log_level);
   if (o.batch < 1) throw std::invalid_argument("--batch must be >= 1");
   if (o.repeats < 1) throw std::invalid_argument("--repeats must be >= 1");
-  const SentenceEmbedding pipeline = SentenceEmbedding::read(o.hf);
   const std::vector<std::string> texts = texts_of(o);
+  ModelSourceOptions source;
+  source.plugin_paths = o.plugin_paths;
+  SentenceEncoder enc = load_sentence_encoder(o.hf, source);
+  const SentenceEmbedding& pipeline = enc.pipeline;
+  LoadedModel& m = enc.model;
+  const int64_t hidden = enc.hidden, max_len = enc.max_length;
 
-  ModelSourceOptions src;
-  src.hf = pipeline.encoder_dir(o.hf);
-  src.plugin_paths = o.plugin_paths;
-  src.seq = 1; // only described here: the buckets' graphs are what runs
-  LoadedModel m = load_model(src);
-  if (!m.encoder)
-    throw std::invalid_argument(src.hf + ": model embed needs an encoder (std.Encoder); this is " +
-                                m.name);
-  Config resolved = m.config;
-  resolved.resolve();
-  const int64_t hidden = resolved.get<int64_t>("dim");
-  pipeline.check_dimension(hidden);
-  int64_t max_len = resolved.get<int64_t>("max_positions");
-  if (pipeline.max_seq_length > 0) max_len = std::min(max_len, pipeline.max_seq_length);
-
-  const tok::Tokenizer tokenizer = tok::Tokenizer::load(o.tokenizer.empty() ? src.hf : o.tokenizer);
+  const tok::Tokenizer tokenizer =
+      tok::Tokenizer::load(o.tokenizer.empty() ? enc.dir : o.tokenizer);
   const TextEncoder encode(tokenizer, pipeline.lower_case, max_len);
   std::vector<std::vector<int32_t>> ids;
   int64_t tokens = 0;
@@ -280,7 +272,7 @@ int embed_texts(const ModelEmbedOptions& o) {
       o.buckets.empty() ? default_buckets(ids, max_len) : o.buckets;
   if (!o.quiet)
     std::fprintf(stderr, "%s (%s): %.1fM parameters; %s; %zu texts, %lld tokens; building buckets",
-                 src.hf.c_str(), m.name.c_str(), static_cast<double>(m.num_parameters()) / 1e6,
+                 enc.dir.c_str(), m.name.c_str(), static_cast<double>(m.num_parameters()) / 1e6,
                  pipeline.describe().c_str(), texts.size(), static_cast<long long>(tokens));
   if (!o.quiet) {
     for (int64_t b : buckets)
