@@ -411,12 +411,24 @@ lowered func triple(A: f32[256], B: f32[256]) {
             MeasureStatus::WrongResult);
 }
 
+// A candidate of 400 blocks: compiling it takes LLVM tens of milliseconds, so that a worker
+// cannot build it before the measurer first looks at the clock (kWorkload alone was once built
+// within the millisecond, in a worker forked from a process with LLVM already set up).
+std::string slow_to_build() {
+  std::string body;
+  for (int b = 0; b < 400; ++b)
+    body += "    block add" + std::to_string(b) + "(vi: S[64] = i) { B[vi] = A[vi] + " +
+            std::to_string(b) + "i32 }\n";
+  return "func add_many(A: i32[64], B: i32[64]) {\n  for i in 64 {\n" + body + "  }\n}";
+}
+
 TEST(MeasureIsolated, SlowBuildTimesOut) {
   auto target = make_target();
   Reference ref = Reference::compute(parse(kWorkload));
   MeasureOptions o = quick_options();
-  o.build_timeout_s = 0.001; // LLVM takes milliseconds to set up a JIT at the very least
-  auto results = Measurer(*target, o).measure(ref, {parse(kWorkload), parse(kWorkload)});
+  o.build_timeout_s = 0.001;
+  const std::string slow = slow_to_build();
+  auto results = Measurer(*target, o).measure(ref, {parse(slow.c_str()), parse(slow.c_str())});
   for (const auto& r : results) {
     EXPECT_EQ(r.status, MeasureStatus::BuildTimeout) << r.error;
     EXPECT_NE(r.error.find("0.001 s"), std::string::npos) << r.error;
