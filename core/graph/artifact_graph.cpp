@@ -160,6 +160,16 @@ size_t write_artifact_weights(const ModelGraph& g, const std::map<std::string, N
   return bytes;
 }
 
+nlohmann::json artifact_header(const std::string& format, const std::string& model) {
+  nlohmann::json m;
+  m["format"] = format;
+  m["version"] = 1;
+  m["model"] = model;
+  m["kernels"] = "kernels.so";
+  m["weights"] = "weights.safetensors";
+  return m;
+}
+
 void write_artifact_text(const std::string& path, const std::string& text) {
   const fs::path tmp = path + ".tmp";
   {

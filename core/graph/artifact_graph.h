@@ -79,6 +79,11 @@ private:
 size_t write_artifact_weights(const ModelGraph& g, const std::map<std::string, NDArray>& params,
                               const std::string& path);
 
+// The fields every artifact's JSON opens with, as the runtime checks them
+// (runtime/src/artifact_files.h): `format` ("metatune-model", ...), the version, the model's
+// name, and the file names of the kernel library and the weights.
+nlohmann::json artifact_header(const std::string& format, const std::string& model);
+
 // `text` into `path`, replacing it whole.
 void write_artifact_text(const std::string& path, const std::string& text);
 

@@ -40,12 +40,7 @@ ModelArtifactSummary write_embedding_artifact(const EmbeddingArtifactSource& src
   for (SentencePooling p : src.pipeline->poolings)
     pooling.push_back(to_string(p));
 
-  nlohmann::json m;
-  m["format"] = "metatune-embedding";
-  m["version"] = 1;
-  m["model"] = src.model;
-  m["kernels"] = "kernels.so";
-  m["weights"] = "weights.safetensors";
+  nlohmann::json m = artifact_header("metatune-embedding", src.model);
   m["vocab"] = src.vocab;
   m["hidden"] = src.hidden;
   m["max_length"] = src.max_length;

@@ -80,12 +80,7 @@ ModelArtifactSummary write_generation_artifact(const GenerationArtifactSource& s
                                       std::to_string(g->graph.mode.capacity),
                                   true));
 
-  json m;
-  m["format"] = "metatune-generation";
-  m["version"] = 1;
-  m["model"] = src.model;
-  m["kernels"] = "kernels.so";
-  m["weights"] = "weights.safetensors";
+  json m = artifact_header("metatune-generation", src.model);
   m["vocab"] = gen.vocab();
   m["max_length"] = gen.max_length();
   m["states"] = states;

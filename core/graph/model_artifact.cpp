@@ -37,12 +37,7 @@ ModelArtifactSummary write_model_artifact(const ModelArtifactSource& src, const 
   ModelArtifactSummary s;
   nlohmann::json graph =
       artifact_graph_json(*src.graph, groups, group_symbols, nullptr, &s.arena_bytes);
-  nlohmann::json model;
-  model["format"] = "metatune-model";
-  model["version"] = 1;
-  model["model"] = src.model;
-  model["kernels"] = "kernels.so";
-  model["weights"] = "weights.safetensors";
+  nlohmann::json model = artifact_header("metatune-model", src.model);
   model.update(graph);
   model["library"] = library;
 

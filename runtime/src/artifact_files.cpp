@@ -7,6 +7,16 @@ namespace mt::rt {
 
 using nlohmann::json;
 
+void check_artifact_header(const json& m, const std::string& path, const std::string& format) {
+  const std::string kind = format.substr(format.find('-') + 1);
+  if (m.value("format", "") != format)
+    throw Error(path + ": not a metatune " + kind + " artifact (format '" + m.value("format", "") +
+                "', expected '" + format + "')");
+  if (m.at("version").get<int>() != 1)
+    throw Error(path + ": artifact version " + m.at("version").dump() +
+                " (this runtime reads version 1)");
+}
+
 std::unique_ptr<ArtifactFiles> ArtifactFiles::open(const json& m, const std::string& dir,
                                                    const std::string& path,
                                                    const LoadOptions& options) {

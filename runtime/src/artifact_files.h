@@ -18,6 +18,11 @@
 
 namespace mt::rt {
 
+// Throws, naming `path`, unless `m` says it is an artifact of `format` ("metatune-model",
+// "metatune-generation", "metatune-embedding") in the one version this runtime reads.
+void check_artifact_header(const nlohmann::json& m, const std::string& path,
+                           const std::string& format);
+
 struct ArtifactFiles {
   std::unique_ptr<KernelLibrary> library;
   std::unique_ptr<WeightsFile> weights;

@@ -119,12 +119,7 @@ CompiledEmbedder CompiledEmbedder::load(const std::string& dir, const LoadOption
   s->path = dir + "/embedding.json";
   const json m = read_json(s->path, "the artifact's embedding graphs");
   try {
-    if (m.value("format", "") != "metatune-embedding")
-      throw Error(s->path + ": not a metatune embedding artifact (format '" +
-                  m.value("format", "") + "', expected 'metatune-embedding')");
-    if (m.at("version").get<int>() != 1)
-      throw Error(s->path + ": artifact version " + m.at("version").dump() +
-                  " (this runtime reads version 1)");
+    check_artifact_header(m, s->path, "metatune-embedding");
     s->model = m.value("model", "");
     s->vocab = m.at("vocab").get<int64_t>();
     s->hidden = m.at("hidden").get<int64_t>();

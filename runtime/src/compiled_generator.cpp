@@ -236,12 +236,7 @@ CompiledGenerator CompiledGenerator::load(const std::string& dir, const LoadOpti
   s->path = dir + "/generation.json";
   const json m = read_json(s->path, "the artifact's generation graphs");
   try {
-    if (m.value("format", "") != "metatune-generation")
-      throw Error(s->path + ": not a metatune generation artifact (format '" +
-                  m.value("format", "") + "', expected 'metatune-generation')");
-    if (m.at("version").get<int>() != 1)
-      throw Error(s->path + ": artifact version " + m.at("version").dump() +
-                  " (this runtime reads version 1)");
+    check_artifact_header(m, s->path, "metatune-generation");
     s->model = m.value("model", "");
     s->vocab = m.at("vocab").get<int64_t>();
     s->max_length = m.at("max_length").get<int64_t>();

@@ -49,12 +49,7 @@ CompiledModel CompiledModel::load(const std::string& dir, const LoadOptions& opt
   const std::string path = dir + "/model.json";
   const json m = read_json(path, "the artifact's graph");
   try {
-    if (m.value("format", "") != "metatune-model")
-      throw Error(path + ": not a metatune model artifact (format '" + m.value("format", "") +
-                  "', expected 'metatune-model')");
-    if (m.at("version").get<int>() != 1)
-      throw Error(path + ": artifact version " + m.at("version").dump() +
-                  " (this runtime reads version 1)");
+    check_artifact_header(m, path, "metatune-model");
     s->model = m.value("model", "");
     // The graph's fields first: a model.json without them is named for them.
     (void)m.at("inputs");
