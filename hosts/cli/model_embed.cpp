@@ -15,6 +15,7 @@
 #include "core/database/database.h"
 #include "core/graph/sentence_embedding.h"
 #include "core/graph/sequence_buckets.h"
+#include "core/tokenizer/python_lower.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tuner/tune_log.h"
 #include "hosts/cli/generation_flags.h"
@@ -58,11 +59,13 @@ public:
       : tokenizer_(tokenizer), lower_case_(lower_case), max_len_(max_len) {}
 
   std::vector<int32_t> operator()(std::string text, size_t index) const {
-    // sentence-transformers lower-cases with Python's str.lower(); ASCII only here, which is
-    // what the folders that set it (uncased BERT tokenizers lower-case again anyway) need.
-    if (lower_case_)
-      for (char& c : text)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (lower_case_) {
+      try {
+        text = tok::python_lower(text); // as sentence-transformers does
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("text " + std::to_string(index) + ": " + e.what());
+      }
+    }
     std::vector<tok::TokenId> all = tokenizer_.encode(text, true);
     if (static_cast<int64_t>(all.size()) > max_len_) {
       const std::vector<tok::TokenId> own = tokenizer_.encode(text, false);
