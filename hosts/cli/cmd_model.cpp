@@ -236,7 +236,17 @@ int tune_model(ModelTuneOptions& o) {
     ModelChoiceSummary c, g;
     try {
       std::unique_ptr<Database> db = Database::open(o.tune.db_path);
-      c = choose_in_model(m, *db, target, libraries, o.fpmath, o.choice_rounds, o.quiet);
+      if (o.source.buckets.empty()) {
+        c = choose_in_model(m, *db, target, libraries, o.fpmath, o.choice_rounds, o.quiet);
+      } else { // the tasks tuned are the buckets': each bucket's model compared in turn
+        const int64_t seq = m.seq;
+        for (int64_t b : o.source.buckets) {
+          set_sequence(m, b);
+          if (!o.quiet) std::cerr << "bucket of " << b << " tokens:\n";
+          c += choose_in_model(m, *db, target, libraries, o.fpmath, o.choice_rounds, o.quiet);
+        }
+        set_sequence(m, seq);
+      }
       if (!o.decode_capacities.empty() && !m.encoder) {
         std::cerr << "and in generation: a prompt of " << m.seq
                   << " tokens and decode steps at each capacity\n";
@@ -255,7 +265,8 @@ int tune_model(ModelTuneOptions& o) {
                   where, s.library_seconds * 1e3, s.tuned_seconds * 1e3, s.best_seconds * 1e3, what,
                   s.compared, s.tuned);
     };
-    print("in the model", "kernel calls", c);
+    print(o.source.buckets.empty() ? "in the model" : "in the buckets' models (summed)",
+          "kernel calls", c);
     print("in generation", "a prefill and a decode step per capacity", g);
   }
   if (o.json) std::cout << to_json(r, o.tune).dump() << "\n";

@@ -24,6 +24,13 @@ struct ModelChoiceSummary {
   size_t tuned = 0;        // of those, the tuned kernel faster in the model
   double best_seconds = 0; // the model with each task's faster kernel, summed per-task medians
   double library_seconds = 0, tuned_seconds = 0; // the two models, likewise
+
+  // Two comparisons together (the buckets of one model).
+  ModelChoiceSummary& operator+=(const ModelChoiceSummary& o) {
+    compared += o.compared, tuned += o.tuned, best_seconds += o.best_seconds;
+    library_seconds += o.library_seconds, tuned_seconds += o.tuned_seconds;
+    return *this;
+  }
 };
 
 // Times both models of `m` in `rounds` alternating profiled rounds and stores a choice per

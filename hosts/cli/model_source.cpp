@@ -9,6 +9,7 @@
 #include "core/graph/hf_checkpoint.h"
 #include "core/graph/layer_registry.h"
 #include "core/graph/model_executor.h"
+#include "core/graph/sequence_buckets.h"
 #include "core/model/config_json.h"
 #include "core/model/safetensors_file.h"
 #include "core/tokenizer/tokenizer.h"
@@ -102,6 +103,45 @@ std::string LoadedModel::describe() const {
   return buf;
 }
 
+namespace {
+
+// The ids a model runs on when it is given none: spread over the vocabulary.
+std::vector<int32_t> placeholder_ids(int64_t seq, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int64_t t = 0; t < seq; ++t)
+    ids.push_back(static_cast<int32_t>((t * 7919 + 11) % vocab));
+  return ids;
+}
+
+// m's graph, groups, tasks and inputs for its batch and sequence length: `ids` (m.seq of
+// them, repeated over the batch), an encoder's all-ones mask, and `types` where the model
+// takes token types.
+void shape_model(LoadedModel& m, const std::vector<int32_t>& ids,
+                 const std::vector<int32_t>& types) {
+  m.inputs.clear();
+  m.graph = BucketedModel::graph_for(*m.host, m.config, m.batch, m.seq, m.encoder, m.token_types);
+  m.groups = fuse(m.graph.outputs);
+  m.tasks = graph_tasks(m.groups, m.name, m.graph.params);
+
+  NDArray in(DType::i32(), {m.batch, m.seq});
+  for (int64_t b = 0; b < m.batch; ++b)
+    std::copy(ids.begin(), ids.end(), in.data_as<int32_t>() + b * m.seq);
+  m.inputs.push_back(std::move(in));
+  if (m.encoder) {
+    NDArray mask(DType::f32(), {m.batch, m.seq});
+    mask.fill(1.0);
+    m.inputs.push_back(std::move(mask));
+  }
+  if (m.token_types) {
+    NDArray in_types(DType::i32(), {m.batch, m.seq});
+    for (int64_t b = 0; b < m.batch; ++b)
+      std::copy(types.begin(), types.end(), in_types.data_as<int32_t>() + b * m.seq);
+    m.inputs.push_back(std::move(in_types));
+  }
+}
+
+} // namespace
+
 LoadedModel load_decoder(const ModelSourceOptions& o) {
   ModelSourceOptions src = o;
   src.tokens.clear();
@@ -178,9 +218,7 @@ LoadedModel load_model(const ModelSourceOptions& o) {
       throw std::invalid_argument("--tokens: id " + std::to_string(id) +
                                   " is outside the vocabulary [0, " + std::to_string(m.vocab) +
                                   ")");
-  if (ids.empty())
-    for (int64_t t = 0; t < m.seq; ++t)
-      ids.push_back(static_cast<int32_t>((t * 7919 + 11) % m.vocab));
+  if (ids.empty()) ids = placeholder_ids(m.seq, m.vocab);
   m.encoder = m.config.kind() == "std.Encoder";
   m.token_types = !o.token_types.empty() || !o.text_pair.empty() || o.with_token_types;
   if (m.token_types) {
@@ -202,31 +240,20 @@ LoadedModel load_model(const ModelSourceOptions& o) {
                                     ") (type_vocab_size)");
   }
 
-  std::vector<te::Tensor> inputs = {te::placeholder({m.batch, m.seq}, DType::i32(), "ids")};
-  if (m.encoder) inputs.push_back(te::placeholder({m.batch, m.seq}, DType::f32(), "mask"));
-  if (m.token_types)
-    inputs.push_back(te::placeholder({m.batch, m.seq}, DType::i32(), "token_types"));
-  m.graph = instantiate_model(*m.host, m.config, inputs);
-  m.groups = fuse(m.graph.outputs);
-  m.tasks = graph_tasks(m.groups, m.name, m.graph.params);
+  shape_model(m, ids, types);
   if (m.params.empty()) m.params = init_params(m.graph.params, o.seed);
-
-  NDArray in(DType::i32(), {m.batch, m.seq});
-  for (int64_t b = 0; b < m.batch; ++b)
-    std::copy(ids.begin(), ids.end(), in.data_as<int32_t>() + b * m.seq);
-  m.inputs.push_back(std::move(in));
-  if (m.encoder) {
-    NDArray mask(DType::f32(), {m.batch, m.seq});
-    mask.fill(1.0);
-    m.inputs.push_back(std::move(mask));
-  }
-  if (m.token_types) {
-    NDArray in_types(DType::i32(), {m.batch, m.seq});
-    for (int64_t b = 0; b < m.batch; ++b)
-      std::copy(types.begin(), types.end(), in_types.data_as<int32_t>() + b * m.seq);
-    m.inputs.push_back(std::move(in_types));
-  }
   return m;
+}
+
+void set_sequence(LoadedModel& m, int64_t seq) {
+  if (seq < 1) throw std::invalid_argument("a sequence length must be positive");
+  if (m.max_positions > 0 && seq > m.max_positions)
+    throw std::invalid_argument(std::to_string(seq) + " tokens: the model is right for " +
+                                std::to_string(m.max_positions) + " positions at most");
+  m.seq = seq;
+  shape_model(m, placeholder_ids(seq, m.vocab),
+              m.token_types ? std::vector<int32_t>(static_cast<size_t>(seq), 0)
+                            : std::vector<int32_t>{});
 }
 
 } // namespace mt::cli

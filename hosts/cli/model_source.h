@@ -73,4 +73,9 @@ LoadedModel load_model(const ModelSourceOptions& o);
 // (only described: a Generator builds the graphs that run), no --tokens; an encoder refused.
 LoadedModel load_decoder(const ModelSourceOptions& o);
 
+// `m` at another sequence length (a bucket of --buckets): its graph, groups, tasks and inputs
+// rebuilt (placeholder ids; the weights kept). Throws std::invalid_argument for a length the
+// model is not right for.
+void set_sequence(LoadedModel& m, int64_t seq);
+
 } // namespace mt::cli

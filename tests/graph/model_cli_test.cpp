@@ -171,6 +171,35 @@ TEST(ModelCli, TuneChoosesEachTasksKernelInsideTheModel) {
   std::remove(db.c_str());
 }
 
+// With --buckets the tasks tuned are every bucket's (their shapes differ), so every bucket's
+// model is compared: choices for tasks of the bucket of 4 and of the bucket of 8 (told apart
+// by their IR's shapes), not only of the model at --seq.
+TEST(ModelCli, TuneWithBucketsChoosesInEveryBucket) {
+  if (metatune("plugins").output.find("onednn.cpu") == std::string::npos)
+    GTEST_SKIP() << "the oneDNN target is not built: no library to compare with";
+  const std::string db = ::testing::TempDir() + "/model_tune_bucket_choice.db";
+  std::remove(db.c_str());
+  Result r = metatune(kQuickTune +
+                      "--seq 6 --buckets 4,8 --trials 30 --model-choice-rounds 2 -q --db " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("in the buckets' models (summed): library kernels"), std::string::npos)
+      << r.output;
+  mt::DatabaseOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<mt::Database> d = mt::Database::open(db, ro);
+  std::set<int> buckets;
+  for (const mt::WorkloadEntry& w : d->workloads())
+    for (const mt::TuningRecord& rec : d->records(w.id)) {
+      if (!d->model_choice(w.id, rec.target)) continue;
+      for (int b : {4, 8})
+        if (w.ir_text.find("[1, " + std::to_string(b) + ", ") != std::string::npos)
+          buckets.insert(b);
+      EXPECT_EQ(w.ir_text.find("[1, 6, "), std::string::npos) << "a task of --seq 6 compared";
+    }
+  EXPECT_EQ(buckets, (std::set<int>{4, 8})) << r.output;
+  std::remove(db.c_str());
+}
+
 // `model tune --fpmath bf16` tunes and times the kernels inside the model as `--fpmath bf16`
 // runs them and keeps those records and choices apart from the f32 ones: `best --fpmath bf16`
 // follows them, `best` in f32 does not.
