@@ -2,7 +2,7 @@
 """Sentence embeddings of a real checkpoint: `metatune model embed` against references, in one run.
 
   check.py --metatune BIN --hf DIR --texts FILE [--batch 1] [--rounds 2] [--repeats 3]
-           [--db DB] [--implementations P] [--csv FILE] [--command TEXT]
+           [--db DB] [--implementations P[,P...]] [--csv FILE] [--command TEXT]
   check.py --hf DIR --texts FILE --print-buckets      # the buckets `model embed` will build
   (--artifact DIR --embed-runtime BIN: also the embedding artifact through embed_runtime)
 
@@ -194,27 +194,33 @@ def main():
     ids_file = os.path.join(work, "ids.txt")
     with open(ids_file, "w") as f:
         f.writelines(",".join(str(t) for t in i) + "\n" for i in ids)
-    mt_ms, ort_ms, art_ms, checks = [], {v: [] for v in ort_variants}, [], {}
+    # Each policy of --implementations (comma-separated; none: model embed's default) is a
+    # metatune run of every round, keyed by the policy its report names.
+    policies = a.implementations.split(",") if a.implementations else [""]
+    mt_ms, ort_ms, art_ms, checks = {}, {v: [] for v in ort_variants}, [], {}
     ok = True
     for rnd in range(a.rounds):
-        npy, report = os.path.join(work, f"e{rnd}.npy"), os.path.join(work, f"r{rnd}.json")
-        cmd = [a.metatune, "model", "embed", "--hf", a.hf, "--input", a.texts, "--batch",
-               str(a.batch), "--repeats", str(a.repeats), "--save-output", npy,
-               "--report-json", report, "-q", "--log-level", "warn"]
-        if a.db:
-            cmd += ["--db", a.db]
-        if a.implementations:
-            cmd += ["--implementations", a.implementations]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"check.py: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
-        rep = read_json(report)
-        mt_ms.append(rep["embed_ms"])
-        if rep["tokens"] != sum(lengths) or rep["buckets"] != buckets:
-            print(f"tokens: metatune {rep['tokens']} in buckets {rep['buckets']}, tokenizers "
-                  f"{sum(lengths)} in {buckets}")
-            ok = False
-        checks["metatune"] = compare(np.load(npy), ref)
+        for k, policy in enumerate(policies):
+            npy = os.path.join(work, f"e{rnd}_{k}.npy")
+            report = os.path.join(work, f"r{rnd}_{k}.json")
+            cmd = [a.metatune, "model", "embed", "--hf", a.hf, "--input", a.texts, "--batch",
+                   str(a.batch), "--repeats", str(a.repeats), "--save-output", npy,
+                   "--report-json", report, "-q", "--log-level", "warn"]
+            if a.db:
+                cmd += ["--db", a.db]
+            if policy:
+                cmd += ["--implementations", policy]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"check.py: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+            rep = read_json(report)
+            name = "metatune " + rep["implementations"]
+            mt_ms.setdefault(name, []).append(rep["embed_ms"])
+            if rep["tokens"] != sum(lengths) or rep["buckets"] != buckets:
+                print(f"tokens: metatune {rep['tokens']} in buckets {rep['buckets']}, tokenizers "
+                      f"{sum(lengths)} in {buckets}")
+                ok = False
+            checks[name] = compare(np.load(npy), ref)
         if a.artifact:
             art_npy = os.path.join(work, f"a{rnd}.npy")
             cmd = [a.embed_runtime, a.artifact, "-f", ids_file, "-r", str(a.repeats), "-o", art_npy]
@@ -233,7 +239,8 @@ def main():
                 times.append(1e3 * (time.perf_counter() - t0))
             ort_ms[variant].append(statistics.median(times))
             checks["ort " + variant] = compare(out, ref)
-        print(f"round {rnd + 1}: metatune {mt_ms[-1]:.1f} ms, " +
+        print(f"round {rnd + 1}: " + ", ".join(f"{n} {v[-1]:.1f} ms" for n, v in mt_ms.items()) +
+              ", " +
               (f"artifact {art_ms[-1]:.1f} ms, " if art_ms else "") + "ONNX Runtime " +
               ", ".join(f"{v} {ort_ms[v][-1]:.1f} ms" for v in ort_ms), flush=True)
 
@@ -243,14 +250,17 @@ def main():
         print(f"{name:>12}: max |e - reference| {diff:.2e}, min cosine {cos:.8f}"
               f" {'ok' if good else 'FAILED'}")
     best_ort = min(ort_ms, key=lambda v: statistics.median(ort_ms[v]))
-    mt, ref_ort = statistics.median(mt_ms), statistics.median(ort_ms[best_ort])
+    ref_ort = statistics.median(ort_ms[best_ort])
+    mt = {n: statistics.median(v) for n, v in mt_ms.items()}
     print(f"\n| implementation | pass over {len(texts)} texts (ms) | texts/s |\n|---|---:|---:|")
-    print(f"| metatune ({rep['implementations']}) | {mt:.1f} | {1e3 * len(texts) / mt:.1f} |")
+    for n, ms in mt.items():
+        print(f"| {n} | {ms:.1f} | {1e3 * len(texts) / ms:.1f} |")
     if art_ms:
         art = statistics.median(art_ms)
         print(f"| metatune artifact (embed_runtime) | {art:.1f} | {1e3 * len(texts) / art:.1f} |")
     print(f"| ONNX Runtime ({best_ort}) | {ref_ort:.1f} | {1e3 * len(texts) / ref_ort:.1f} |")
-    print(f"ONNX Runtime / metatune time: {ref_ort / mt:.2f} (above 1: metatune faster)")
+    for n, ms in mt.items():
+        print(f"ONNX Runtime / {n} time: {ref_ort / ms:.2f} (above 1: metatune faster)")
     if a.csv:
         new = not os.path.exists(a.csv)
         with open(a.csv, "a", newline="") as f:
@@ -260,10 +270,10 @@ def main():
                             "pass_ms", "texts_per_s", "max_abs_diff", "min_cosine", "command"])
             date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
             name = os.path.basename(os.path.dirname(os.path.normpath(a.hf))) or a.hf
-            rows = [(f"metatune {rep['implementations']}", mt, "metatune"),
-                    (f"onnxruntime {best_ort}", ref_ort, "ort " + best_ort)]
+            rows = [(n, ms, n) for n, ms in mt.items()]
             if art_ms:
-                rows.insert(1, ("metatune artifact", statistics.median(art_ms), "artifact"))
+                rows.append(("metatune artifact", statistics.median(art_ms), "artifact"))
+            rows.append((f"onnxruntime {best_ort}", ref_ort, "ort " + best_ort))
             for label, ms, key in rows:
                 w.writerow([date, name, len(texts), sum(lengths), a.batch, label, f"{ms:.2f}",
                             f"{1e3 * len(texts) / ms:.1f}", f"{checks[key][0]:.2e}",

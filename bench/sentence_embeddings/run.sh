@@ -15,8 +15,9 @@
 # timed through embed_runtime (libmetatune_runtime) on the same ids.
 #
 # Variables: BATCH (1), ROUNDS (2), REPEATS (3), TRIALS (0: no tuning; the `library` policy,
-# oneDNN where it implements a kernel), DB, IMPLEMENTATIONS, ARTIFACT (0), TEXTS
-# (sentences.txt), BUILD, METATUNE. Rows are appended to bench/results/sentence_embeddings.csv.
+# oneDNN where it implements a kernel), DB, IMPLEMENTATIONS (policies, comma-separated: each
+# timed in every round, e.g. library,best), ARTIFACT (0), TEXTS (sentences.txt), BUILD,
+# METATUNE. Rows are appended to bench/results/sentence_embeddings.csv.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
