@@ -22,6 +22,12 @@ namespace mt::cli {
 
 namespace {
 
+double seconds_of(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Per task and profiled run, its kernels' seconds per call: `rounds` entries each.
 class TaskTimes {
 public:
@@ -85,12 +91,6 @@ public:
   double wall(int phase) const { return median_of(wall_[phase]); }
 
 private:
-  static double seconds_of(const std::function<void()>& f) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-
   // The last run graph's kernel times, per task.
   void record_tasks(int phase) {
     const CompiledGraph& c = gen_.last_run();
@@ -198,6 +198,50 @@ void check_mixed_phases(const LoadedModel& m, Database& db, const KernelSelector
   }
 }
 
+// The same check for a whole model (choose_in_model): the model with the per-task choices just
+// stored, with every compared task's library kernel and with every one tuned, timed unprofiled
+// in rotating rounds; where one side alone is the faster, every compared task's choice goes to
+// it (all-MiniLM-L6-v2's bucket of 256 tokens: the faster kernel of each task summed to 7%
+// under the library's, and the mixed model ran slower than the library's alone).
+void check_mixed_model(const LoadedModel& m, Database& db, const std::string& target,
+                       const std::vector<std::string>& libraries, const std::string& fpmath,
+                       const std::string& choice_key, int rounds, CompiledModel& lib,
+                       CompiledModel& tuned, bool quiet, ModelChoiceSummary* out) {
+  if (out->compared == 0) return;
+  KernelSelector best_sel(*m.host, selection(KernelPolicy::Best, target, libraries, &db, fpmath));
+  CompiledModel best = compile_model(m, best_sel, quiet);
+  std::vector<CompiledModel*> models = {&lib, &tuned, &best};
+  std::vector<std::vector<double>> walls(models.size());
+  for (CompiledModel* c : models)
+    c->executor->execute(m.inputs); // warm-up
+  for (int r = 0; r < std::max(1, rounds); ++r)
+    for (size_t k = 0; k < models.size(); ++k) {
+      const size_t i = (k + static_cast<size_t>(r)) % models.size();
+      walls[i].push_back(seconds_of([&] { models[i]->executor->execute(m.inputs); }));
+    }
+  const double l = median_of(walls[0]), u = median_of(walls[1]), b = median_of(walls[2]);
+  const bool uniform = std::min(l, u) < b;
+  if (!quiet)
+    std::fprintf(stderr,
+                 "  whole model: each task's faster %.3f ms, all library %.3f ms, all tuned %.3f "
+                 "ms%s\n",
+                 b * 1e3, l * 1e3, u * 1e3,
+                 uniform ? (u <= l ? ": all tuned kept" : ": all library kept") : "");
+  if (!uniform) return;
+  out->tuned = 0;
+  for (size_t t = 0; t < m.tasks.size(); ++t) {
+    const TaskKernel& lk = lib.kernels[t];
+    const TaskKernel& tk = tuned.kernels[t];
+    if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
+    std::optional<ModelChoice> c = db.model_choice(tk.workload_id, choice_key);
+    if (!c) continue;
+    c->implementation = u <= l ? "tuned" : lk.key;
+    db.set_model_choice(*c);
+    out->tuned += u <= l;
+  }
+  out->best_seconds = u <= l ? out->tuned_seconds : out->library_seconds;
+}
+
 } // namespace
 
 ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std::string& target,
@@ -222,6 +266,8 @@ ModelChoiceSummary choose_in_model(const LoadedModel& m, Database& db, const std
     record_choice(m.tasks[t], lib.kernels[t], tuned.kernels[t], lib_times.per_call(t),
                   tuned_times.per_call(t), tuned_times.calls(t), tuned_sel.choice_key(), db, quiet,
                   &out);
+  check_mixed_model(m, db, target, libraries, fpmath, tuned_sel.choice_key(), rounds, lib, tuned,
+                    quiet, &out);
   return out;
 }
 
