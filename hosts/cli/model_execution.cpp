@@ -9,6 +9,7 @@
 
 #include "core/database/database.h"
 #include "core/graph/packed_params.h"
+#include "core/tuner/terminal.h"
 
 namespace mt::cli {
 
@@ -65,8 +66,10 @@ std::string CompiledModel::summary() const {
 CompiledModel compile_model(const LoadedModel& m, const KernelSelector& selector, bool quiet) {
   auto start = std::chrono::steady_clock::now();
   CompiledModel c;
-  c.kernels = select_kernels(selector, m.tasks, [quiet](size_t done, size_t total) {
-    if (quiet) return;
+  // A count redrawn with \r: on a terminal only (a log file would get every count in one line).
+  const bool show = !quiet && Terminal::standard_error().interactive();
+  c.kernels = select_kernels(selector, m.tasks, [show](size_t done, size_t total) {
+    if (!show) return;
     std::fprintf(stderr, "\rbuilt %zu/%zu kernels", done, total);
     if (done == total) std::fprintf(stderr, "\r%40s\r", "");
     std::fflush(stderr);
