@@ -27,6 +27,8 @@ rt::SentencePooling runtime_pooling(SentencePooling p) {
     return rt::SentencePooling::Mean;
   case SentencePooling::MeanSqrtLength:
     return rt::SentencePooling::MeanSqrtLength;
+  case SentencePooling::WeightedMean:
+    return rt::SentencePooling::WeightedMean;
   case SentencePooling::LastToken:
     return rt::SentencePooling::LastToken;
   }
@@ -68,14 +70,12 @@ public:
 
   std::vector<SentencePooling> modes() const {
     if (j_.contains("pooling_mode") && j_["pooling_mode"].is_string()) return named_mode();
-    if (flag("pooling_mode_weightedmean_tokens"))
-      throw std::invalid_argument(file_ + ": pooling_mode_weightedmean_tokens is not supported "
-                                          "(cls, max, mean, mean_sqrt_len, lasttoken)");
     std::vector<SentencePooling> out;
     if (flag("pooling_mode_cls_token")) out.push_back(SentencePooling::Cls);
     if (flag("pooling_mode_max_tokens")) out.push_back(SentencePooling::Max);
     if (flag("pooling_mode_mean_tokens")) out.push_back(SentencePooling::Mean);
     if (flag("pooling_mode_mean_sqrt_len_tokens")) out.push_back(SentencePooling::MeanSqrtLength);
+    if (flag("pooling_mode_weightedmean_tokens")) out.push_back(SentencePooling::WeightedMean);
     if (flag("pooling_mode_lasttoken")) out.push_back(SentencePooling::LastToken);
     if (out.empty())
       throw std::invalid_argument(file_ + ": no pooling mode is enabled (pooling_mode_*_tokens)");
@@ -105,10 +105,11 @@ private:
     if (m == "max") return {SentencePooling::Max};
     if (m == "mean") return {SentencePooling::Mean};
     if (m == "mean_sqrt_len_tokens") return {SentencePooling::MeanSqrtLength};
+    if (m == "weightedmean") return {SentencePooling::WeightedMean};
     if (m == "lasttoken") return {SentencePooling::LastToken};
     throw std::invalid_argument(file_ + ": pooling_mode '" + m +
                                 "' is not supported (cls, max, mean, mean_sqrt_len_tokens, "
-                                "lasttoken)");
+                                "weightedmean, lasttoken)");
   }
 
   const nlohmann::json& j_;

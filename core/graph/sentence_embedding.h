@@ -1,10 +1,10 @@
 // What a sentence-transformers folder does after its encoder: its modules.json names a
 // Transformer, a Pooling module (1_Pooling/config.json: which pooling of the last hidden state
-// over the real tokens -- mean, CLS, max, mean / sqrt(length), last token, several of them
-// concatenated) and optionally a Normalize module (unit length); sentence_bert_config.json
-// gives the length the text is truncated at and whether it is lower-cased first. Read once
-// from the folder, then applied to every batch the encoder returns, as the Python package's
-// encode() does (docs/models.md, "Sentence embeddings").
+// over the real tokens -- mean, CLS, max, mean / sqrt(length), position-weighted mean, last
+// token, several of them concatenated) and optionally a Normalize module (unit length);
+// sentence_bert_config.json gives the length the text is truncated at and whether it is lower-cased
+// first. Read once from the folder, then applied to every batch the encoder returns, as the Python
+// package's encode() does (docs/models.md, "Sentence embeddings").
 //
 // A folder without modules.json is a plain encoder: mean pooling, not normalized, the
 // model's own length (what sentence-transformers builds for a plain Hugging Face folder).
@@ -20,13 +20,13 @@ namespace mt {
 
 // As the runtime's (runtime/include/metatune/runtime/sentence_pooling.h), whose pooling
 // pool() calls: one implementation for `model embed` and compiled embedders.
-enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, LastToken };
+enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, WeightedMean, LastToken };
 
 const char* to_string(SentencePooling p); // "mean", "mean_sqrt_len", ...
 
 struct SentenceEmbedding {
   // In sentence-transformers' order of concatenation (cls, max, mean, mean_sqrt_len,
-  // lasttoken); never empty.
+  // weightedmean, lasttoken); never empty.
   std::vector<SentencePooling> poolings{SentencePooling::Mean};
   bool normalize = false;
   int64_t max_seq_length = 0; // 0: not set by the folder (the model's own limit applies)
@@ -40,8 +40,8 @@ struct SentenceEmbedding {
 
   // std::invalid_argument naming the file and the field: malformed JSON, a module the
   // pipeline cannot run after the encoder (Dense, a second Transformer, ...), a pooling mode
-  // it does not implement (weightedmean), none enabled, a pooling dimension that is not
-  // `hidden` (checked by check_dimension).
+  // it does not know, none enabled, a pooling dimension that is not `hidden` (checked by
+  // check_dimension).
   static SentenceEmbedding read(const std::string& dir);
 
   // `hidden` f32 [B, S, H], `mask` f32 [B, S] (1 = token, 0 = padding at the end of a row;

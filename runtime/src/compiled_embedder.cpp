@@ -135,7 +135,8 @@ CompiledEmbedder CompiledEmbedder::load(const std::string& dir, const LoadOption
       SentencePooling p;
       if (!pooling_from_name(name, &p))
         throw Error(s->path + ": pooling '" + name +
-                    "' is not one this runtime knows (cls, max, mean, mean_sqrt_len, lasttoken)");
+                    "' is not one this runtime knows (cls, max, mean, mean_sqrt_len, weightedmean, "
+                    "lasttoken)");
       s->pooling.push_back(p);
     }
     if (m.contains("tokenizer") && m["tokenizer"].is_string())

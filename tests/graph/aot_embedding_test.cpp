@@ -156,8 +156,8 @@ TEST_F(AotEmbedding, TextsThatFitNoGraphAndBrokenFoldersAreNamed) {
   };
   refused([](nlohmann::json& j) { j["format"] = "metatune-model"; },
           "not a metatune embedding artifact");
-  refused([](nlohmann::json& j) { j["pooling"] = {"weightedmean"}; },
-          "pooling 'weightedmean' is not one this runtime knows");
+  refused([](nlohmann::json& j) { j["pooling"] = {"median"}; },
+          "pooling 'median' is not one this runtime knows");
   refused([](nlohmann::json& j) { j["hidden"] = 8; }, "output 0 must be the hidden state f32[");
   refused([](nlohmann::json& j) { j["max_length"] = 5; }, "7 tokens, longer than max_length 5");
   refused(

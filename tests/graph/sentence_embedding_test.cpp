@@ -91,6 +91,15 @@ TEST(SentenceEmbedding, ReadsTheModulesOfASentenceTransformersFolder) {
   f.write("1_Pooling/config.json", R"({"pooling_mode": "lasttoken"})");
   EXPECT_EQ(SentenceEmbedding::read(f.dir.string()).poolings,
             std::vector<SentencePooling>{SentencePooling::LastToken});
+  f.write("1_Pooling/config.json", R"({"pooling_mode": "weightedmean"})");
+  EXPECT_EQ(SentenceEmbedding::read(f.dir.string()).poolings,
+            std::vector<SentencePooling>{SentencePooling::WeightedMean});
+  // The position-weighted mean comes before the last token in the concatenation.
+  f.write("1_Pooling/config.json", R"({"pooling_mode_lasttoken": true,
+    "pooling_mode_weightedmean_tokens": true, "pooling_mode_mean_tokens": false})");
+  EXPECT_EQ(
+      SentenceEmbedding::read(f.dir.string()).poolings,
+      (std::vector<SentencePooling>{SentencePooling::WeightedMean, SentencePooling::LastToken}));
 }
 
 TEST(SentenceEmbedding, APlainFolderIsMeanPooledAndNotNormalized) {
@@ -122,8 +131,6 @@ TEST(SentenceEmbedding, BadFoldersAreRefusedNamingFileAndField) {
   refused("modules.json", R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
     {"path": "../x", "type": "sentence_transformers.models.Pooling"}])",
           "path '../x' leaves the folder");
-  refused("1_Pooling/config.json", R"({"pooling_mode_weightedmean_tokens": true})",
-          "pooling_mode_weightedmean_tokens is not supported");
   refused("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": false})",
           "no pooling mode is enabled");
   refused("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": "yes"})",
@@ -162,9 +169,11 @@ TEST(SentenceEmbedding, EveryPoolingModeMatchesADoublePooling) {
   };
   auto reference = [&](SentencePooling p, int64_t b, int64_t c) {
     const int64_t n = lengths[b];
-    double sum = 0, best = -1e300;
-    for (int64_t s = 0; s < n; ++s)
+    double sum = 0, best = -1e300, weighted = 0, weights = 0;
+    for (int64_t s = 0; s < n; ++s) {
       sum += h(b, s, c), best = std::max(best, h(b, s, c));
+      weighted += double(s + 1) * h(b, s, c), weights += double(s + 1); // positions from 1
+    }
     switch (p) {
     case SentencePooling::Cls:
       return h(b, 0, c);
@@ -174,20 +183,23 @@ TEST(SentenceEmbedding, EveryPoolingModeMatchesADoublePooling) {
       return sum / double(n);
     case SentencePooling::MeanSqrtLength:
       return sum / std::sqrt(double(n));
+    case SentencePooling::WeightedMean:
+      return weighted / weights;
     case SentencePooling::LastToken:
       return h(b, n - 1, c);
     }
     return 0.0;
   };
-  const std::vector<SentencePooling> all = {SentencePooling::Cls, SentencePooling::Max,
-                                            SentencePooling::Mean, SentencePooling::MeanSqrtLength,
-                                            SentencePooling::LastToken};
+  const std::vector<SentencePooling> all = {
+      SentencePooling::Cls,          SentencePooling::Max,
+      SentencePooling::Mean,         SentencePooling::MeanSqrtLength,
+      SentencePooling::WeightedMean, SentencePooling::LastToken};
   for (bool normalize : {false, true}) {
     SentenceEmbedding e;
     e.poolings = all;
     e.normalize = normalize;
     NDArray got = e.pool(hidden, mask);
-    ASSERT_EQ(got.shape(), (std::vector<int64_t>{B, H * 5}));
+    ASSERT_EQ(got.shape(), (std::vector<int64_t>{B, H * 6}));
     for (int64_t b = 0; b < B; ++b) {
       std::vector<double> want;
       for (SentencePooling p : all)
@@ -197,8 +209,8 @@ TEST(SentenceEmbedding, EveryPoolingModeMatchesADoublePooling) {
       for (double x : want)
         norm += x * x;
       norm = normalize ? std::sqrt(norm) : 1.0;
-      for (int64_t c = 0; c < H * 5; ++c)
-        EXPECT_NEAR(got.data_as<float>()[b * H * 5 + c], want[c] / norm, 1e-6)
+      for (int64_t c = 0; c < H * 6; ++c)
+        EXPECT_NEAR(got.data_as<float>()[b * H * 6 + c], want[c] / norm, 1e-6)
             << "row " << b << " value " << c << (normalize ? " normalized" : "");
     }
   }

@@ -14,7 +14,7 @@
 namespace mt::rt {
 
 // In sentence-transformers' order of concatenation.
-enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, LastToken };
+enum class SentencePooling { Cls, Max, Mean, MeanSqrtLength, WeightedMean, LastToken };
 
 inline const char* pooling_name(SentencePooling p) {
   switch (p) {
@@ -26,6 +26,8 @@ inline const char* pooling_name(SentencePooling p) {
     return "mean";
   case SentencePooling::MeanSqrtLength:
     return "mean_sqrt_len";
+  case SentencePooling::WeightedMean:
+    return "weightedmean";
   case SentencePooling::LastToken:
     return "lasttoken";
   }
@@ -34,8 +36,9 @@ inline const char* pooling_name(SentencePooling p) {
 
 // The mode named `name` (pooling_name's); false when there is none.
 inline bool pooling_from_name(std::string_view name, SentencePooling* out) {
-  for (SentencePooling p : {SentencePooling::Cls, SentencePooling::Max, SentencePooling::Mean,
-                            SentencePooling::MeanSqrtLength, SentencePooling::LastToken})
+  for (SentencePooling p :
+       {SentencePooling::Cls, SentencePooling::Max, SentencePooling::Mean,
+        SentencePooling::MeanSqrtLength, SentencePooling::WeightedMean, SentencePooling::LastToken})
     if (name == pooling_name(p)) return *out = p, true;
   return false;
 }
@@ -85,6 +88,20 @@ inline int64_t pool_sentences(const float* hidden, const float* mask, int64_t ro
             modes[k] == SentencePooling::Mean ? double(count) : std::sqrt(double(count));
         for (int64_t c = 0; c < width; ++c)
           dst[c] /= n;
+        break;
+      }
+      case SentencePooling::WeightedMean: { // token s weighs s + 1 (SGPT's position weighting)
+        std::fill(dst, dst + width, 0.0);
+        double total = 0;
+        for (int64_t s = 0; s < seq; ++s)
+          if (m[s] > 0.5f) {
+            const double w = double(s + 1);
+            total += w;
+            for (int64_t c = 0; c < width; ++c)
+              dst[c] += w * h[s * width + c];
+          }
+        for (int64_t c = 0; c < width; ++c)
+          dst[c] /= total;
         break;
       }
       }
