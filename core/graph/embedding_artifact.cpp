@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/graph/artifact_graph.h"
+#include "core/model/safetensors_writer.h"
 #include "core/plugin/plugin_components.h"
 
 namespace mt {
@@ -46,6 +47,33 @@ ModelArtifactSummary write_embedding_artifact(const EmbeddingArtifactSource& src
   m["max_length"] = src.max_length;
   m["batch"] = src.batch;
   m["pooling"] = pooling;
+  // Dense modules after the pooling: their sizes here, their weights in dense.safetensors.
+  nlohmann::json dense = nlohmann::json::array();
+  std::vector<SafetensorsTensor> dense_tensors;
+  auto as_bytes = [](const std::vector<float>& v) {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()),
+                                      v.size() * sizeof(float));
+  };
+  for (size_t k = 0; k < src.pipeline->dense.size(); ++k) {
+    const SentenceDense& d = src.pipeline->dense[k];
+    const std::string name = "dense." + std::to_string(k);
+    dense.push_back(
+        {{"in", d.in},
+         {"out", d.out},
+         {"activation", d.activation},
+         {"weight", name + ".weight"},
+         {"bias", d.bias.empty() ? nlohmann::json(nullptr) : nlohmann::json(name + ".bias")}});
+    dense_tensors.push_back(
+        {name + ".weight", SafetensorsDtype::F32, {d.out, d.in}, as_bytes(d.weight)});
+    if (!d.bias.empty())
+      dense_tensors.push_back({name + ".bias", SafetensorsDtype::F32, {d.out}, as_bytes(d.bias)});
+  }
+  m["dense"] = dense;
+  m["dense_weights"] = nullptr;
+  if (!dense_tensors.empty()) {
+    write_safetensors((root / "dense.safetensors").string(), dense_tensors);
+    m["dense_weights"] = "dense.safetensors";
+  }
   m["normalize"] = src.pipeline->normalize;
   m["lower_case"] = src.pipeline->lower_case;
   nlohmann::json tokenizer = nullptr;

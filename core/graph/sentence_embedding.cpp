@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/safetensors_file.h"
+#include "metatune/runtime/sentence_dense.h"
 #include "metatune/runtime/sentence_pooling.h"
 
 namespace mt {
@@ -134,6 +136,72 @@ void read_transformer_config(const fs::path& dir, SentenceEmbedding& e) {
   }
 }
 
+// A Dense module's folder: config.json (in_features, out_features, bias, activation_function
+// as a Python class path) and model.safetensors (linear.weight [out, in], linear.bias [out]).
+SentenceDense read_dense(const fs::path& dir) {
+  SentenceDense d;
+  d.path = dir.string();
+  const fs::path cfg = dir / "config.json";
+  nlohmann::json j = read_json(cfg);
+  const std::string where = cfg.string();
+  if (!j.is_object()) throw std::invalid_argument(where + ": not a JSON object");
+  auto size = [&](const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() <= 0)
+      throw std::invalid_argument(where + ": " + name + " must be a positive integer");
+    return it->get<int64_t>();
+  };
+  d.in = size("in_features");
+  d.out = size("out_features");
+  bool bias = true;
+  if (auto it = j.find("bias"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw std::invalid_argument(where + ": bias must be true or false");
+    bias = it->get<bool>();
+  }
+  // torch.nn.modules.activation.Tanh (the module's default), ...: the class decides.
+  std::string act = "torch.nn.modules.activation.Tanh";
+  if (auto it = j.find("activation_function"); it != j.end() && !it->is_null()) {
+    if (!it->is_string())
+      throw std::invalid_argument(where + ": activation_function must be a class name");
+    act = it->get<std::string>();
+  }
+  static const std::pair<const char*, const char*> kActivations[] = {{"Identity", "identity"},
+                                                                     {"Tanh", "tanh"},
+                                                                     {"ReLU", "relu"},
+                                                                     {"Sigmoid", "sigmoid"},
+                                                                     {"GELU", "gelu"}};
+  const std::string cls = module_class(act);
+  for (const auto& [torch_name, name] : kActivations)
+    if (cls == torch_name) d.activation = name;
+  if (d.activation.empty())
+    throw std::invalid_argument(where + ": activation_function '" + act +
+                                "' is not supported (Identity, Tanh, ReLU, Sigmoid, GELU)");
+  const fs::path weights = dir / "model.safetensors";
+  if (!fs::exists(weights)) {
+    if (fs::exists(dir / "pytorch_model.bin"))
+      throw std::invalid_argument((dir / "pytorch_model.bin").string() +
+                                  ": a pickled PyTorch file, which metatune does not read; save "
+                                  "the model with safe_serialization (model.safetensors)");
+    throw std::invalid_argument(weights.string() + ": missing (the Dense module's weights)");
+  }
+  // SafetensorsError is an std::invalid_argument naming the file and the tensor.
+  SafetensorsFile f = SafetensorsFile::open(weights.string());
+  auto tensor = [&](const char* name, std::vector<int64_t> shape) {
+    const SafetensorsTensorInfo& t = f.info(name);
+    if (t.shape != shape) {
+      std::string want;
+      for (int64_t s : shape)
+        want += (want.empty() ? "" : ", ") + std::to_string(s);
+      throw std::invalid_argument(weights.string() + ": " + name + " is not [" + want +
+                                  "] (config.json's sizes)");
+    }
+    return f.to_f32(name);
+  };
+  d.weight = tensor("linear.weight", {d.out, d.in});
+  if (bias) d.bias = tensor("linear.bias", {d.out});
+  return d;
+}
+
 } // namespace
 
 SentenceEmbedding SentenceEmbedding::read(const std::string& dir) {
@@ -148,7 +216,8 @@ SentenceEmbedding SentenceEmbedding::read(const std::string& dir) {
   const std::string where = modules_path.string();
   if (!modules.is_array() || modules.empty())
     throw std::invalid_argument(where + ": not a list of modules");
-  // Transformer, Pooling, then optionally Normalize: the pipelines this runs after the encoder.
+  // Transformer, Pooling, then optionally Dense modules and Normalize: the pipelines this
+  // runs after the encoder.
   enum { kEncoder, kPooling, kNormalize, kDone } next = kEncoder;
   for (size_t i = 0; i < modules.size(); ++i) {
     const nlohmann::json& m = modules[i];
@@ -172,14 +241,21 @@ SentenceEmbedding SentenceEmbedding::read(const std::string& dir) {
       e.poolings = pc.modes();
       e.word_embedding_dimension = pc.dimension();
       next = kNormalize;
+    } else if (cls == "Dense" && next == kNormalize) {
+      SentenceDense d = read_dense(root / path);
+      if (!e.dense.empty() && e.dense.back().out != d.in)
+        throw std::invalid_argument(d.path + "/config.json: in_features " + std::to_string(d.in) +
+                                    " is not the previous Dense module's out_features " +
+                                    std::to_string(e.dense.back().out));
+      e.dense.push_back(std::move(d));
     } else if (cls == "Normalize" && next == kNormalize) {
       e.normalize = true;
       next = kDone;
     } else {
-      static const char* expected[] = {"Transformer", "Pooling", "Normalize", "nothing"};
+      static const char* expected[] = {"Transformer", "Pooling", "Dense or Normalize", "nothing"};
       throw std::invalid_argument(at + " is " + type + " where " + expected[next] +
                                   " was expected (supported: Transformer, Pooling, then "
-                                  "optionally Normalize)");
+                                  "optionally Dense modules and Normalize)");
     }
   }
   if (next == kEncoder || next == kPooling)
@@ -197,6 +273,10 @@ void SentenceEmbedding::check_dimension(int64_t hidden) const {
     throw std::invalid_argument(pooling_config + ": word_embedding_dimension " +
                                 std::to_string(word_embedding_dimension) +
                                 " is not the model's hidden size " + std::to_string(hidden));
+  if (!dense.empty() && dense.front().in != pooled_dimension(hidden))
+    throw std::invalid_argument(dense.front().path + "/config.json: in_features " +
+                                std::to_string(dense.front().in) + " is not the pooled size " +
+                                std::to_string(pooled_dimension(hidden)));
 }
 
 NDArray SentenceEmbedding::pool(const NDArray& hidden, const NDArray& mask) const {
@@ -207,15 +287,27 @@ NDArray SentenceEmbedding::pool(const NDArray& hidden, const NDArray& mask) cons
                                 " and mask " + mask.shape_string() +
                                 " are not f32 [B, S, H] and [B, S]");
   const int64_t B = hidden.shape()[0], S = hidden.shape()[1], H = hidden.shape()[2];
-  NDArray out(DType::f32(), {B, dimension(H)});
+  check_dimension(H);
   std::vector<rt::SentencePooling> modes;
   for (SentencePooling p : poolings)
     modes.push_back(runtime_pooling(p));
+  std::vector<float> pooled(static_cast<size_t>(B * pooled_dimension(H)));
   const int64_t empty = rt::pool_sentences(hidden.data_as<float>(), mask.data_as<float>(), B, S, H,
-                                           modes, normalize, out.data_as<float>());
+                                           modes, normalize && dense.empty(), pooled.data());
   if (empty >= 0)
     throw std::invalid_argument("sentence pooling: row " + std::to_string(empty) +
                                 " of the mask has no token");
+  std::vector<rt::DenseLayerView> layers;
+  for (const SentenceDense& d : dense) {
+    rt::DenseLayerView v{d.in, d.out, rt::DenseActivation::Tanh, d.weight.data(),
+                         d.bias.empty() ? nullptr : d.bias.data()};
+    rt::activation_from_name(d.activation, &v.activation);
+    layers.push_back(v);
+  }
+  if (!layers.empty())
+    pooled = rt::finish_sentences(std::move(pooled), B, pooled_dimension(H), layers, normalize);
+  NDArray out(DType::f32(), {B, dimension(H)});
+  std::copy(pooled.begin(), pooled.end(), out.data_as<float>());
   return out;
 }
 
@@ -223,7 +315,10 @@ std::string SentenceEmbedding::describe() const {
   std::ostringstream s;
   for (size_t k = 0; k < poolings.size(); ++k)
     s << (k ? "+" : "") << to_string(poolings[k]);
-  s << " pooling" << (normalize ? ", normalized" : ", not normalized");
+  s << " pooling";
+  for (const SentenceDense& d : dense)
+    s << ", Dense " << d.in << " -> " << d.out << " " << d.activation;
+  s << (normalize ? ", normalized" : ", not normalized");
   if (max_seq_length > 0) s << ", at most " << max_seq_length << " tokens";
   if (lower_case) s << ", lower-cased";
   s << (from_modules ? " (modules.json)" : " (no modules.json: a plain encoder's default)");

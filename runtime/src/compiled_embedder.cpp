@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "artifact_files.h"
+#include "metatune/runtime/sentence_dense.h"
 #include "metatune/runtime/sentence_pooling.h"
 #include "program.h"
 #include "thread_pool.h"
@@ -41,14 +42,53 @@ struct CompiledEmbedder::State {
   std::vector<SentencePooling> pooling;
   int64_t vocab = 0, hidden = 0, max_length = 0, batch = 1;
   bool normalize = false, lower_case = false;
+  std::unique_ptr<WeightsFile> dense_file; // dense.safetensors, where there are Dense modules
+  std::vector<DenseLayerView> dense;       // into dense_file
 
   void load_graph(const json& j);
+  void load_dense(const json& m);
+  int64_t pooled_dimension() const { return hidden * static_cast<int64_t>(pooling.size()); }
+  int64_t dimension() const { return dense.empty() ? pooled_dimension() : dense.back().out; }
   int64_t bucket_for(int64_t length) const;
   // Runs `texts` (indices into `ids`, at most the graph's batch) through `g`; their embeddings
   // into `out` rows.
   void run(Graph& g, const std::vector<std::vector<int32_t>>& ids, const std::vector<size_t>& texts,
            float* out);
 };
+
+// The Dense modules after the pooling ("dense", absent in artifacts written before them):
+// their sizes must chain from the pooled vector, their weights be dense.safetensors' F32
+// tensors of those shapes.
+void CompiledEmbedder::State::load_dense(const json& m) {
+  if (!m.contains("dense") || m["dense"].empty()) return;
+  dense_file = std::make_unique<WeightsFile>(dir + "/" + m.at("dense_weights").get<std::string>());
+  int64_t in = pooled_dimension();
+  for (size_t k = 0; k < m["dense"].size(); ++k) {
+    const json& d = m["dense"][k];
+    const std::string what = path + ": Dense module " + std::to_string(k);
+    DenseLayerView v;
+    v.in = d.at("in").get<int64_t>();
+    v.out = d.at("out").get<int64_t>();
+    if (v.in != in || v.out < 1)
+      throw Error(what + " takes " + std::to_string(v.in) + " floats to " + std::to_string(v.out) +
+                  "; it is given " + std::to_string(in));
+    const std::string act = d.at("activation").get<std::string>();
+    if (!activation_from_name(act, &v.activation))
+      throw Error(what + ": activation '" + act +
+                  "' is not one this runtime knows (identity, tanh, relu, sigmoid, gelu)");
+    auto tensor = [&](const std::string& name, std::vector<int64_t> shape) {
+      const WeightView& w = dense_file->tensor(name, what);
+      if (w.dtype != "F32" || w.shape != shape)
+        throw Error(dense_file->path() + ": " + name + " is not F32 of the shape " + what +
+                    " says");
+      return static_cast<const float*>(w.data);
+    };
+    v.weight = tensor(d.at("weight").get<std::string>(), {v.out, v.in});
+    if (!d.at("bias").is_null()) v.bias = tensor(d.at("bias").get<std::string>(), {v.out});
+    dense.push_back(v);
+    in = v.out;
+  }
+}
 
 void CompiledEmbedder::State::load_graph(const json& j) {
   Graph g;
@@ -104,10 +144,12 @@ void CompiledEmbedder::State::run(Graph& g, const std::vector<std::vector<int32_
     g.mask.as<float>()[static_cast<int64_t>(r) * g.seq] = 1.0f;
   std::vector<void*> outputs{g.hidden.data()};
   g.program->run({g.ids.data(), g.mask.data()}, outputs, *files->pool);
-  const int64_t dim = hidden * static_cast<int64_t>(pooling.size());
-  std::vector<float> pooled(static_cast<size_t>(g.batch * dim));
+  std::vector<float> pooled(static_cast<size_t>(g.batch * pooled_dimension()));
   pool_sentences(g.hidden.as<float>(), g.mask.as<float>(), g.batch, g.seq, hidden, pooling,
-                 normalize, pooled.data());
+                 normalize && dense.empty(), pooled.data());
+  if (!dense.empty())
+    pooled = finish_sentences(std::move(pooled), g.batch, pooled_dimension(), dense, normalize);
+  const int64_t dim = dimension();
   for (size_t r = 0; r < texts.size(); ++r)
     std::copy_n(pooled.data() + static_cast<int64_t>(r) * dim, dim,
                 out + static_cast<int64_t>(texts[r]) * dim);
@@ -141,6 +183,7 @@ CompiledEmbedder CompiledEmbedder::load(const std::string& dir, const LoadOption
     }
     if (m.contains("tokenizer") && m["tokenizer"].is_string())
       s->tokenizer = dir + "/" + m["tokenizer"].get<std::string>();
+    s->load_dense(m);
     s->files = ArtifactFiles::open(m, dir, s->path, options);
     for (const json& j : m.at("graphs"))
       s->load_graph(j);
@@ -200,7 +243,7 @@ CompiledEmbedder& CompiledEmbedder::operator=(CompiledEmbedder&&) noexcept = def
 CompiledEmbedder::~CompiledEmbedder() = default;
 
 int64_t CompiledEmbedder::dimension() const {
-  return s_->hidden * static_cast<int64_t>(s_->pooling.size());
+  return s_->dimension();
 }
 int64_t CompiledEmbedder::max_length() const {
   return s_->max_length;

@@ -172,6 +172,46 @@ TEST_F(AotEmbedding, TextsThatFitNoGraphAndBrokenFoldersAreNamed) {
 }
 
 // `model compile --embedding` refuses what it cannot write, by name.
+// A folder with a Dense module: the artifact carries its weights (dense.safetensors) and the
+// runtime applies it as the float64 reference does (mean pooling, tanh(W v + b), normalized).
+TEST(AotEmbeddingCompile, CarriesADenseModule) {
+  SentenceBert model("aot_embedding_dense");
+  model.add_dense(12);
+  const fs::path out =
+      fs::temp_directory_path() / ("mt_aot_embedding_dense_" + std::to_string(getpid()));
+  fs::remove_all(out);
+  CliResult r = metatune("model compile --embedding --hf " + model.dir.string() +
+                         " --buckets 7 --implementations untuned --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out / "dense.safetensors"));
+  rt::CompiledEmbedder e = rt::CompiledEmbedder::load(out.string());
+  EXPECT_EQ(e.dimension(), 12);
+  const tok::Tokenizer t = tok::Tokenizer::load(model.dir.string());
+  std::vector<std::vector<int32_t>> texts;
+  for (const char* text : {"the cat sat on", "a dog"}) {
+    std::vector<tok::TokenId> ids = t.encode(text, true);
+    texts.emplace_back(ids.begin(), ids.end());
+  }
+  rt::Tensor got = e.embed(texts);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<double> want = model.embedding(texts[i]);
+    for (size_t k = 0; k < 12; ++k)
+      EXPECT_NEAR(got.as<float>()[i * 12 + k], want[k], 1e-5) << "text " << i << " value " << k;
+  }
+  // A Dense module whose sizes do not follow the pooling is named at load.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out / "embedding.json"));
+  j["dense"][0]["in"] = 8;
+  std::ofstream(out / "embedding.json") << j.dump();
+  try {
+    rt::CompiledEmbedder::load(out.string());
+    ADD_FAILURE() << "loaded a Dense module of the wrong size";
+  } catch (const rt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Dense module 0 takes 8 floats"), std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(out);
+}
+
 TEST(AotEmbeddingCompile, RefusesWhatItCannotWrite) {
   SentenceBert model("aot_embedding_refused");
   const std::string out = (model.dir / "out").string();

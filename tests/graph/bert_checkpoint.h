@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -126,7 +127,34 @@ struct SentenceBert : BertCheckpoint {
     std::ofstream(dir / "sentence_bert_config.json") << R"({"max_seq_length": 7})";
   }
 
-  // The float64 forward of `ids` alone, mean-pooled and normalized.
+  // A Dense module between the pooling and Normalize, as sentence-transformers saves one
+  // (2_Dense/config.json and model.safetensors): `out` floats, tanh, with a bias.
+  void add_dense(int64_t out) {
+    dense_out = out;
+    HfTensors t(sine, 0.37, 11);
+    t.add("linear.weight", {out, D}, 0.4, 0);
+    t.add("linear.bias", {out}, 0.1, 0.05);
+    dense = t;
+    std::filesystem::create_directories(dir / "2_Dense");
+    std::ofstream(dir / "2_Dense" / "config.json") << nlohmann::json{
+        {"in_features", D},
+        {"out_features", out},
+        {"bias", true},
+        {"activation_function",
+         "torch.nn.modules.activation.Tanh"}}.dump();
+    t.write(dir / "2_Dense" / "model.safetensors");
+    std::ofstream(dir / "modules.json") << R"([
+  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+  {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+  {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"}
+])";
+  }
+  int64_t dense_out = 0; // 0: no Dense module
+  HfTensors dense{sine, 0, 0};
+
+  // The float64 forward of `ids` alone, mean-pooled, through the Dense module (tanh of the
+  // weights times the vector plus the bias) if there is one, and normalized.
   std::vector<double> embedding(const std::vector<int32_t>& ids) const {
     const size_t S = ids.size(), d = static_cast<size_t>(D);
     Matrix h = forward(ids, Matrix(S, 1.0));
@@ -134,6 +162,17 @@ struct SentenceBert : BertCheckpoint {
     for (size_t s = 0; s < S; ++s)
       for (size_t c = 0; c < d; ++c)
         v[c] += h[s * d + c] / double(S);
+    if (dense_out > 0) {
+      const Matrix w = dense.m("linear.weight"), b = dense.m("linear.bias");
+      std::vector<double> y(static_cast<size_t>(dense_out));
+      for (size_t o = 0; o < y.size(); ++o) {
+        double sum = b[o];
+        for (size_t c = 0; c < d; ++c)
+          sum += w[o * d + c] * v[c];
+        y[o] = std::tanh(sum);
+      }
+      v = std::move(y);
+    }
     double norm = 0;
     for (double x : v)
       norm += x * x;

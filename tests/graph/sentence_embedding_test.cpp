@@ -124,8 +124,9 @@ TEST(SentenceEmbedding, BadFoldersAreRefusedNamingFileAndField) {
   refused("modules.json", "{}", "not a list of modules");
   refused("modules.json", R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
     {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}])",
-          "module 2 is sentence_transformers.models.Dense where Normalize was expected");
+    {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    {"path": "3_Dense", "type": "sentence_transformers.models.Dense"}])",
+          "module 3 is sentence_transformers.models.Dense where nothing was expected");
   refused("modules.json", R"([{"path": "", "type": "sentence_transformers.models.Transformer"}])",
           "no Pooling module");
   refused("modules.json", R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
@@ -264,6 +265,72 @@ TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
   r = metatune("model embed --hf " + c.dir.string() + " --input " + (c.dir / "none.txt").string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("none.txt: cannot be read"), std::string::npos) << r.output;
+}
+
+// A Dense module after the pooling (LaBSE's, distiluse's form): `model embed` gives the float64
+// forward mean-pooled, through tanh(W v + b) of the module's own weights, then normalized.
+TEST(SentenceEmbedding, ModelEmbedAppliesADenseModule) {
+  SentenceBert c("sentence_bert_dense");
+  c.add_dense(12);
+  SentenceEmbedding e = SentenceEmbedding::read(c.dir.string());
+  ASSERT_EQ(e.dense.size(), 1u);
+  EXPECT_EQ(e.dense[0].activation, "tanh");
+  EXPECT_EQ(e.dimension(16), 12);
+  EXPECT_TRUE(e.normalize);
+  EXPECT_NE(e.describe().find("Dense 16 -> 12 tanh, normalized"), std::string::npos)
+      << e.describe();
+
+  const tok::Tokenizer tokenizer = tok::Tokenizer::load(c.dir.string());
+  const std::vector<std::string> texts = {"the cat sat on", "a dog", "sky"}; // none cut at 7
+  const std::string out = (c.dir / "e.npy").string();
+  std::string args = "model embed --hf " + c.dir.string() + " --batch 2 --buckets 4,7 -q " +
+                     "--implementations untuned --save-output " + out;
+  for (const std::string& t : texts)
+    args += " --text '" + t + "'";
+  CliResult r = metatune(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<float> got = read_npy_floats(out);
+  ASSERT_EQ(got.size(), texts.size() * 12);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<tok::TokenId> t = tokenizer.encode(texts[i], true);
+    std::vector<double> want = c.embedding(std::vector<int32_t>(t.begin(), t.end()));
+    ASSERT_EQ(want.size(), 12u);
+    for (size_t k = 0; k < 12; ++k)
+      EXPECT_NEAR(got[i * 12 + k], want[k], 1e-5) << "text " << i << " value " << k;
+  }
+}
+
+TEST(SentenceEmbedding, BadDenseModulesAreRefusedNamingTheFile) {
+  SentenceBert c("sentence_bert_bad_dense");
+  c.add_dense(12);
+  const fs::path cfg = c.dir / "2_Dense" / "config.json";
+  auto config = [&](const std::string& text) { std::ofstream(cfg) << text; };
+  config(R"({"in_features": 16, "out_features": 12, "activation_function": "my.Swish"})");
+  EXPECT_NE(read_error(c.dir).find("activation_function 'my.Swish' is not supported"),
+            std::string::npos)
+      << read_error(c.dir);
+  config(R"({"in_features": 16, "out_features": 0})");
+  EXPECT_NE(read_error(c.dir).find("config.json: out_features must be a positive integer"),
+            std::string::npos)
+      << read_error(c.dir);
+  // Sizes the weights do not have.
+  config(R"({"in_features": 16, "out_features": 10})");
+  EXPECT_NE(read_error(c.dir).find("linear.weight is not [10, 16]"), std::string::npos)
+      << read_error(c.dir);
+  // The pooled vector's size is the model's: checked with it.
+  config(R"({"in_features": 16, "out_features": 12})");
+  SentenceEmbedding e = SentenceEmbedding::read(c.dir.string());
+  EXPECT_THROW(e.check_dimension(8), std::invalid_argument);
+  // Pickled weights are not read.
+  fs::rename(c.dir / "2_Dense" / "model.safetensors", c.dir / "2_Dense" / "pytorch_model.bin");
+  EXPECT_NE(read_error(c.dir).find("pytorch_model.bin: a pickled PyTorch file"), std::string::npos)
+      << read_error(c.dir);
+  // A Dense module before the pooling.
+  std::ofstream(c.dir / "modules.json") << R"([
+    {"path": "", "type": "sentence_transformers.models.Transformer"},
+    {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}])";
+  EXPECT_NE(read_error(c.dir).find("where Pooling was expected"), std::string::npos)
+      << read_error(c.dir);
 }
 
 } // namespace

@@ -3,8 +3,8 @@
 // the checkpoint's tokenizer files) holds a sentence encoder at each sequence bucket, at the
 // batch size and at batch 1, sharing one kernel library and the weights; this runs them and
 // pools the last hidden state as the checkpoint's sentence-transformers modules say (mean,
-// CLS, max, ...; normalized or not), with neither LLVM nor metatune's core or plugins in the
-// process:
+// CLS, max, ...; then its Dense modules; normalized or not), with neither LLVM nor
+// metatune's core or plugins in the process:
 //
 //   mt::rt::CompiledEmbedder e = mt::rt::CompiledEmbedder::load("minilm-embed");
 //   mt::rt::Tensor v = e.embed({{101, 1037, 2158, 102}, {101, 7592, 102}});  // f32[2, 384]
@@ -37,7 +37,8 @@ public:
   // One row per text, dimension() floats each, in the order given.
   Tensor embed(const std::vector<std::vector<int32_t>>& texts);
 
-  int64_t dimension() const;  // floats per embedding (the hidden width times the pooling modes)
+  int64_t dimension() const;  // floats per embedding (the hidden width times the pooling modes,
+                              // or the last Dense module's out)
   int64_t max_length() const; // tokens a text may have, special tokens included
   int64_t vocab() const;
   int64_t batch() const;
