@@ -148,6 +148,25 @@ void record_choice(const GraphTask& task, const TaskKernel& lib, const TaskKerne
                  u <= l ? "tuned" : lib.component.c_str());
 }
 
+// Every stored choice of the first `n` tasks that both implement set to one side: the tuned
+// kernel (`tuned_side`) or the library's. Returns how many are now tuned.
+size_t choose_one_side(Database& db, const std::vector<TaskKernel>& lib,
+                       const std::vector<TaskKernel>& tuned, size_t n,
+                       const std::string& choice_key, bool tuned_side) {
+  size_t count = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const TaskKernel& lk = lib[t];
+    const TaskKernel& tk = tuned[t];
+    if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
+    std::optional<ModelChoice> c = db.model_choice(tk.workload_id, choice_key);
+    if (!c) continue;
+    c->implementation = tuned_side ? "tuned" : lk.key;
+    db.set_model_choice(*c);
+    count += tuned_side;
+  }
+  return count;
+}
+
 // Each task's faster kernel need not make the faster step: a step that mixes oneDNN's and the
 // llvm target's kernels hands the cores from one thread team to the other at every switch, a
 // cost that no kernel's own time holds (Llama's bf16 decode step: 111 tokens/s with each task's
@@ -186,15 +205,8 @@ void check_mixed_phases(const LoadedModel& m, Database& db, const KernelSelector
     if (!uniform) continue;
     const CompiledGraph& lg = lib.graph(phase);
     const CompiledGraph& tg = tuned.graph(phase);
-    for (size_t t = 0; t < lg.tasks.size() && t < tg.tasks.size(); ++t) {
-      const TaskKernel& lk = lg.kernels[t];
-      const TaskKernel& tk = tg.kernels[t];
-      if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
-      std::optional<ModelChoice> c = db.model_choice(tk.workload_id, choice_key);
-      if (!c) continue;
-      c->implementation = u <= l ? "tuned" : lk.key;
-      db.set_model_choice(*c);
-    }
+    choose_one_side(db, lg.kernels, tg.kernels, std::min(lg.tasks.size(), tg.tasks.size()),
+                    choice_key, u <= l);
   }
 }
 
@@ -228,17 +240,7 @@ void check_mixed_model(const LoadedModel& m, Database& db, const std::string& ta
                  b * 1e3, l * 1e3, u * 1e3,
                  uniform ? (u <= l ? ": all tuned kept" : ": all library kept") : "");
   if (!uniform) return;
-  out->tuned = 0;
-  for (size_t t = 0; t < m.tasks.size(); ++t) {
-    const TaskKernel& lk = lib.kernels[t];
-    const TaskKernel& tk = tuned.kernels[t];
-    if (!lk.library || !tk.tuned || tk.workload_id == 0) continue;
-    std::optional<ModelChoice> c = db.model_choice(tk.workload_id, choice_key);
-    if (!c) continue;
-    c->implementation = u <= l ? "tuned" : lk.key;
-    db.set_model_choice(*c);
-    out->tuned += u <= l;
-  }
+  out->tuned = choose_one_side(db, lib.kernels, tuned.kernels, m.tasks.size(), choice_key, u <= l);
   out->best_seconds = u <= l ? out->tuned_seconds : out->library_seconds;
 }
 

@@ -223,6 +223,16 @@ TEST(SentenceEmbedding, EveryPoolingModeMatchesADoublePooling) {
 // `model embed` end to end: texts of different lengths in batches of 2 over two buckets (the
 // odd one out of a bucket run alone), one cut at max_seq_length (its [SEP] kept), against each
 // text's float64 forward alone.
+// `model embed` of `texts` on the folder in batches of 2, buckets 4 and 7, untuned kernels; the
+// embeddings saved to e.npy in the folder.
+CliResult model_embed(const SentenceBert& c, const std::vector<std::string>& texts) {
+  std::string args = "model embed --hf " + c.dir.string() + " --batch 2 --buckets 4,7 -q " +
+                     "--implementations untuned --save-output " + (c.dir / "e.npy").string();
+  for (const std::string& t : texts)
+    args += " --text '" + t + "'";
+  return metatune(args);
+}
+
 TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
   SentenceBert c;
   const std::vector<std::string> texts = {"the cat sat on the mat", "a dog",
@@ -239,18 +249,13 @@ TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
   }
   ASSERT_EQ(ids[2], (std::vector<int32_t>{2, 5, 15, 16, 17, 18, 3}));
 
-  const std::string out = (c.dir / "e.npy").string();
-  std::string args = "model embed --hf " + c.dir.string() + " --batch 2 --buckets 4,7 -q " +
-                     "--implementations untuned --save-output " + out;
-  for (const std::string& t : texts)
-    args += " --text '" + t + "'";
-  CliResult r = metatune(args);
+  CliResult r = model_embed(c, texts);
   ASSERT_EQ(r.status, 0) << r.output;
   // Bucket 7: texts 0 and 2; bucket 4: texts 1 and 4, then 3 alone.
   EXPECT_NE(r.output.find("embedded 5 texts (25 tokens, 26 with padding, 3 runs of at most 2)"),
             std::string::npos)
       << r.output;
-  std::vector<float> got = read_npy_floats(out);
+  std::vector<float> got = read_npy_floats((c.dir / "e.npy").string());
   ASSERT_EQ(got.size(), texts.size() * 16);
   for (size_t i = 0; i < texts.size(); ++i) {
     std::vector<double> want = c.embedding(ids[i]);
@@ -282,14 +287,9 @@ TEST(SentenceEmbedding, ModelEmbedAppliesADenseModule) {
 
   const tok::Tokenizer tokenizer = tok::Tokenizer::load(c.dir.string());
   const std::vector<std::string> texts = {"the cat sat on", "a dog", "sky"}; // none cut at 7
-  const std::string out = (c.dir / "e.npy").string();
-  std::string args = "model embed --hf " + c.dir.string() + " --batch 2 --buckets 4,7 -q " +
-                     "--implementations untuned --save-output " + out;
-  for (const std::string& t : texts)
-    args += " --text '" + t + "'";
-  CliResult r = metatune(args);
+  CliResult r = model_embed(c, texts);
   ASSERT_EQ(r.status, 0) << r.output;
-  std::vector<float> got = read_npy_floats(out);
+  std::vector<float> got = read_npy_floats((c.dir / "e.npy").string());
   ASSERT_EQ(got.size(), texts.size() * 12);
   for (size_t i = 0; i < texts.size(); ++i) {
     std::vector<tok::TokenId> t = tokenizer.encode(texts[i], true);
