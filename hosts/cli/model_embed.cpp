@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -34,12 +35,16 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// --text (repeatable), then --input's lines (empty ones skipped), in order.
+// --text (repeatable), then --input's lines (empty ones skipped; "-": standard input), in order.
 std::vector<std::string> texts_of(const ModelEmbedOptions& o) {
   std::vector<std::string> texts = o.texts;
   if (!o.input.empty()) {
-    std::ifstream in(o.input);
-    if (!in) throw std::invalid_argument("--input " + o.input + ": cannot be read");
+    std::ifstream file;
+    if (o.input != "-") {
+      file.open(o.input);
+      if (!file) throw std::invalid_argument("--input " + o.input + ": cannot be read");
+    }
+    std::istream& in = o.input == "-" ? std::cin : file;
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (!line.empty()) texts.push_back(line);
@@ -225,7 +230,7 @@ void add_model_embed_options(CLI::App* cmd, ModelEmbedOptions& o) {
                   "(modules.json, 1_Pooling/) or a plain one (mean pooling)")
       ->required();
   cmd->add_option("--text", o.texts, "A text to embed (repeatable)");
-  cmd->add_option("--input", o.input, "A file of texts to embed, one a line");
+  cmd->add_option("--input", o.input, "A file of texts to embed, one a line ('-': standard input)");
   cmd->add_option("--tokenizer", o.tokenizer,
                   "Folder with tokenizer.json or vocab.txt (default: the checkpoint's)");
   cmd->add_option("--batch", o.batch, "Texts run together, padded to one bucket")

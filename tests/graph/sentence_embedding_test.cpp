@@ -263,6 +263,19 @@ TEST(SentenceEmbedding, ModelEmbedMatchesTheFloat64ForwardPooled) {
       EXPECT_NEAR(got[i * 16 + k], want[k], 1e-5) << "text " << i << " value " << k;
   }
 
+  // The same texts one a line on standard input (`--input -`), an empty line skipped.
+  {
+    std::ofstream lines(c.dir / "texts.txt");
+    for (const std::string& t : texts)
+      lines << t << "\n\n";
+  }
+  const std::string from_stdin = (c.dir / "stdin.npy").string();
+  r = metatune("model embed --hf " + c.dir.string() +
+               " --batch 2 --buckets 4,7 -q --implementations untuned --input - --save-output " +
+               from_stdin + " < " + (c.dir / "texts.txt").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_npy_floats(from_stdin), got);
+
   // Bad input is named: no texts, an input file that cannot be read.
   r = metatune("model embed --hf " + c.dir.string());
   EXPECT_NE(r.status, 0);
