@@ -2,6 +2,7 @@
 #include "core/graph/embedding_artifact.h"
 
 #include <filesystem>
+#include <span>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -50,10 +51,6 @@ ModelArtifactSummary write_embedding_artifact(const EmbeddingArtifactSource& src
   // Dense modules after the pooling: their sizes here, their weights in dense.safetensors.
   nlohmann::json dense = nlohmann::json::array();
   std::vector<SafetensorsTensor> dense_tensors;
-  auto as_bytes = [](const std::vector<float>& v) {
-    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()),
-                                      v.size() * sizeof(float));
-  };
   for (size_t k = 0; k < src.pipeline->dense.size(); ++k) {
     const SentenceDense& d = src.pipeline->dense[k];
     const std::string name = "dense." + std::to_string(k);
@@ -63,10 +60,13 @@ ModelArtifactSummary write_embedding_artifact(const EmbeddingArtifactSource& src
          {"activation", d.activation},
          {"weight", name + ".weight"},
          {"bias", d.bias.empty() ? nlohmann::json(nullptr) : nlohmann::json(name + ".bias")}});
-    dense_tensors.push_back(
-        {name + ".weight", SafetensorsDtype::F32, {d.out, d.in}, as_bytes(d.weight)});
+    dense_tensors.push_back({name + ".weight",
+                             SafetensorsDtype::F32,
+                             {d.out, d.in},
+                             std::as_bytes(std::span(d.weight))});
     if (!d.bias.empty())
-      dense_tensors.push_back({name + ".bias", SafetensorsDtype::F32, {d.out}, as_bytes(d.bias)});
+      dense_tensors.push_back(
+          {name + ".bias", SafetensorsDtype::F32, {d.out}, std::as_bytes(std::span(d.bias))});
   }
   m["dense"] = dense;
   m["dense_weights"] = nullptr;

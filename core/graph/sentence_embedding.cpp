@@ -291,21 +291,20 @@ NDArray SentenceEmbedding::pool(const NDArray& hidden, const NDArray& mask) cons
   std::vector<rt::SentencePooling> modes;
   for (SentencePooling p : poolings)
     modes.push_back(runtime_pooling(p));
-  std::vector<float> pooled(static_cast<size_t>(B * pooled_dimension(H)));
-  const int64_t empty = rt::pool_sentences(hidden.data_as<float>(), mask.data_as<float>(), B, S, H,
-                                           modes, normalize && dense.empty(), pooled.data());
-  if (empty >= 0)
-    throw std::invalid_argument("sentence pooling: row " + std::to_string(empty) +
-                                " of the mask has no token");
   std::vector<rt::DenseLayerView> layers;
   for (const SentenceDense& d : dense) {
     rt::DenseLayerView v{d.in, d.out, rt::DenseActivation::Tanh, d.weight.data(),
                          d.bias.empty() ? nullptr : d.bias.data()};
-    rt::activation_from_name(d.activation, &v.activation);
+    if (!rt::activation_from_name(d.activation, &v.activation))
+      throw std::logic_error(d.path + ": activation '" + d.activation + "' has no runtime form");
     layers.push_back(v);
   }
-  if (!layers.empty())
-    pooled = rt::finish_sentences(std::move(pooled), B, pooled_dimension(H), layers, normalize);
+  std::vector<float> pooled;
+  const int64_t empty = rt::embed_sentences(hidden.data_as<float>(), mask.data_as<float>(), B, S, H,
+                                            modes, layers, normalize, &pooled);
+  if (empty >= 0)
+    throw std::invalid_argument("sentence pooling: row " + std::to_string(empty) +
+                                " of the mask has no token");
   NDArray out(DType::f32(), {B, dimension(H)});
   std::copy(pooled.begin(), pooled.end(), out.data_as<float>());
   return out;

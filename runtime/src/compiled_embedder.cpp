@@ -144,11 +144,9 @@ void CompiledEmbedder::State::run(Graph& g, const std::vector<std::vector<int32_
     g.mask.as<float>()[static_cast<int64_t>(r) * g.seq] = 1.0f;
   std::vector<void*> outputs{g.hidden.data()};
   g.program->run({g.ids.data(), g.mask.data()}, outputs, *files->pool);
-  std::vector<float> pooled(static_cast<size_t>(g.batch * pooled_dimension()));
-  pool_sentences(g.hidden.as<float>(), g.mask.as<float>(), g.batch, g.seq, hidden, pooling,
-                 normalize && dense.empty(), pooled.data());
-  if (!dense.empty())
-    pooled = finish_sentences(std::move(pooled), g.batch, pooled_dimension(), dense, normalize);
+  std::vector<float> pooled;
+  embed_sentences(g.hidden.as<float>(), g.mask.as<float>(), g.batch, g.seq, hidden, pooling, dense,
+                  normalize, &pooled);
   const int64_t dim = dimension();
   for (size_t r = 0; r < texts.size(); ++r)
     std::copy_n(pooled.data() + static_cast<int64_t>(r) * dim, dim,

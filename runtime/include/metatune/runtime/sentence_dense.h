@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "metatune/runtime/sentence_pooling.h"
+
 namespace mt::rt {
 
 enum class DenseActivation { Identity, Tanh, ReLU, Sigmoid, Gelu };
@@ -89,19 +91,27 @@ inline void normalize_rows(float* x, int64_t rows, int64_t dim) {
   }
 }
 
-// `pooled` [rows, dim] through `layers` in turn, then normalized when `normalize`; the result
-// [rows, the last layer's out, or dim].
-inline std::vector<float> finish_sentences(std::vector<float> pooled, int64_t rows, int64_t dim,
-                                           const std::vector<DenseLayerView>& layers,
-                                           bool normalize) {
+// What sentence-transformers' modules do after the encoder: `hidden` [rows, seq, width] pooled
+// over `mask` (pool_sentences), through `layers` in turn, then normalized when `normalize`,
+// into `out` [rows, the last layer's out, or width x modes]. Returns pool_sentences' first row
+// with no token, or -1.
+inline int64_t embed_sentences(const float* hidden, const float* mask, int64_t rows, int64_t seq,
+                               int64_t width, const std::vector<SentencePooling>& modes,
+                               const std::vector<DenseLayerView>& layers, bool normalize,
+                               std::vector<float>* out) {
+  int64_t dim = width * static_cast<int64_t>(modes.size());
+  out->assign(static_cast<size_t>(rows * dim), 0.0f);
+  const int64_t empty = pool_sentences(hidden, mask, rows, seq, width, modes,
+                                       normalize && layers.empty(), out->data());
+  if (empty >= 0 || layers.empty()) return empty;
   for (const DenseLayerView& d : layers) {
     std::vector<float> next(static_cast<size_t>(rows * d.out));
-    apply_dense(pooled.data(), rows, d, next.data());
-    pooled = std::move(next);
+    apply_dense(out->data(), rows, d, next.data());
+    *out = std::move(next);
     dim = d.out;
   }
-  if (normalize) normalize_rows(pooled.data(), rows, dim);
-  return pooled;
+  if (normalize) normalize_rows(out->data(), rows, dim);
+  return -1;
 }
 
 } // namespace mt::rt
