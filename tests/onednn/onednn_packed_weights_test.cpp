@@ -1,7 +1,9 @@
 // Prepacked weights (ABI 1.8, components.h): a matmul whose weights are a param takes them in
-// oneDNN's own layout, packed once (PluginModule::packed_layout / pack / run_packed). Checked
-// against the reference interpreter: a linear layer at one row and at several, the fused QKV
-// projection whose three slices of one weight become one packed copy, and what is not packed
+// oneDNN's own layout, packed once (PluginModule::packed_layout / pack / run_packed); where
+// oneDNN has no blocked layout for them, row-major or, for widths whose rows would alias in the
+// caches, K-contiguous (weights already so stay as given).
+// Checked against the reference interpreter: a linear layer at one row and at several, the fused
+// QKV projection whose three slices of one weight become one packed copy, and what is not packed
 // (activations, the bias, a weight read by an epilogue too); an argument flagged packed that
 // the module did not offer is refused. With -fpmath=bf16 the packed weights are bf16, the
 // results within bf16's error bound.
@@ -74,42 +76,91 @@ check_packed(const Function& f, PluginTarget& t = target(), const PackedCheck& c
   return packed;
 }
 
+// A linear layer of NOUT outputs whose weight is W (K_N) or its transpose, a Hugging Face
+// nn.Linear weight as stored (N_K).
 const char* kLinear =
-    R"(func linear(x: f32[ROWS, 24], w: f32[40, 24], b: f32[40], out: f32[ROWS, 40]) {
-  buffer acc: f32[ROWS, 40]
+    R"(func linear(x: f32[ROWS, 24], w: f32[WDIMS], b: f32[NOUT], out: f32[ROWS, NOUT]) {
+  buffer acc: f32[ROWS, NOUT]
   for i in ROWS {
-    for n in 40 {
+    for n in NOUT {
       for k in 24 {
-        block acc(vi: S[ROWS] = i, vn: S[40] = n, vk: R[24] = k) {
+        block acc(vi: S[ROWS] = i, vn: S[NOUT] = n, vk: R[24] = k) {
           init { acc[vi, vn] = 0f32 }
-          acc[vi, vn] = acc[vi, vn] + x[vi, vk] * w[vn, vk]
+          acc[vi, vn] = acc[vi, vn] + x[vi, vk] * w[WINDEX]
         }
       }
     }
   }
   for i in ROWS {
-    for n in 40 {
-      block out(vi: S[ROWS] = i, vn: S[40] = n) {
+    for n in NOUT {
+      block out(vi: S[ROWS] = i, vn: S[NOUT] = n) {
         out[vi, vn] = acc[vi, vn] + b[vn]
       }
     }
   }
 })";
 
-Function linear(int rows) {
-  std::string text = kLinear;
-  for (size_t at; (at = text.find("ROWS")) != std::string::npos;)
-    text.replace(at, 4, std::to_string(rows));
-  return parse_function(text);
+enum class Weight { KN, NK };
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at; (at = text.find(from)) != std::string::npos;)
+    text.replace(at, from.size(), to);
+  return text;
 }
 
+Function linear(int rows, Weight w = Weight::NK, int n = 40) {
+  std::string text = replaced(kLinear, "ROWS", std::to_string(rows));
+  text = replaced(text, "WDIMS", w == Weight::KN ? "24, NOUT" : "NOUT, 24");
+  text = replaced(text, "WINDEX", w == Weight::KN ? "vk, vn" : "vn, vk");
+  return parse_function(replaced(text, "NOUT", std::to_string(n)));
+}
+
+// Where oneDNN has no blocked layout for a matmul's weights, the plugin takes them row-major
+// (K_N), or K-contiguous (N_K) where a row-major row would be a multiple of 2 KB (512 outputs
+// here; dnnl_module.cpp's offer_packed). A packed key without blocks names those strides.
+bool plain_layout(const std::string& key) {
+  return key.find(" blocks [] ") != std::string::npos;
+}
+
+// The weight packed on any CPU: N_K of 40 outputs, K_N of 512, each packed into the other
+// where oneDNN does not block them.
 TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
-  for (int rows : {1, 6}) {
-    SCOPED_TRACE("rows " + std::to_string(rows));
-    auto packed = check_packed(linear(rows));
+  struct Case {
+    int rows, n;
+    Weight w;
+    const char* plain_strides;
+  };
+  for (Case c :
+       {Case{1, 40, Weight::NK, " strides [40,1] "}, Case{6, 40, Weight::NK, " strides [40,1] "},
+        Case{6, 512, Weight::KN, " strides [1,24] "}}) {
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + ", " + std::to_string(c.n) + " outputs");
+    auto packed = check_packed(linear(c.rows, c.w, c.n));
     ASSERT_EQ(packed.size(), 1u) << "the weight, not x or the bias";
     EXPECT_EQ(packed[0].first, 1u);
-    EXPECT_EQ(packed[0].second.key.rfind("onednn view [", 0), 0u) << packed[0].second.key;
+    const std::string& key = packed[0].second.key;
+    EXPECT_EQ(key.rfind("onednn view [", 0), 0u) << key;
+    if (plain_layout(key)) {
+      EXPECT_NE(key.find(c.plain_strides), std::string::npos) << key;
+    }
+  }
+}
+
+// A weight already in the plain layout the plugin wants for its width is used as given where
+// oneDNN would not block it, and packed where it would: the same computation, checked against
+// the interpreter either way.
+TEST(OnednnPackedWeights, WeightsInTheWantedPlainLayoutStayAsGiven) {
+  for (int n : {40, 512}) {
+    SCOPED_TRACE(std::to_string(n) + " outputs");
+    const Weight wanted = n == 40 ? Weight::KN : Weight::NK;
+    const Weight other = n == 40 ? Weight::NK : Weight::KN;
+    auto repacked = check_packed(linear(6, other, n));
+    ASSERT_EQ(repacked.size(), 1u);
+    auto given = check_packed(linear(6, wanted, n));
+    if (plain_layout(repacked[0].second.key)) {
+      EXPECT_TRUE(given.empty()) << "packed again into the layout it has: " << given[0].second.key;
+    } else {
+      EXPECT_EQ(given.size(), 1u) << "oneDNN blocks one layout but not the other";
+    }
   }
 }
 

@@ -37,6 +37,28 @@ memory::dims to_dims(const std::vector<int64_t>& v) {
   return memory::dims(v.begin(), v.end());
 }
 
+// Matmul weights [.., K, N] laid out with K contiguous: each output column's K values together
+// (a Hugging Face nn.Linear weight as stored, [N, K] row-major).
+memory::desc k_contiguous(const std::vector<int64_t>& dims) {
+  const size_t n = dims.size();
+  memory::dims strides(n);
+  strides[n - 2] = 1;
+  strides[n - 1] = dims[n - 2];
+  int64_t step = dims[n - 2] * dims[n - 1];
+  for (size_t i = n - 2; i-- > 0;) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  return memory::desc(to_dims(dims), dt::f32, strides);
+}
+
+// Row-major weight rows of a multiple of this many bytes are taken K-contiguous (offer_packed).
+constexpr int64_t kAliasedRowBytes = 2048;
+
+bool plain(const memory::desc& d) {
+  return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
+}
+
 algorithm eltwise_alg(Alg a) {
   switch (a) {
   case Alg::Relu:
@@ -384,6 +406,14 @@ void DnnlModule::Impl::offer_packed(const MatmulOp& m, const dnnl::matmul::primi
   }
   try {
     dnnl::matmul::primitive_desc ppd = make(desc_of(m.src), any_of(m.weights.dims));
+    // Where oneDNN has no blocked layout of its own (2.6's gemm:jit on AVX2 picks row-major
+    // [K, N]) and a row-major row would be a multiple of 2 KB, K-contiguous weights instead:
+    // on such rows that gemm ran up to 1.9x slower (512 to 3072 columns: the up-projections of
+    // MiniLM, BERT, GPT-2 and Llama; rows of 1 to 128, Zen 3), on other widths it was as fast
+    // or faster row-major (bench/onednn_weight_layout).
+    if (plain(ppd.weights_desc()) && m.weights.dims.size() >= 2 &&
+        m.weights.dims.back() * 4 % kAliasedRowBytes == 0)
+      ppd = make(desc_of(m.src), k_contiguous(m.weights.dims));
     if (ppd.weights_desc() == desc_of(m.weights) || ppd.src_desc() != pd.src_desc() ||
         ppd.dst_desc() != pd.dst_desc() || reference(ppd))
       return;
