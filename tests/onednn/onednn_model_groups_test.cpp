@@ -5,9 +5,10 @@
 // slices of one product), attention scores per batch and head (heads read in place from
 // [B, S, H * D]) with scale, causal and padding masks, and the context written back into
 // [B, S, H * D]; then every kernel of a small GPT-2- and BERT-shaped model from the shipped
-// configs. What oneDNN cannot express stays refused: reduction digits that do not collapse,
-// an operand broadcast along part of the collapsed rows, a select whose fill is a tensor, a mask
-// comparing two tensors.
+// configs, and a decode step's mask (a positions tensor against the key index). What oneDNN
+// cannot express stays refused: reduction digits that do not collapse, an operand broadcast
+// along part of the collapsed rows, a select whose fill is a tensor, a mask comparing two
+// tensors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,6 +71,12 @@ std::string check_kernel(const FusedGroup& g, const std::string& family) {
   std::printf("  %s -> %s %s [%s]\n", g.name.c_str(), b.family.c_str(), b.plan.c_str(),
               b.implementation.c_str());
   return b.plan;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at; (at = text.find(from)) != std::string::npos;)
+    text.replace(at, from.size(), to);
+  return text;
 }
 
 te::Tensor f32_input(std::vector<int64_t> shape, const char* name) {
@@ -395,6 +402,86 @@ TEST(OnednnModelKernelsRefused, MasksOutsideThePostOps) {
                  "not a chain of oneDNN eltwise, binary or select steps");
   expect_refused(with("select(m[vj] > y[vi, vj], acc[vi, vj], -1e+30f32)").c_str(),
                  "not with a constant");
+}
+
+// A decode step's attention scores (the form std.Decoder's decode graph takes): one query row
+// against a key cache, key l kept while l <= the query's position -- a tensor (i32) compared
+// with an index, read on every call -- and, under a sliding window of 3, while
+// l > position - 3. Grouped-query (4 heads on 2 key/value heads of 16, a cache of 8) and
+// multi-head (2 heads of 8, a cache of 16, the tiny GPT's decode step). Checked at several
+// positions, the masked keys exactly those outside the window.
+const char* kDecodeScores =
+    R"(func decode_scores(k: f32[1, CAP, KW], q: f32[1, 1, QW], positions: i32[1, 1], out: f32[1, H, 1, CAP]) {
+  buffer acc: f32[1, H, 1, CAP]
+  for i in 1 {
+    for j in H {
+      for t in 1 {
+        for l in CAP {
+          for d in D {
+            block acc(vi: S[1] = i, vj: S[H] = j, vt: S[1] = t, vl: S[CAP] = l, vd: R[D] = d) {
+              init { acc[vi, vj, vt, vl] = 0f32 }
+              acc[vi, vj, vt, vl] = acc[vi, vj, vt, vl] + q[vi, vt, vj * D + vd] * k[vi, vl, KV * D + vd]
+            }
+          }
+        }
+      }
+    }
+  }
+  for i in 1 {
+    for j in H {
+      for t in 1 {
+        for l in CAP {
+          block masked(vi: S[1] = i, vj: S[H] = j, vt: S[1] = t, vl: S[CAP] = l) {
+            out[vi, vj, vt, vl] = select(SEEN, acc[vi, vj, vt, vl] * 0.25f32, -1e+30f32)
+          }
+        }
+      }
+    }
+  }
+})";
+
+TEST(OnednnModelKernels, DecodeStepMaskComparesThePositionsTensorWithTheKeyIndex) {
+  struct Shape {
+    int heads, kv_heads, d, cap;
+  };
+  const std::string causal = "vl <= i64(positions[vi, vt])";
+  for (Shape sh : {Shape{4, 2, 16, 8}, Shape{2, 2, 8, 16}})
+    for (int window : {0, 3}) {
+      SCOPED_TRACE(std::to_string(sh.heads) + " heads on " + std::to_string(sh.kv_heads) +
+                   ", cache " + std::to_string(sh.cap) + ", window " + std::to_string(window));
+      std::string seen = causal;
+      if (window)
+        seen = "(" + causal + ") && (vl > i64(positions[vi, vt]) - " + std::to_string(window) + ")";
+      std::string text = replaced(kDecodeScores, "SEEN", seen);
+      const int group = sh.heads / sh.kv_heads;
+      text = replaced(text, "KV", group == 1 ? "vj" : "vj // " + std::to_string(group));
+      text = replaced(text, "CAP", std::to_string(sh.cap));
+      text = replaced(text, "KW", std::to_string(sh.kv_heads * sh.d));
+      text = replaced(text, "QW", std::to_string(sh.heads * sh.d));
+      text = replaced(text, "H", std::to_string(sh.heads));
+      Function f = parse_function(replaced(text, "D", std::to_string(sh.d)));
+      std::string why;
+      ASSERT_TRUE(offered(f, &why)) << why;
+      std::unique_ptr<PluginModule> m = target().build(f);
+      LastBuild b = last_build();
+      EXPECT_EQ(b.family, "batch_matmul") << b.plan;
+      EXPECT_NE(b.implementation.rfind("ref", 0), 0u) << b.implementation;
+      std::printf("  %s [%s]\n", b.plan.c_str(), b.implementation.c_str());
+      for (int32_t pos : {0, 3, sh.cap - 1}) {
+        SCOPED_TRACE("position " + std::to_string(pos));
+        std::vector<NDArray> ref = make_args(f, 5 + pos), got = make_args(f, 5 + pos);
+        ref[2].data_as<int32_t>()[0] = pos;
+        got[2].data_as<int32_t>()[0] = pos;
+        interpret(f, ptrs(ref));
+        m->run(ptrs(got));
+        EXPECT_TRUE(allclose(got[3], ref[3], 1e-4, 1e-4, &why)) << why;
+        const float* o = got[3].data_as<float>();
+        for (int h = 0; h < sh.heads; ++h)
+          for (int l = 0; l < sh.cap; ++l)
+            EXPECT_EQ(o[h * sh.cap + l] == -1e+30f, l > pos || (window && l <= pos - window))
+                << "head " << h << " key " << l;
+      }
+    }
 }
 
 // A weight stored [K, N] (not transposed) with a 3-D input, and a position mask on the rows.

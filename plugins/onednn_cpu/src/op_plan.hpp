@@ -52,13 +52,20 @@ enum class Cmp { LT, LE, GT, GE, EQ, NE };
 
 // One conjunct of a Select's condition, over the dst dims (a dim of 1 where it does not vary):
 // either known when the plan is made (it depends on the element's position only: a causal
-// mask) or a comparison of a tensor element with a constant (a padding mask, read per call).
+// mask) or a comparison of a tensor element, read per call, with a constant (a padding mask)
+// or with an index of the element (a decode step's causal mask: key l kept while l <= the
+// query's position, a tensor).
 struct Condition {
   std::vector<int64_t> dims;
   std::vector<uint8_t> values;  // known: row-major over dims
-  std::optional<TensorRef> src; // else: src[...] cmp threshold
+  std::optional<TensorRef> src; // else: src[...] cmp threshold, or cmp the index below
+  bool src_i32 = false;         // src holds int32 elements (else f32)
   Cmp cmp = Cmp::GT;
   double threshold = 0;
+  // Where not empty, src is compared with this index of the element instead of the threshold:
+  // its values row-major over index_dims (a dim of 1 where it does not vary).
+  std::vector<int64_t> index_dims;
+  std::vector<int64_t> index_values;
 };
 
 // One step after the main operator: dst = alg(dst[, src1]).

@@ -43,6 +43,30 @@ std::vector<LogicalDim> pick(const std::vector<LogicalDim>& dims, const std::vec
   return out;
 }
 
+// Where a view's dims of more than one element are in row-major order, its unit dims given
+// the strides row-major order would (a unit dim's stride addresses nothing): oneDNN then reads
+// the view as plain abc. fix_unit_strides makes them outermost, which for a decode step's
+// scores ([heads, 1, keys]) reads as bac -- and oneDNN 2.6's gemm:jit batched matmul crashes
+// on a bac dst with a mask table broadcast over the heads.
+void row_major_unit_strides(TensorRef* r) {
+  int64_t inner = 0; // the stride of the nearest dim inside with more than one element
+  bool ordered = true;
+  for (size_t d = r->dims.size(); d-- > 0;) {
+    if (r->dims[d] == 1) continue;
+    if (inner && r->strides[d] < inner) ordered = false;
+    inner = r->strides[d];
+  }
+  if (!ordered) return;
+  int64_t next = 1; // row-major stride of dim d: the extent of what is inside it
+  for (size_t d = r->dims.size(); d-- > 0;) {
+    if (r->dims[d] == 1) {
+      r->strides[d] = next;
+    } else {
+      next = r->dims[d] * r->strides[d];
+    }
+  }
+}
+
 // Groups of consecutive dims of a view, each collapsed into one (an empty group: a unit dim).
 class Collapse {
 public:
@@ -80,50 +104,66 @@ public:
 
   // A known condition is a dense table over its dims: consecutive dims merge when it varies
   // along all or none of them; along part of a group it is spread over the whole group first.
-  // `extents`: the full dims.
+  // So is a tensor condition's index table. `extents`: the full dims.
   Condition operator()(const Condition& c, const std::vector<int64_t>& extents,
                        const std::string& what) const {
     Condition out = c;
     if (c.src) {
       out.src = (*this)(*c.src, what);
       out.dims = out.src->dims;
+      if (!c.index_values.empty()) {
+        collapse(&out.index_dims, &out.index_values, extents, what);
+        for (size_t d = 0; d < out.dims.size(); ++d)
+          out.dims[d] = std::max(out.dims[d], out.index_dims[d]);
+      }
       return out;
     }
-    std::vector<int64_t> full = c.dims;
-    size_t d = 0;
-    for (size_t n : sizes_) {
-      bool any = false;
-      for (size_t k = d; k < d + n; ++k)
-        any = any || c.dims[k] > 1;
-      for (size_t k = d; k < d + n && any; ++k)
-        full[k] = extents[k];
-      d += n;
-    }
-    if (full != c.dims) out = spread(c, full);
-    TensorRef dense;
-    dense.dims = out.dims;
-    dense.strides = P::row_major_strides(out.dims);
-    fix_unit_strides(&dense);
-    out.dims = (*this)(dense, what).dims;
+    collapse(&out.dims, &out.values, extents, what);
     return out;
   }
 
 private:
-  // The table of `c` over `dims` (each c.dims[d] is 1 or dims[d]).
-  static Condition spread(const Condition& c, const std::vector<int64_t>& dims) {
-    Condition out = c;
-    out.dims = dims;
+  // A table over *dims (row-major), spread over every group it varies along part of, then its
+  // dims merged as the dst's.
+  template <class T>
+  void collapse(std::vector<int64_t>* dims, std::vector<T>* values,
+                const std::vector<int64_t>& extents, const std::string& what) const {
+    std::vector<int64_t> full = *dims;
+    size_t d = 0;
+    for (size_t n : sizes_) {
+      bool any = false;
+      for (size_t k = d; k < d + n; ++k)
+        any = any || (*dims)[k] > 1;
+      for (size_t k = d; k < d + n && any; ++k)
+        full[k] = extents[k];
+      d += n;
+    }
+    if (full != *dims) {
+      *values = spread(*values, *dims, full);
+      *dims = full;
+    }
+    TensorRef dense;
+    dense.dims = *dims;
+    dense.strides = P::row_major_strides(*dims);
+    fix_unit_strides(&dense);
+    *dims = (*this)(dense, what).dims;
+  }
+
+  // The table `v` over `from` (each from[d] is 1 or dims[d]) over `dims`.
+  template <class T>
+  static std::vector<T> spread(const std::vector<T>& v, const std::vector<int64_t>& from,
+                               const std::vector<int64_t>& dims) {
     int64_t points = 1;
     for (int64_t n : dims)
       points *= n;
     if (points > (int64_t{1} << 24)) reject("a position mask too large to tabulate");
-    out.values.assign(static_cast<size_t>(points), 0);
+    std::vector<T> out(static_cast<size_t>(points));
     std::vector<int64_t> at(dims.size(), 0);
     for (int64_t i = 0; i < points; ++i) {
-      int64_t from = 0;
+      int64_t src = 0;
       for (size_t d = 0; d < dims.size(); ++d)
-        from = from * c.dims[d] + (c.dims[d] > 1 ? at[d] : 0);
-      out.values[static_cast<size_t>(i)] = c.values[static_cast<size_t>(from)];
+        src = src * from[d] + (from[d] > 1 ? at[d] : 0);
+      out[static_cast<size_t>(i)] = v[static_cast<size_t>(src)];
       for (size_t d = dims.size(); d-- > 0;)
         if (++at[d] < dims[d])
           break;
@@ -265,6 +305,7 @@ private:
     for (const LogicalDim& d : logical)
       extents.push_back(d.extent);
     op.dst = dst_c(output_view(sp_, logical), "output");
+    row_major_unit_strides(&op.dst);
     Plan plan;
     for (const PostOp& p : match_tail(sp_, 1, logical)) {
       PostOp q = p;

@@ -2,14 +2,14 @@
 #include "select_mask.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 namespace mt::onednn {
 
 namespace {
 
-bool compare(float v, Cmp c, double t) {
-  const double x = v;
+bool compare(double x, Cmp c, double t) {
   switch (c) {
   case Cmp::LT:
     return x < t;
@@ -59,8 +59,17 @@ void SelectMask::fill(float* hi, float* lo, const std::vector<sdk::TensorView>& 
         int64_t off = c.src->offset;
         for (size_t d = 0; d < at.size(); ++d)
           if (c.src->dims[d] > 1) off += at[d] * c.src->strides[d];
-        keep = keep &&
-               compare(static_cast<const float*>(args[c.src->param].data)[off], c.cmp, c.threshold);
+        const void* data = args[c.src->param].data;
+        const double x = c.src_i32 ? static_cast<const int32_t*>(data)[off]
+                                   : static_cast<const float*>(data)[off];
+        double other = c.threshold;
+        if (!c.index_values.empty()) {
+          int64_t flat = 0;
+          for (size_t d = 0; d < at.size(); ++d)
+            flat = flat * c.index_dims[d] + (c.index_dims[d] > 1 ? at[d] : 0);
+          other = static_cast<double>(c.index_values[static_cast<size_t>(flat)]);
+        }
+        keep = keep && compare(x, c.cmp, other);
       } else {
         int64_t flat = 0;
         for (size_t d = 0; d < at.size(); ++d)

@@ -157,14 +157,31 @@ void walk(const P::Stmt& s, std::vector<Loop>& loops, StageProgram& out) {
   }
 }
 
+// An i32 parameter read anywhere but in a select's condition (the tail's masks take them
+// there; nothing else reads integers).
+void reject_i32_outside_conditions(const P::Expr& e, const std::unordered_set<int64_t>& i32,
+                                   bool in_condition) {
+  if (e->kind == P::ExprKind::Load && i32.count(e->buffer->id) && !in_condition)
+    reject("an i32 parameter read outside a mask's condition (only f32 is offered)");
+  for (size_t a = 0; a < e->args.size(); ++a)
+    reject_i32_outside_conditions(e->args[a], i32,
+                                  in_condition || (e->kind == P::ExprKind::Select && a == 0));
+}
+
 } // namespace
 
 StageProgram extract_stages(const P::Program& program) {
   StageProgram sp;
   sp.program = &program;
+  // f32 parameters, and i32 ones read only by masks' conditions (a decode step's positions;
+  // checked below, once the stages are known).
+  std::unordered_set<int64_t> i32_params;
   for (size_t i = 0; i < program.params.size(); ++i) {
-    if (!(program.params[i]->dtype == P::DType::f32()))
-      reject("parameter " + std::to_string(i) + " is " + P::to_string(program.params[i]->dtype) +
+    const P::DType t = program.params[i]->dtype;
+    if (t == P::DType::i32())
+      i32_params.insert(program.params[i]->id);
+    else if (!(t == P::DType::f32()))
+      reject("parameter " + std::to_string(i) + " is " + P::to_string(t) +
              " (only f32 is offered)");
     sp.param_index[program.params[i]->id] = i;
   }
@@ -176,6 +193,8 @@ StageProgram extract_stages(const P::Program& program) {
     if (outs[i]) sp.outputs.push_back(i);
   if (sp.outputs.empty()) reject("a program without output");
   sp.output_param = sp.outputs[0];
+  for (const Stage& s : sp.stages)
+    reject_i32_outside_conditions(s.value, i32_params, false);
   // Every buffer is written by exactly one stage, before it is read.
   std::unordered_set<int64_t> written;
   for (const Stage& s : sp.stages) {

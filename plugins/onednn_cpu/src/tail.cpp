@@ -2,6 +2,8 @@
 // view. A stage may apply several steps at once (scores * scale, then a causal select, then a
 // padding select, all in one stage of an attention kernel): its value is peeled from the
 // outside in, each layer one eltwise / binary step or a select with a constant fill.
+#include <cmath>
+
 #include "expr_pattern.hpp"
 #include "logical_dims.hpp"
 #include "recognize.hpp"
@@ -189,21 +191,31 @@ private:
   // Known from the element's position: evaluated at every point of the dims it depends on.
   Condition of_position(const P::Expr& c) const {
     Condition cond;
+    for (int64_t v : tabulate(c, &cond.dims, "a mask condition that is not an index comparison"))
+      cond.values.push_back(v != 0);
+    return cond;
+  }
+
+  // An index expression of the element (no loads) at every point of the dims it depends on,
+  // row-major over *dims (a dim of 1 where it does not vary).
+  std::vector<int64_t> tabulate(const P::Expr& e, std::vector<int64_t>* dims,
+                                const char* not_index) const {
     std::vector<bool> used(dims_.size(), false);
-    P::post_order_visit(c, [&](const P::Expr& e) {
-      if (e->kind != P::ExprKind::Var) return;
-      auto it = digits_.find(e->var_id);
+    P::post_order_visit(e, [&](const P::Expr& x) {
+      if (x->kind != P::ExprKind::Var) return;
+      auto it = digits_.find(x->var_id);
       if (it == digits_.end()) reject("a mask condition on a variable outside the operator");
       for (auto [dim, unit] : it->second.digits)
         used[dim] = true;
     });
     int64_t points = 1;
+    dims->clear();
     for (size_t d = 0; d < dims_.size(); ++d) {
-      cond.dims.push_back(used[d] ? dims_[d].extent : 1);
-      points *= cond.dims.back();
+      dims->push_back(used[d] ? dims_[d].extent : 1);
+      points *= dims->back();
     }
     if (points > (int64_t{1} << 24)) reject("a position mask too large to tabulate");
-    cond.values.resize(static_cast<size_t>(points));
+    std::vector<int64_t> values(static_cast<size_t>(points));
     std::vector<int64_t> at(dims_.size(), 0);
     std::unordered_map<int64_t, int64_t> vars;
     for (int64_t i = 0; i < points; ++i) {
@@ -213,37 +225,74 @@ private:
           v += at[dim] * unit;
         vars[var] = v;
       }
-      auto value = eval_index(c, vars);
-      if (!value) reject("a mask condition that is not an index comparison");
-      cond.values[static_cast<size_t>(i)] = *value != 0;
+      auto value = eval_index(e, vars);
+      if (!value) reject(not_index);
+      values[static_cast<size_t>(i)] = *value;
       for (size_t d = dims_.size(); d-- > 0;) // next point, row-major
-        if (++at[d] < cond.dims[d])
+        if (++at[d] < (*dims)[d])
           break;
         else
           at[d] = 0;
     }
-    return cond;
+    return values;
   }
 
-  // tensor[...] cmp constant (either way round).
+  static bool has_load(const P::Expr& e) {
+    bool loads = false;
+    P::post_order_visit(e,
+                        [&](const P::Expr& x) { loads = loads || x->kind == P::ExprKind::Load; });
+    return loads;
+  }
+
+  // tensor[...] (+ or - a constant) cmp a constant or an index of the element (either way
+  // round); an integer tensor may be widened first (a decode step's i64(positions[...]), and
+  // i64(positions[...]) - window under a sliding window).
   Condition of_tensor(const P::Expr& c) const {
     Condition cond;
-    double k = 0;
     if (!comparison(c->kind, &cond.cmp)) reject("a mask condition that is not a comparison");
-    P::Expr load = c->args[0];
-    if (float_value(c->args[0], &k)) {
-      load = c->args[1];
+    P::Expr load = c->args[0], other = c->args[1];
+    if (!has_load(load)) {
+      std::swap(load, other);
       cond.cmp = mirrored(cond.cmp);
-    } else if (!float_value(c->args[1], &k)) {
-      reject("a mask comparison that is not with a constant");
     }
-    if (load->kind != P::ExprKind::Load || !sp_.is_param(load->buffer) ||
-        !(load->buffer->dtype == P::DType::f32()))
-      reject("a mask read from something other than an f32 parameter");
-    cond.threshold = k;
+    if (has_load(other)) reject("a mask comparison that is not with a constant or an index");
+    double shift = 0; // the compared value is load + shift
+    for (double k = 0;;) {
+      if (load->kind == P::ExprKind::Cast && load->args[0]->dtype.is_int() &&
+          load->dtype.is_int() && load->args[0]->dtype.bits <= load->dtype.bits) {
+        load = load->args[0];
+      } else if ((load->kind == P::ExprKind::Add || load->kind == P::ExprKind::Sub) &&
+                 float_value(load->args[1], &k)) {
+        shift += load->kind == P::ExprKind::Add ? k : -k;
+        load = load->args[0];
+      } else if (load->kind == P::ExprKind::Add && float_value(load->args[0], &k)) {
+        shift += k;
+        load = load->args[1];
+      } else {
+        break;
+      }
+    }
+    if (load->kind != P::ExprKind::Load || !sp_.is_param(load->buffer))
+      reject("a mask read from something other than a parameter");
+    const P::DType t = load->buffer->dtype;
+    cond.src_i32 = t == P::DType::i32();
+    if (!(t == P::DType::f32()) && !cond.src_i32)
+      reject("a mask read from a parameter neither f32 nor i32");
+    // load + shift cmp other == load cmp other - shift
+    double k = 0;
+    if (!float_value(other, &k)) {
+      if (shift != std::floor(shift)) reject("a mask comparing an index with a fractional sum");
+      cond.index_values = tabulate(other, &cond.index_dims,
+                                   "a mask comparison that is not with a constant or an index");
+      for (int64_t& v : cond.index_values)
+        v -= static_cast<int64_t>(shift);
+    }
+    cond.threshold = k - shift;
     StridedAccess a = strided_access(load->buffer, load->args, digits_, dims_);
     cond.src = strided_ref(sp_.param_of(load->buffer), a, dims_, /*broadcast=*/true);
     cond.dims = cond.src->dims;
+    for (size_t d = 0; d < cond.index_dims.size() && d < cond.dims.size(); ++d)
+      cond.dims[d] = std::max(cond.dims[d], cond.index_dims[d]);
     return cond;
   }
 
