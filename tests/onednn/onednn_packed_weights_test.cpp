@@ -117,13 +117,14 @@ Function linear(int rows, Weight w = Weight::NK, int n = 40) {
 
 // Where oneDNN has no blocked layout for a matmul's weights, the plugin takes them row-major
 // (K_N), or K-contiguous (N_K) where a row-major row would be a multiple of 2 KB (512 outputs
-// here; dnnl_module.cpp's offer_packed). A packed key without blocks names those strides.
+// here) in a product of 64 rows or more (dnnl_module.cpp's offer_packed). A packed key without
+// blocks names those strides.
 bool plain_layout(const std::string& key) {
   return key.find(" blocks [] ") != std::string::npos;
 }
 
-// The weight packed on any CPU: N_K of 40 outputs, K_N of 512, each packed into the other
-// where oneDNN does not block them.
+// The weight packed on any CPU: N_K of 40 outputs, K_N of 512 at 64 rows, each packed into the
+// other where oneDNN does not block them.
 TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
   struct Case {
     int rows, n;
@@ -132,7 +133,7 @@ TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
   };
   for (Case c :
        {Case{1, 40, Weight::NK, " strides [40,1] "}, Case{6, 40, Weight::NK, " strides [40,1] "},
-        Case{6, 512, Weight::KN, " strides [1,24] "}}) {
+        Case{64, 512, Weight::KN, " strides [1,24] "}}) {
     SCOPED_TRACE("rows " + std::to_string(c.rows) + ", " + std::to_string(c.n) + " outputs");
     auto packed = check_packed(linear(c.rows, c.w, c.n));
     ASSERT_EQ(packed.size(), 1u) << "the weight, not x or the bias";
@@ -145,17 +146,20 @@ TEST(OnednnPackedWeights, ALinearTakesItsWeightPacked) {
   }
 }
 
-// A weight already in the plain layout the plugin wants for its width is used as given where
-// oneDNN would not block it, and packed where it would: the same computation, checked against
+// A weight already in the plain layout the plugin wants for its width and rows is used as given
+// where oneDNN would not block it, and packed where it would: the same computation, checked against
 // the interpreter either way.
 TEST(OnednnPackedWeights, WeightsInTheWantedPlainLayoutStayAsGiven) {
-  for (int n : {40, 512}) {
-    SCOPED_TRACE(std::to_string(n) + " outputs");
-    const Weight wanted = n == 40 ? Weight::KN : Weight::NK;
-    const Weight other = n == 40 ? Weight::NK : Weight::KN;
-    auto repacked = check_packed(linear(6, other, n));
+  struct Case {
+    int rows, n;
+    Weight wanted, other;
+  };
+  for (Case c : {Case{6, 40, Weight::KN, Weight::NK}, Case{6, 512, Weight::KN, Weight::NK},
+                 Case{64, 512, Weight::NK, Weight::KN}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + " rows, " + std::to_string(c.n) + " outputs");
+    auto repacked = check_packed(linear(c.rows, c.other, c.n));
     ASSERT_EQ(repacked.size(), 1u);
-    auto given = check_packed(linear(6, wanted, n));
+    auto given = check_packed(linear(c.rows, c.wanted, c.n));
     if (plain_layout(repacked[0].second.key)) {
       EXPECT_TRUE(given.empty()) << "packed again into the layout it has: " << given[0].second.key;
     } else {

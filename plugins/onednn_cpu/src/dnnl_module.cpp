@@ -52,8 +52,10 @@ memory::desc k_contiguous(const std::vector<int64_t>& dims) {
   return memory::desc(to_dims(dims), dt::f32, strides);
 }
 
-// Row-major weight rows of a multiple of this many bytes are taken K-contiguous (offer_packed).
+// Row-major weight rows of a multiple of this many bytes are taken K-contiguous in products of
+// at least this many rows (offer_packed).
 constexpr int64_t kAliasedRowBytes = 2048;
+constexpr int64_t kKContiguousFromRows = 64;
 
 bool plain(const memory::desc& d) {
   return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
@@ -407,12 +409,17 @@ void DnnlModule::Impl::offer_packed(const MatmulOp& m, const dnnl::matmul::primi
   try {
     dnnl::matmul::primitive_desc ppd = make(desc_of(m.src), any_of(m.weights.dims));
     // Where oneDNN has no blocked layout of its own (2.6's gemm:jit on AVX2 picks row-major
-    // [K, N]) and a row-major row would be a multiple of 2 KB, K-contiguous weights instead:
-    // on such rows that gemm ran up to 1.9x slower (512 to 3072 columns: the up-projections of
-    // MiniLM, BERT, GPT-2 and Llama; rows of 1 to 128, Zen 3), on other widths it was as fast
-    // or faster row-major (bench/onednn_weight_layout).
+    // [K, N]), a row-major row would be a multiple of 2 KB and the product has 64 rows or
+    // more, K-contiguous weights instead: there that gemm ran 1.24 to 1.92x slower on
+    // row-major weights (512 to 3072 columns: the up-projections of MiniLM, BERT, GPT-2 and
+    // Llama; Zen 3, bench/onednn_weight_layout); on other widths it was as fast or faster
+    // row-major, and under 64 rows MiniLM ran slower with its up-projection K-contiguous
+    // (3.8-4.5 against 3.3-3.7 ms at 16 tokens).
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < m.src.dims.size(); ++i)
+      rows *= m.src.dims[i];
     if (plain(ppd.weights_desc()) && m.weights.dims.size() >= 2 &&
-        m.weights.dims.back() * 4 % kAliasedRowBytes == 0)
+        m.weights.dims.back() * 4 % kAliasedRowBytes == 0 && rows >= kKContiguousFromRows)
       ppd = make(desc_of(m.src), k_contiguous(m.weights.dims));
     if (ppd.weights_desc() == desc_of(m.weights) || ppd.src_desc() != pd.src_desc() ||
         ppd.dst_desc() != pd.dst_desc() || reference(ppd))
