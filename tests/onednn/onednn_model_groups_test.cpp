@@ -366,7 +366,8 @@ TEST(OnednnModelKernelsRefused, OperandBroadcastAlongPartOfTheRows) {
                  "part of a collapsed dim");
 }
 
-// Masks oneDNN has no post-op for: a fill read from a tensor; two tensors compared.
+// Masks oneDNN has no post-op for: a fill read from a tensor; two tensors compared; a float
+// tensor plus a constant compared (its rounding is not the comparison's).
 TEST(OnednnModelKernelsRefused, MasksOutsideThePostOps) {
   const char* scores =
       R"(func masked(q: f32[4, 8], k: f32[4, 8], m: f32[4], y: f32[4, 4], out: f32[4, 4]) {
@@ -402,6 +403,8 @@ TEST(OnednnModelKernelsRefused, MasksOutsideThePostOps) {
                  "not a chain of oneDNN eltwise, binary or select steps");
   expect_refused(with("select(m[vj] > y[vi, vj], acc[vi, vj], -1e+30f32)").c_str(),
                  "not with a constant");
+  expect_refused(with("select(m[vj] + 0.25f32 > 0.5f32, acc[vi, vj], -1e+30f32)").c_str(),
+                 "adding a constant to a float tensor");
 }
 
 // A decode step's attention scores (the form std.Decoder's decode graph takes): one query row

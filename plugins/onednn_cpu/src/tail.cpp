@@ -278,6 +278,9 @@ private:
     cond.src_i32 = t == P::DType::i32();
     if (!(t == P::DType::f32()) && !cond.src_i32)
       reject("a mask read from a parameter neither f32 nor i32");
+    // Moving the constant across is exact in integers; a float sum rounds where the
+    // comparison on the other side would not.
+    if (shift != 0 && !cond.src_i32) reject("a mask adding a constant to a float tensor");
     // load + shift cmp other == load cmp other - shift
     double k = 0;
     if (!float_value(other, &k)) {
