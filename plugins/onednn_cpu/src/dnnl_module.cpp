@@ -41,15 +41,11 @@ memory::dims to_dims(const std::vector<int64_t>& v) {
 // (a Hugging Face nn.Linear weight as stored, [N, K] row-major).
 memory::desc k_contiguous(const std::vector<int64_t>& dims) {
   const size_t n = dims.size();
-  memory::dims strides(n);
-  strides[n - 2] = 1;
-  strides[n - 1] = dims[n - 2];
-  int64_t step = dims[n - 2] * dims[n - 1];
-  for (size_t i = n - 2; i-- > 0;) {
-    strides[i] = step;
-    step *= dims[i];
-  }
-  return memory::desc(to_dims(dims), dt::f32, strides);
+  std::vector<int64_t> swapped = dims; // [.., N, K], row-major
+  std::swap(swapped[n - 2], swapped[n - 1]);
+  std::vector<int64_t> strides = P::row_major_strides(swapped);
+  std::swap(strides[n - 2], strides[n - 1]);
+  return memory::desc(to_dims(dims), dt::f32, to_dims(strides));
 }
 
 // Row-major weight rows of a multiple of this many bytes are taken K-contiguous in products of

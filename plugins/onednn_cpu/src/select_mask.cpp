@@ -9,6 +9,14 @@ namespace mt::onednn {
 
 namespace {
 
+// The row-major position of point `at` in a table over `dims` (a dim of 1: broadcast).
+int64_t table_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& at) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < at.size(); ++d)
+    flat = flat * dims[d] + (dims[d] > 1 ? at[d] : 0);
+  return flat;
+}
+
 bool compare(double x, Cmp c, double t) {
   switch (c) {
   case Cmp::LT:
@@ -63,18 +71,12 @@ void SelectMask::fill(float* hi, float* lo, const std::vector<sdk::TensorView>& 
         const double x = c.src_i32 ? static_cast<const int32_t*>(data)[off]
                                    : static_cast<const float*>(data)[off];
         double other = c.threshold;
-        if (!c.index_values.empty()) {
-          int64_t flat = 0;
-          for (size_t d = 0; d < at.size(); ++d)
-            flat = flat * c.index_dims[d] + (c.index_dims[d] > 1 ? at[d] : 0);
-          other = static_cast<double>(c.index_values[static_cast<size_t>(flat)]);
-        }
+        if (!c.index_values.empty())
+          other = static_cast<double>(
+              c.index_values[static_cast<size_t>(table_index(c.index_dims, at))]);
         keep = keep && compare(x, c.cmp, other);
       } else {
-        int64_t flat = 0;
-        for (size_t d = 0; d < at.size(); ++d)
-          flat = flat * c.dims[d] + (c.dims[d] > 1 ? at[d] : 0);
-        keep = keep && c.values[static_cast<size_t>(flat)];
+        keep = keep && c.values[static_cast<size_t>(table_index(c.dims, at))];
       }
     }
     hi[i] = keep ? inf : fill_;
