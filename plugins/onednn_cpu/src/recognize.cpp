@@ -19,11 +19,22 @@ std::string dims_string(const std::vector<int64_t>& d) {
 }
 
 void fix_unit_strides(TensorRef* r) {
+  int64_t inner = 0; // the stride of the nearest dim inside with more than one element
+  bool row_major = true;
   int64_t span = 1;
-  for (size_t d = 0; d < r->dims.size(); ++d)
-    if (r->dims[d] > 1) span = std::max(span, r->dims[d] * r->strides[d]);
-  for (size_t d = 0; d < r->dims.size(); ++d)
-    if (r->dims[d] == 1) r->strides[d] = span;
+  for (size_t d = r->dims.size(); d-- > 0;) {
+    if (r->dims[d] == 1) continue;
+    if (inner && r->strides[d] < inner) row_major = false;
+    inner = r->strides[d];
+    span = std::max(span, r->dims[d] * r->strides[d]);
+  }
+  int64_t next = 1; // under row-major order: the extent of what lies inside dim d
+  for (size_t d = r->dims.size(); d-- > 0;) {
+    if (r->dims[d] > 1)
+      next = r->dims[d] * r->strides[d];
+    else
+      r->strides[d] = row_major ? next : span;
+  }
 }
 
 TensorRef view(const StageProgram& sp, const P::Buffer& b, const std::vector<P::Expr>& idx,

@@ -34,7 +34,11 @@ std::optional<PadInfo> match_pad(const StageProgram& sp, const Stage& s);
 // rejection.
 TensorRef view(const StageProgram& sp, const P::Buffer& b, const std::vector<P::Expr>& idx,
                const std::vector<int64_t>& vars, bool broadcast = false);
-// Strides for unit dims that keep the descriptor valid for oneDNN.
+// Strides for unit dims (which address nothing) that keep the descriptor valid for oneDNN and
+// plain where the view is: where the other dims are in row-major order, the strides row-major
+// order gives (oneDNN reads [heads, 1, keys] as abc; a unit dim made outermost reads as bac,
+// which oneDNN 2.6's gemm:jit batched matmul crashes on when a binary post-op is broadcast over
+// the heads), else beyond the whole span.
 void fix_unit_strides(TensorRef* r);
 
 // The elementwise stages after the main one (from stage `first` on), each applying one or

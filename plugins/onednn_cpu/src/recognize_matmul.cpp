@@ -43,30 +43,6 @@ std::vector<LogicalDim> pick(const std::vector<LogicalDim>& dims, const std::vec
   return out;
 }
 
-// Where a view's dims of more than one element are in row-major order, its unit dims given
-// the strides row-major order would (a unit dim's stride addresses nothing): oneDNN then reads
-// the view as plain abc. fix_unit_strides makes them outermost, which for a decode step's
-// scores ([heads, 1, keys]) reads as bac -- and oneDNN 2.6's gemm:jit batched matmul crashes
-// on a bac dst with a mask table broadcast over the heads.
-void row_major_unit_strides(TensorRef* r) {
-  int64_t inner = 0; // the stride of the nearest dim inside with more than one element
-  bool ordered = true;
-  for (size_t d = r->dims.size(); d-- > 0;) {
-    if (r->dims[d] == 1) continue;
-    if (inner && r->strides[d] < inner) ordered = false;
-    inner = r->strides[d];
-  }
-  if (!ordered) return;
-  int64_t next = 1; // row-major stride of dim d: the extent of what is inside it
-  for (size_t d = r->dims.size(); d-- > 0;) {
-    if (r->dims[d] == 1) {
-      r->strides[d] = next;
-    } else {
-      next = r->dims[d] * r->strides[d];
-    }
-  }
-}
-
 // Groups of consecutive dims of a view, each collapsed into one (an empty group: a unit dim).
 class Collapse {
 public:
@@ -305,7 +281,6 @@ private:
     for (const LogicalDim& d : logical)
       extents.push_back(d.extent);
     op.dst = dst_c(output_view(sp_, logical), "output");
-    row_major_unit_strides(&op.dst);
     Plan plan;
     for (const PostOp& p : match_tail(sp_, 1, logical)) {
       PostOp q = p;
