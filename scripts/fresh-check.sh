@@ -5,7 +5,7 @@
 #
 #   bash scripts/fresh-check.sh              # both commands (~40 min on 2 cores)
 #   ONLY=2 bash scripts/fresh-check.sh       # only the README's second command (tests)
-#   KEEP=1 bash scripts/fresh-check.sh       # keep the root afterwards (its path is printed)
+#   KEEP=1 bash scripts/fresh-check.sh       # keep the root afterwards (its path is printed; later runs leave it)
 #
 # Needs root (debootstrap, chroot, bind mounts). The root is a debootstrap minbase of bookworm
 # in a temporary folder; the working tree (tracked and untracked files that git does not
@@ -29,11 +29,38 @@ if [ "${#COMMANDS[@]}" != 2 ]; then
   exit 2
 fi
 
+# Roots that earlier runs left behind when they were killed before their cleanup (a session
+# that ended mid-run): 6 GB each, with /proc, /sys, /dev and the CUDA toolkit still bound into
+# them. Their mounts are undone, then they are removed; never the root of a run still going
+# (its .owner file names a live process) or kept (KEEP=1: it says `kept`); a root from before
+# .owner files is left while any other fresh-check runs.
+others=$(pgrep -f 'scripts/fresh-check.sh' | grep -vx "$$" || true)
+for old in /var/tmp/metatune-fresh.??????; do
+  [ -d "$old" ] || continue
+  pid=$(cat "$old.owner" 2>/dev/null || true)
+  [ "$pid" = kept ] && continue # KEEP=1 asked for it
+  if [ -n "$pid" ]; then kill -0 "$pid" 2>/dev/null && continue; else [ -n "$others" ] && continue; fi
+  awk -v root="$old/" 'index($2, root) == 1 {print $2}' /proc/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  if awk -v root="$old/" 'index($2, root) == 1 {found = 1} END {exit !found}' /proc/mounts; then
+    echo "fresh-check: $old is still mounted; left as it is" >&2
+    continue
+  fi
+  echo "fresh-check: removing $old, left by an earlier run"
+  rm -rf --one-file-system "$old" "$old.owner" "$old.debootstrap.log"
+done
+
 ROOT=$(mktemp -d /var/tmp/metatune-fresh.XXXXXX)
+echo $$ >"$ROOT.owner"
 MOUNTS=()
 cleanup() {
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null || true; done
-  if [ -z "${KEEP:-}" ]; then rm -rf --one-file-system "$ROOT"; else echo "fresh-check: root kept at $ROOT"; fi
+  if [ -z "${KEEP:-}" ]; then
+    rm -rf --one-file-system "$ROOT" "$ROOT.owner"
+  else
+    echo kept >"$ROOT.owner"
+    echo "fresh-check: root kept at $ROOT"
+  fi
 }
 trap cleanup EXIT
 bind() { # bind SRC DST [ro]

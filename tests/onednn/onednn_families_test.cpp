@@ -103,6 +103,49 @@ TEST(OnednnFamilyText, DenseWithTanhGelu) {
   EXPECT_NE(target().describe_device().find("gelu_tanh"), std::string::npos);
 }
 
+// GeGLU (Gemma's MLP): the tanh GELU of the gate's product times the up projection. The
+// plugin computes that GELU as x * sigmoid(2c (x + 0.044715 x^3)) in two binary steps after
+// the matmul (oneDNN 2.6's own gelu_tanh is slow on AVX2), the product with `up` fused into
+// the second; K = 256 spreads the products over about +-15, into the GELU's tails.
+TEST(OnednnFamilyText, MatmulWithTanhGeluThenAProduct) {
+  Function f = parse_function(
+      R"(func geglu(data: f32[8, 256], weight: f32[48, 256], up: f32[8, 48], out: f32[8, 48]) {
+  buffer acc: f32[8, 48]
+  for i in 8 {
+    for j in 48 {
+      for k in 256 {
+        block acc(vi: S[8] = i, vj: S[48] = j, vk: R[256] = k) {
+          init { acc[vi, vj] = 0f32 }
+          acc[vi, vj] = acc[vi, vj] + data[vi, vk] * weight[vj, vk]
+        }
+      }
+    }
+  }
+  for i in 8 {
+    for j in 48 {
+      block act(vi: S[8] = i, vj: S[48] = j) {
+        out[vi, vj] = 0.5f32 * acc[vi, vj] * (1f32 + tanh(0.7978845608028654f32 * (acc[vi, vj] + 0.044715f32 * acc[vi, vj] * acc[vi, vj] * acc[vi, vj]))) * up[vi, vj]
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(offered(f));
+  expect_matches_reference(f);
+  // The products do reach the tails (where a wrong sign or a lost x would show).
+  std::vector<NDArray> args = make_args(f);
+  interpret(f, ptrs(args));
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < 8 * 48; ++i) {
+    const double up = static_cast<const float*>(args[2].data())[i];
+    if (std::fabs(up) < 0.1) continue;
+    const double gelu = static_cast<const float*>(args[3].data())[i] / up;
+    lo = std::min(lo, gelu);
+    hi = std::max(hi, gelu);
+  }
+  EXPECT_GT(hi, 6.0);
+  EXPECT_LT(lo, -0.1);
+}
+
 // A soft-cap (Gemma 2's logits: c * tanh(x / c)) after a matmul: two linear post-ops around a
 // tanh. oneDNN 2.6's JIT kernels apply the first one's scale to both when they are fused, so
 // the plugin runs such a chain unfused; the values against the interpreter (shapes the JIT
