@@ -146,6 +146,44 @@ TEST(OnednnFamilyText, MatmulWithTanhGeluThenAProduct) {
   EXPECT_LT(lo, -0.1);
 }
 
+// The tanh GELU as a kernel of its own (the two binary steps from the input to the output),
+// and after a scale, which makes it a post-op of the linear eltwise: inputs over +-8.
+TEST(OnednnFamilyText, TanhGeluAloneAndAfterAScale) {
+  const std::string gelu = "0.5f32 * y[vi, vj] * (1f32 + tanh(0.7978845608028654f32 * (y[vi, vj] "
+                           "+ 0.044715f32 * y[vi, vj] * y[vi, vj] * y[vi, vj])))";
+  Function alone = parse_function(R"(func gelu(y: f32[6, 40], out: f32[6, 40]) {
+  for i in 6 {
+    for j in 40 {
+      block act(vi: S[6] = i, vj: S[40] = j) {
+        out[vi, vj] = )" + gelu + R"(
+      }
+    }
+  }
+})");
+  Function scaled = parse_function(R"(func gelu(x: f32[6, 40], out: f32[6, 40]) {
+  buffer y: f32[6, 40]
+  for i in 6 {
+    for j in 40 {
+      block scale(vi: S[6] = i, vj: S[40] = j) {
+        y[vi, vj] = x[vi, vj] * 8f32
+      }
+    }
+  }
+  for i in 6 {
+    for j in 40 {
+      block act(vi: S[6] = i, vj: S[40] = j) {
+        out[vi, vj] = )" + gelu + R"(
+      }
+    }
+  }
+})");
+  for (const Function* f : {&alone, &scaled}) {
+    std::string why;
+    ASSERT_TRUE(offered(*f, &why)) << why;
+    expect_matches_reference(*f);
+  }
+}
+
 // A soft-cap (Gemma 2's logits: c * tanh(x / c)) after a matmul: two linear post-ops around a
 // tanh. oneDNN 2.6's JIT kernels apply the first one's scale to both when they are fused, so
 // the plugin runs such a chain unfused; the values against the interpreter (shapes the JIT

@@ -365,17 +365,17 @@ struct DnnlModule::Impl {
   // sigmoid(2z). oneDNN 2.6's AVX2 tanh is slow: its gelu_tanh took 0.8-1.0 ms on GPT-2's
   // [128, 3072] up-projection output as an eltwise primitive and 0.7-1.2 ms more as the
   // matmul's post-op (gelu_erf 0.1-0.2), against 0.17 ms for this chain of a binary primitive
-  // with post-ops (Zen 3). Two steps on the slot `dst`, whose x both read unchanged (so the
-  // in-place fallback for post-ops oneDNN does not fuse stays exact): a scratch gets the
+  // with post-ops (Zen 3). Two steps reading the slot `x` unchanged (so the in-place fallback
+  // for post-ops oneDNN does not fuse stays exact, and `dst` may be `x`): a scratch gets the
   // sigmoid, then dst = x * it, with `tail` (the post-ops after the gelu) fused into that.
-  void append_gelu_tanh(int dst, const std::vector<PostOp>& tail) {
-    const memory::desc md = slots[dst].mem.get_desc();
+  void append_gelu_tanh(int x, int dst, const std::vector<PostOp>& tail) {
+    const memory::desc md = slots[x].mem.get_desc(), dst_md = slots[dst].mem.get_desc();
     const float c2 = 2.f * static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
     const int gate = scratch(md);
     // x * x, then 2c + 2c * 0.044715 x^2 (one linear step: oneDNN 2.6 gives a second linear
     // the first one's alpha and beta, see repeats_an_eltwise), * x, sigmoid.
     const std::vector<Flat> to_gate = {
-        {Alg::Linear, 0.044715f * c2, c2, -1}, {Alg::Mul, 1, 0, dst}, {Alg::Logistic, 1, 0, -1}};
+        {Alg::Linear, 0.044715f * c2, c2, -1}, {Alg::Mul, 1, 0, x}, {Alg::Logistic, 1, 0, -1}};
     auto square = [&](const dnnl::primitive_attr& attr) {
       return dnnl::binary::primitive_desc(
           dnnl::binary::desc(algorithm::binary_mul, md, md, slots[gate].mem.get_desc()), attr,
@@ -384,19 +384,19 @@ struct DnnlModule::Impl {
     std::vector<std::pair<int, int>> bargs;
     bool fused = false;
     auto pd = fuse<dnnl::binary::primitive_desc>(to_gate, square, &bargs, &fused);
-    finish(dnnl::binary(pd), {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, dst}, {DNNL_ARG_DST, gate}},
+    finish(dnnl::binary(pd), {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, x}, {DNNL_ARG_DST, gate}},
            bargs, fused, to_gate, gate, {}, pd.impl_info_str());
     auto times_gate = [&](const dnnl::primitive_attr& attr) {
       return dnnl::binary::primitive_desc(
-          dnnl::binary::desc(algorithm::binary_mul, md, slots[gate].mem.get_desc(), md), attr,
+          dnnl::binary::desc(algorithm::binary_mul, md, slots[gate].mem.get_desc(), dst_md), attr,
           cpu_engine());
     };
     std::vector<Flat> ops;
     bargs.clear();
-    const memory::dims dims = md.dims();
+    const memory::dims dims = dst_md.dims();
     auto out = with_post_ops<dnnl::binary::primitive_desc>(
         tail, std::vector<int64_t>(dims.begin(), dims.end()), times_gate, &ops, &bargs, &fused);
-    finish(dnnl::binary(out), {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, gate}, {DNNL_ARG_DST, dst}},
+    finish(dnnl::binary(out), {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, gate}, {DNNL_ARG_DST, dst}},
            bargs, fused, ops, dst, {}, out.impl_info_str());
   }
 
@@ -509,7 +509,7 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
                            [](const PostOp& p) { return p.alg == Alg::GeluTanh; });
   if (gelu != post_ops.end()) {
     build_step(main, {post_ops.begin(), gelu});
-    append_gelu_tanh(last_dst, {gelu + 1, post_ops.end()});
+    append_gelu_tanh(last_dst, last_dst, {gelu + 1, post_ops.end()});
     return;
   }
   using pk = dnnl::prop_kind;
@@ -608,6 +608,10 @@ void DnnlModule::Impl::build_step(const MainOp& main, const std::vector<PostOp>&
     std::unordered_map<int, int> args = {{DNNL_ARG_SRC, input(r->src, pd.src_desc())}};
     args[DNNL_ARG_DST] = output(r->dst, pd.dst_desc(), &dst_user, &after);
     finish(dnnl::reduction(pd), args, bargs, fused, ops, dst_user, after, pd.impl_info_str());
+  } else if (const auto* e = std::get_if<EltwiseOp>(&main); e && e->op.alg == Alg::GeluTanh) {
+    const int x = user(e->src);
+    dst_user = user(e->dst);
+    append_gelu_tanh(x, dst_user, post_ops);
   } else if (const auto* e = std::get_if<EltwiseOp>(&main)) {
     auto make = [&](const dnnl::primitive_attr& attr) {
       dnnl::eltwise_forward::desc d(pk::forward_inference, eltwise_alg(e->op.alg), desc_of(e->src),
