@@ -362,11 +362,11 @@ struct DnnlModule::Impl {
   }
 
   // gelu_tanh(x) = x * sigmoid(2c (x + 0.044715 x^3)), c = sqrt(2/pi): 0.5 (1 + tanh(z)) is
-  // sigmoid(2z). oneDNN 2.6's AVX2 tanh is slow: its gelu_tanh took 0.8-1.0 ms on GPT-2's
-  // [128, 3072] up-projection output as an eltwise primitive and 0.7-1.2 ms more as the
-  // matmul's post-op (gelu_erf 0.1-0.2), against 0.17 ms for this chain of a binary primitive
-  // with post-ops (Zen 3). Two steps reading the slot `x` unchanged (so the in-place fallback
-  // for post-ops oneDNN does not fuse stays exact, and `dst` may be `x`): a scratch gets the
+  // sigmoid(2z). oneDNN 2.6's AVX2 tanh is slow: on GPT-2's [128, 3072] up-projection output
+  // its gelu_tanh took 0.77 ms as an eltwise primitive against 0.25-0.27 for these steps, and
+  // as the matmul's post-op 1.14-1.16x the time of the matmul and these steps
+  // (bench/onednn_gelu_tanh, Zen 3). Two steps reading the slot `x` unchanged (so the fallback
+  // for post-ops oneDNN does not fuse, in place, stays exact; `dst` may be `x`): a scratch gets the
   // sigmoid, then dst = x * it, with `tail` (the post-ops after the gelu) fused into that.
   void append_gelu_tanh(int x, int dst, const std::vector<PostOp>& tail) {
     const memory::desc md = slots[x].mem.get_desc(), dst_md = slots[dst].mem.get_desc();
